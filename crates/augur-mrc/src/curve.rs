@@ -1,0 +1,166 @@
+//! Miss-ratio curves: points of (cache size, miss ratio), interpolation, the mean
+//! absolute error used to judge models (kRedis paper §6.3: 40 evenly spaced sizes up to
+//! the working-set size; MIMIR paper §3.6: accuracy = 1 - MAE), and the merge by
+//! minimum over several curves (kRedis Eq. 4) that keeps which K won at each size.
+
+use serde::{Deserialize, Serialize};
+
+/// What a curve's size axis counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SizeUnit {
+    Objects,
+    Bytes,
+}
+
+/// One point of a miss-ratio curve.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Cache size, in objects or bytes (see [`Curve::unit`]).
+    pub size: f64,
+    /// Miss ratio in [0, 1] at that size.
+    pub miss_ratio: f64,
+}
+
+/// A miss-ratio curve: points sorted by ascending size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Curve {
+    /// Which model or simulator produced it (`olken`, `krr`, `sim-redis-klru`, ...).
+    pub model: String,
+    /// The sampling size K the curve is for, where the model has one.
+    pub k: Option<u32>,
+    pub unit: SizeUnit,
+    pub points: Vec<Point>,
+}
+
+impl Curve {
+    /// Builds a curve, sorting the points by size.
+    pub fn new(model: impl Into<String>, k: Option<u32>, unit: SizeUnit, mut points: Vec<Point>) -> Self {
+        points.sort_by(|a, b| a.size.total_cmp(&b.size));
+        Self {
+            model: model.into(),
+            k,
+            unit,
+            points,
+        }
+    }
+
+    /// The largest size the curve has a point for.
+    pub fn max_size(&self) -> f64 {
+        self.points.last().map_or(0.0, |p| p.size)
+    }
+
+    /// Miss ratio at `size`, linearly interpolated between neighbouring points. Below
+    /// the first point the curve rises linearly to 1.0 at size 0 (an empty cache misses
+    /// everything); past the last point it stays flat.
+    pub fn miss_ratio_at(&self, size: f64) -> f64 {
+        let pts = &self.points;
+        if pts.is_empty() {
+            return 1.0;
+        }
+        if size <= 0.0 {
+            return 1.0;
+        }
+        let i = pts.partition_point(|p| p.size < size);
+        if i == pts.len() {
+            return pts[pts.len() - 1].miss_ratio;
+        }
+        let hi = pts[i];
+        let (lo_size, lo_mr) = if i == 0 { (0.0, 1.0) } else { (pts[i - 1].size, pts[i - 1].miss_ratio) };
+        if hi.size <= lo_size {
+            return hi.miss_ratio;
+        }
+        let t = (size - lo_size) / (hi.size - lo_size);
+        lo_mr + t * (hi.miss_ratio - lo_mr)
+    }
+
+    /// The curve resampled at `n` evenly spaced sizes `max/n, 2max/n, ..., max`.
+    pub fn resample(&self, max_size: f64, n: usize) -> Curve {
+        let points = evenly_spaced(max_size, n)
+            .map(|s| Point {
+                size: s,
+                miss_ratio: self.miss_ratio_at(s),
+            })
+            .collect();
+        Curve::new(self.model.clone(), self.k, self.unit, points)
+    }
+
+    /// Mean absolute error against `reference` at `n` evenly spaced sizes up to
+    /// `max_size` (the kRedis paper's §6.3 measure uses n = 40 up to the working set).
+    pub fn mae(&self, reference: &Curve, max_size: f64, n: usize) -> f64 {
+        let n = n.max(1);
+        evenly_spaced(max_size, n)
+            .map(|s| (self.miss_ratio_at(s) - reference.miss_ratio_at(s)).abs())
+            .sum::<f64>()
+            / n as f64
+    }
+
+    /// The lower envelope of several curves at `n` evenly spaced sizes up to `max_size`
+    /// (kRedis Eq. 4: the merged MRC of a tenant whose K may be chosen per size), with,
+    /// for each point, the K of the curve that achieved the minimum.
+    pub fn merge_min(curves: &[Curve], max_size: f64, n: usize) -> Option<(Curve, Vec<Option<u32>>)> {
+        let first = curves.first()?;
+        let mut points = Vec::with_capacity(n);
+        let mut winners = Vec::with_capacity(n);
+        for s in evenly_spaced(max_size, n) {
+            let (best_k, best_mr) = curves
+                .iter()
+                .map(|c| (c.k, c.miss_ratio_at(s)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("curves is not empty");
+            points.push(Point {
+                size: s,
+                miss_ratio: best_mr,
+            });
+            winners.push(best_k);
+        }
+        Some((Curve::new("merged-min", None, first.unit, points), winners))
+    }
+}
+
+/// `n` sizes evenly spaced over (0, max]: max/n, 2max/n, ..., max.
+pub fn evenly_spaced(max_size: f64, n: usize) -> impl Iterator<Item = f64> {
+    (1..=n).map(move |i| max_size * i as f64 / n as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(model: &str, k: u32, pts: &[(f64, f64)]) -> Curve {
+        Curve::new(
+            model,
+            Some(k),
+            SizeUnit::Objects,
+            pts.iter().map(|&(size, miss_ratio)| Point { size, miss_ratio }).collect(),
+        )
+    }
+
+    #[test]
+    fn interpolates_between_points_and_clamps_past_the_last() {
+        let c = line("t", 1, &[(10.0, 0.8), (20.0, 0.4)]);
+        assert!((c.miss_ratio_at(15.0) - 0.6).abs() < 1e-12);
+        assert!((c.miss_ratio_at(5.0) - 0.9).abs() < 1e-12);
+        assert_eq!(c.miss_ratio_at(100.0), 0.4);
+        assert_eq!(c.miss_ratio_at(0.0), 1.0);
+    }
+
+    #[test]
+    fn mae_of_a_curve_with_itself_is_zero_and_of_a_shifted_one_is_the_shift() {
+        let a = line("a", 1, &[(10.0, 0.5), (100.0, 0.2)]);
+        let b = line("b", 1, &[(10.0, 0.55), (100.0, 0.25)]);
+        assert_eq!(a.mae(&a, 100.0, 40), 0.0);
+        // Sizes 2.5..10 sit on the ramp from (0, 1.0) where the two differ by less.
+        let err = a.mae(&b, 100.0, 40);
+        assert!(err > 0.04 && err <= 0.05, "{err}");
+    }
+
+    #[test]
+    fn merge_min_takes_the_lower_curve_and_remembers_its_k() {
+        let a = line("krr", 1, &[(10.0, 0.5), (100.0, 0.1)]);
+        let b = line("krr", 16, &[(10.0, 0.3), (100.0, 0.2)]);
+        let (m, winners) = Curve::merge_min(&[a, b], 100.0, 10).unwrap();
+        assert_eq!(winners.first(), Some(&Some(16)));
+        assert_eq!(winners.last(), Some(&Some(1)));
+        assert!((m.miss_ratio_at(100.0) - 0.1).abs() < 1e-12);
+    }
+}

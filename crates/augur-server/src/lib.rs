@@ -1,0 +1,1 @@
+//! Augur's network server.

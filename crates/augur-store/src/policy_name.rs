@@ -1,0 +1,68 @@
+//! `maxmemory-policy` names, as Redis spells them.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Which entries eviction may choose from and how it orders them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvictionPolicy {
+    /// Refuse writes with an OOM error when over `maxmemory`.
+    NoEviction,
+    /// Redis's approximated LRU over all keys (K samples into a 16-entry pool).
+    AllKeysLru,
+    /// Uniformly random victim among all keys.
+    AllKeysRandom,
+    /// Approximated LRU among keys with a TTL.
+    VolatileLru,
+    /// Random victim among keys with a TTL.
+    VolatileRandom,
+    /// Among keys with a TTL, the one expiring soonest (sampled into the pool).
+    VolatileTtl,
+}
+
+impl EvictionPolicy {
+    pub const ALL: [EvictionPolicy; 6] = [
+        EvictionPolicy::NoEviction,
+        EvictionPolicy::AllKeysLru,
+        EvictionPolicy::AllKeysRandom,
+        EvictionPolicy::VolatileLru,
+        EvictionPolicy::VolatileRandom,
+        EvictionPolicy::VolatileTtl,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EvictionPolicy::NoEviction => "noeviction",
+            EvictionPolicy::AllKeysLru => "allkeys-lru",
+            EvictionPolicy::AllKeysRandom => "allkeys-random",
+            EvictionPolicy::VolatileLru => "volatile-lru",
+            EvictionPolicy::VolatileRandom => "volatile-random",
+            EvictionPolicy::VolatileTtl => "volatile-ttl",
+        }
+    }
+
+    /// Whether only keys with a TTL may be evicted.
+    pub fn volatile_only(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::VolatileLru | EvictionPolicy::VolatileRandom | EvictionPolicy::VolatileTtl
+        )
+    }
+}
+
+impl fmt::Display for EvictionPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EvictionPolicy {
+    type Err = ();
+    /// Case-insensitive, as Redis's CONFIG SET accepts.
+    fn from_str(s: &str) -> Result<Self, ()> {
+        EvictionPolicy::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s))
+            .ok_or(())
+    }
+}

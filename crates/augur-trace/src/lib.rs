@@ -1,0 +1,1 @@
+//! Cache traces: readers, writers and synthetic generators.

@@ -1,0 +1,43 @@
+//! `augur`: the cache server and its modelling tools, as one binary.
+
+use clap::{Parser, Subcommand};
+
+mod cmd_mrc;
+mod cmd_replay;
+mod cmd_serve;
+mod cmd_sim;
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[derive(Parser)]
+#[command(name = "augur", version, about = "A multi-tenant, self-modelling cache server speaking the Redis protocol")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the cache server.
+    Serve(cmd_serve::Args),
+    /// Compute a miss-ratio curve of a trace with a model.
+    Mrc(cmd_mrc::MrcArgs),
+    /// Run a model and its matching exact simulator on a trace and print the MAE table.
+    MrcCompare(cmd_mrc::CompareArgs),
+    /// Simulate an eviction policy on a trace at one or more cache sizes.
+    Sim(cmd_sim::Args),
+    /// Replay traces against a running server (GET, and SET on a miss).
+    Replay(cmd_replay::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(a) => cmd_serve::run(a),
+        Command::Mrc(a) => cmd_mrc::run_mrc(a),
+        Command::MrcCompare(a) => cmd_mrc::run_compare(a),
+        Command::Sim(a) => cmd_sim::run(a),
+        Command::Replay(a) => cmd_replay::run(a),
+    }
+}
