@@ -4,8 +4,29 @@
 //! DESIGN.md's "one policy implementation" principle lives here: the sampled-eviction
 //! logic in [`policy`] is generic over where candidates come from ([`policy::Candidates`]),
 //! so the server's keyspace and the simulators run the very same code.
+//!
+//! The simulators:
+//! - [`SampledCache`]: Redis's pooled K-LRU ([`policy::select_victim_pooled`]), the
+//!   KRR paper's plain K-LRU (§2.2, Eq. 1, [`policy::select_victim_fresh`]) and random
+//!   eviction ([`policy::select_victim_random`]), over a dense entry array that makes
+//!   uniform sampling O(1);
+//! - [`ListCache`]: exact LRU and FIFO, O(1) per request with an intrusive doubly
+//!   linked list over a slab.
+//!
+//! [`PolicySpec`] names a policy (`lru`, `fifo`, `random`, `redis-lru:K`, `klru:K`),
+//! [`build`] makes a simulator for it, and [`simulate_sizes`] / [`simulate_grid`] run
+//! one trace at many cache sizes on all cores.
 
+pub mod list;
 pub mod policy;
+pub mod run;
+pub mod sampled;
+pub mod spec;
+
+pub use list::{ListCache, ListOrder};
+pub use run::{simulate, simulate_grid, simulate_sizes, working_set, SimResult, WorkingSet};
+pub use sampled::{SampledCache, Sampling};
+pub use spec::{build, ParsePolicyError, PolicySpec, Unit};
 
 /// A cache simulator fed one request at a time: the exact ground truth the MRC models
 /// are judged against, and the engine of miniature simulation.
@@ -24,4 +45,22 @@ pub trait CacheSim: Send {
     fn used(&self) -> u64;
     /// Capacity, in the simulator's unit (objects or bytes).
     fn capacity(&self) -> u64;
+}
+
+impl<S: CacheSim + ?Sized> CacheSim for Box<S> {
+    fn access(&mut self, key: u64, size: u32) -> bool {
+        (**self).access(key, size)
+    }
+    fn remove(&mut self, key: u64) {
+        (**self).remove(key)
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn used(&self) -> u64 {
+        (**self).used()
+    }
+    fn capacity(&self) -> u64 {
+        (**self).capacity()
+    }
 }

@@ -1,0 +1,208 @@
+//! Naming a simulated policy ([`PolicySpec`]), the capacity unit ([`Unit`]) and
+//! building a simulator from them ([`build`]).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::list::{ListCache, ListOrder};
+use crate::sampled::{SampledCache, Sampling};
+use crate::CacheSim;
+
+/// Redis's default `maxmemory-samples`, used when a sampled policy is named without K.
+pub const DEFAULT_SAMPLES: usize = 5;
+
+/// What a cache's capacity counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// Every object costs 1, whatever its size (the reference tables in
+    /// `traces/README.md` and the object-count MRCs).
+    Objects,
+    /// Every object costs its size in bytes (Redis's `maxmemory`, the KRR paper's
+    /// byte-level MRCs, §3.3).
+    Bytes,
+}
+
+impl Unit {
+    /// What an object of `size` bytes costs in this unit.
+    #[inline]
+    pub fn cost(self, size: u32) -> u64 {
+        match self {
+            Unit::Objects => 1,
+            Unit::Bytes => u64::from(size),
+        }
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unit::Objects => "objects",
+            Unit::Bytes => "bytes",
+        })
+    }
+}
+
+/// An eviction policy to simulate. The textual names (parsed by [`FromStr`], printed by
+/// [`fmt::Display`]) are:
+///
+/// | name | policy |
+/// |---|---|
+/// | `lru` | exact LRU ([`ListCache`] in LRU order) |
+/// | `fifo` | FIFO: insertion order, hits do not reorder |
+/// | `random` | evict a uniformly random entry (Redis `allkeys-random`; KRR with K = 1) |
+/// | `redis-lru:K` (alias `klru-pool:K`) | Redis's approximated LRU: K samples per round merged into the 16-entry eviction pool (`allkeys-lru` with `maxmemory-samples K`) |
+/// | `klru:K` | plain K-LRU of the KRR paper (§2.2, Eq. 1): evict the oldest of K fresh samples, no pool |
+///
+/// `redis-lru` and `klru` without `:K` use K = 5, Redis's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PolicySpec {
+    Lru,
+    Fifo,
+    Random,
+    /// Redis's pooled sampled LRU with `k` samples per eviction round.
+    RedisLru {
+        k: usize,
+    },
+    /// Plain K-LRU (KRR Eq. 1) with `k` fresh samples per eviction.
+    KLru {
+        k: usize,
+    },
+}
+
+impl fmt::Display for PolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicySpec::Lru => f.write_str("lru"),
+            PolicySpec::Fifo => f.write_str("fifo"),
+            PolicySpec::Random => f.write_str("random"),
+            PolicySpec::RedisLru { k } => write!(f, "redis-lru:{k}"),
+            PolicySpec::KLru { k } => write!(f, "klru:{k}"),
+        }
+    }
+}
+
+/// Why a policy name did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsePolicyError(String);
+
+impl fmt::Display for ParsePolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParsePolicyError {}
+
+impl FromStr for PolicySpec {
+    type Err = ParsePolicyError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        let (name, k) = match s.split_once(':') {
+            Some((n, k)) => (n, Some(k)),
+            None => (s, None),
+        };
+        let name = name.to_ascii_lowercase();
+        let samples = |k: Option<&str>| -> Result<usize, ParsePolicyError> {
+            match k {
+                None => Ok(DEFAULT_SAMPLES),
+                Some(k) => match k.trim().parse::<usize>() {
+                    Ok(k) if k >= 1 => Ok(k),
+                    _ => Err(ParsePolicyError(format!(
+                        "bad sample count {k:?} in policy {s:?}: expected an integer >= 1"
+                    ))),
+                },
+            }
+        };
+        let no_k = |p: PolicySpec| -> Result<PolicySpec, ParsePolicyError> {
+            match k {
+                None => Ok(p),
+                Some(_) => Err(ParsePolicyError(format!(
+                    "policy {name:?} takes no sample count (got {s:?})"
+                ))),
+            }
+        };
+        match name.as_str() {
+            "lru" => no_k(PolicySpec::Lru),
+            "fifo" => no_k(PolicySpec::Fifo),
+            "random" => no_k(PolicySpec::Random),
+            "redis-lru" | "klru-pool" => Ok(PolicySpec::RedisLru { k: samples(k)? }),
+            "klru" => Ok(PolicySpec::KLru { k: samples(k)? }),
+            _ => Err(ParsePolicyError(format!(
+                "unknown policy {s:?}: expected lru, fifo, random, redis-lru:K (klru-pool:K) or klru:K"
+            ))),
+        }
+    }
+}
+
+/// A simulator for `policy` with `capacity` in `unit`; `seed` drives the sampling
+/// policies' random generator (ignored by LRU and FIFO), so a run is reproducible.
+pub fn build(policy: PolicySpec, capacity: u64, unit: Unit, seed: u64) -> Box<dyn CacheSim> {
+    match policy {
+        PolicySpec::Lru => Box::new(ListCache::new(ListOrder::Lru, capacity, unit)),
+        PolicySpec::Fifo => Box::new(ListCache::new(ListOrder::Fifo, capacity, unit)),
+        PolicySpec::Random => Box::new(SampledCache::new(Sampling::Random, capacity, unit, seed)),
+        PolicySpec::RedisLru { k } => Box::new(SampledCache::new(
+            Sampling::Pooled { k },
+            capacity,
+            unit,
+            seed,
+        )),
+        PolicySpec::KLru { k } => Box::new(SampledCache::new(
+            Sampling::Fresh { k },
+            capacity,
+            unit,
+            seed,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_aliases_parse() {
+        for p in [
+            PolicySpec::Lru,
+            PolicySpec::Fifo,
+            PolicySpec::Random,
+            PolicySpec::RedisLru { k: 5 },
+            PolicySpec::KLru { k: 16 },
+        ] {
+            assert_eq!(p.to_string().parse::<PolicySpec>(), Ok(p));
+        }
+        assert_eq!("klru-pool:3".parse(), Ok(PolicySpec::RedisLru { k: 3 }));
+        assert_eq!(" Redis-LRU ".parse(), Ok(PolicySpec::RedisLru { k: 5 }));
+        assert_eq!("klru".parse(), Ok(PolicySpec::KLru { k: 5 }));
+    }
+
+    #[test]
+    fn bad_names_are_rejected() {
+        for bad in [
+            "",
+            "lfu",
+            "klru:0",
+            "klru:x",
+            "lru:5",
+            "redis-lru:",
+            "random:2",
+        ] {
+            assert!(bad.parse::<PolicySpec>().is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn build_honours_capacity_and_unit() {
+        for p in ["lru", "fifo", "random", "redis-lru:5", "klru:5"] {
+            let mut sim = build(p.parse().unwrap(), 1000, Unit::Bytes, 1);
+            assert_eq!(sim.capacity(), 1000);
+            for key in 0..100u64 {
+                sim.access(key, 300);
+                assert!(sim.used() <= 1000, "{p}");
+            }
+            assert_eq!(sim.len(), 3, "{p}");
+            assert_eq!(sim.used(), 900, "{p}");
+        }
+    }
+}
