@@ -34,7 +34,12 @@ pub struct Curve {
 
 impl Curve {
     /// Builds a curve, sorting the points by size.
-    pub fn new(model: impl Into<String>, k: Option<u32>, unit: SizeUnit, mut points: Vec<Point>) -> Self {
+    pub fn new(
+        model: impl Into<String>,
+        k: Option<u32>,
+        unit: SizeUnit,
+        mut points: Vec<Point>,
+    ) -> Self {
         points.sort_by(|a, b| a.size.total_cmp(&b.size));
         Self {
             model: model.into(),
@@ -65,7 +70,11 @@ impl Curve {
             return pts[pts.len() - 1].miss_ratio;
         }
         let hi = pts[i];
-        let (lo_size, lo_mr) = if i == 0 { (0.0, 1.0) } else { (pts[i - 1].size, pts[i - 1].miss_ratio) };
+        let (lo_size, lo_mr) = if i == 0 {
+            (0.0, 1.0)
+        } else {
+            (pts[i - 1].size, pts[i - 1].miss_ratio)
+        };
         if hi.size <= lo_size {
             return hi.miss_ratio;
         }
@@ -97,7 +106,11 @@ impl Curve {
     /// The lower envelope of several curves at `n` evenly spaced sizes up to `max_size`
     /// (kRedis Eq. 4: the merged MRC of a tenant whose K may be chosen per size), with,
     /// for each point, the K of the curve that achieved the minimum.
-    pub fn merge_min(curves: &[Curve], max_size: f64, n: usize) -> Option<(Curve, Vec<Option<u32>>)> {
+    pub fn merge_min(
+        curves: &[Curve],
+        max_size: f64,
+        n: usize,
+    ) -> Option<(Curve, Vec<Option<u32>>)> {
         let first = curves.first()?;
         let mut points = Vec::with_capacity(n);
         let mut winners = Vec::with_capacity(n);
@@ -122,6 +135,116 @@ pub fn evenly_spaced(max_size: f64, n: usize) -> impl Iterator<Item = f64> {
     (1..=n).map(move |i| max_size * i as f64 / n as f64)
 }
 
+/// A histogram of stack distances (hits) plus a count of infinite distances (first
+/// references), from which a miss-ratio curve follows directly: the miss ratio of a
+/// cache of size `c` is the fraction of references with distance `> c` (kRedis §2.1,
+/// "the miss ratio of a cache size c is the probability of stack distance greater
+/// than c").
+///
+/// Buckets have a common width that starts at 1 (exact) and doubles, merging bucket
+/// pairs, whenever a distance would need more than `max_buckets` buckets, so memory
+/// stays bounded for byte distances or huge traces while small object-count stacks
+/// stay exact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DistanceHistogram {
+    width: u64,
+    max_buckets: usize,
+    counts: Vec<u64>,
+    cold: u64,
+    total: u64,
+}
+
+impl DistanceHistogram {
+    /// An empty histogram of at most `max_buckets` buckets (at least 2).
+    pub fn new(max_buckets: usize) -> Self {
+        Self {
+            width: 1,
+            max_buckets: max_buckets.max(2),
+            counts: Vec::new(),
+            cold: 0,
+            total: 0,
+        }
+    }
+
+    /// Records a reference at finite stack distance `d >= 1` (hit in every cache of size
+    /// `>= d`). A distance of 0 is treated as 1.
+    #[inline]
+    pub fn record(&mut self, d: u64) {
+        let d = d.max(1);
+        let mut idx = (d - 1) / self.width;
+        while idx >= self.max_buckets as u64 {
+            self.coarsen();
+            idx = (d - 1) / self.width;
+        }
+        let idx = idx as usize;
+        if idx >= self.counts.len() {
+            self.counts.resize(idx + 1, 0);
+        }
+        self.counts[idx] += 1;
+        self.total += 1;
+    }
+
+    /// Records a reference with infinite distance (a cold miss).
+    #[inline]
+    pub fn record_cold(&mut self) {
+        self.cold += 1;
+        self.total += 1;
+    }
+
+    fn coarsen(&mut self) {
+        let merged: Vec<u64> = self.counts.chunks(2).map(|c| c.iter().sum()).collect();
+        self.counts = merged;
+        self.width *= 2;
+    }
+
+    /// Bucket width (distances `(i*w, (i+1)*w]` share bucket `i`).
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
+    /// Number of references recorded (finite and infinite).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Number of infinite-distance references.
+    pub fn cold(&self) -> u64 {
+        self.cold
+    }
+
+    /// Count per bucket.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// The miss-ratio curve, with distances multiplied by `scale` (`1/R` under spatial
+    /// sampling, kRedis §2.7). One point per bucket upper edge up to the largest
+    /// distance seen: the curve is a step function and `Curve` interpolates linearly, so
+    /// every edge is kept to stay flat across empty buckets.
+    pub fn to_curve(&self, model: &str, k: Option<u32>, unit: SizeUnit, scale: f64) -> Curve {
+        let mut points = Vec::with_capacity(self.counts.len() + 1);
+        if self.total == 0 {
+            return Curve::new(model, k, unit, points);
+        }
+        let total = self.total as f64;
+        let mut hits = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            hits += c;
+            points.push(Point {
+                size: ((i as u64 + 1) * self.width) as f64 * scale,
+                miss_ratio: 1.0 - hits as f64 / total,
+            });
+        }
+        if points.is_empty() {
+            points.push(Point {
+                size: scale,
+                miss_ratio: 1.0,
+            });
+        }
+        Curve::new(model, k, unit, points)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,7 +254,9 @@ mod tests {
             model,
             Some(k),
             SizeUnit::Objects,
-            pts.iter().map(|&(size, miss_ratio)| Point { size, miss_ratio }).collect(),
+            pts.iter()
+                .map(|&(size, miss_ratio)| Point { size, miss_ratio })
+                .collect(),
         )
     }
 
@@ -162,5 +287,26 @@ mod tests {
         assert_eq!(winners.first(), Some(&Some(16)));
         assert_eq!(winners.last(), Some(&Some(1)));
         assert!((m.miss_ratio_at(100.0) - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn histogram_curve_is_exact_until_it_coarsens() {
+        let mut h = DistanceHistogram::new(4);
+        h.record_cold();
+        h.record(1);
+        h.record(3);
+        h.record(3);
+        let c = h.to_curve("t", None, SizeUnit::Objects, 1.0);
+        assert_eq!(c.points.len(), 3);
+        assert!((c.miss_ratio_at(1.0) - 0.75).abs() < 1e-12);
+        assert!((c.miss_ratio_at(2.0) - 0.75).abs() < 1e-12);
+        assert!((c.miss_ratio_at(3.0) - 0.25).abs() < 1e-12);
+        // Distance 9 needs bucket 8 > 4 buckets: width doubles twice to 4.
+        h.record(9);
+        assert_eq!(h.width(), 4);
+        assert_eq!(h.counts(), &[3, 0, 1]);
+        let c = h.to_curve("t", None, SizeUnit::Objects, 10.0);
+        assert!((c.miss_ratio_at(40.0) - 0.4).abs() < 1e-12);
+        assert!((c.miss_ratio_at(120.0) - 0.2).abs() < 1e-12);
     }
 }
