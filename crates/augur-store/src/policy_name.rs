@@ -45,7 +45,9 @@ impl EvictionPolicy {
     pub fn volatile_only(self) -> bool {
         matches!(
             self,
-            EvictionPolicy::VolatileLru | EvictionPolicy::VolatileRandom | EvictionPolicy::VolatileTtl
+            EvictionPolicy::VolatileLru
+                | EvictionPolicy::VolatileRandom
+                | EvictionPolicy::VolatileTtl
         )
     }
 }

@@ -1,13 +1,16 @@
-//! The store: shards, configuration, whole-keyspace operations. (API contract first.)
+//! The store: shards, live configuration, and whole-keyspace operations.
 
 use crate::{EvictionPolicy, Shard};
-use parking_lot::MutexGuard;
+use parking_lot::{Mutex, MutexGuard};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    /// Number of independently locked shards (a power of two).
+    /// Number of independently locked shards (rounded up to a power of two).
     pub shards: usize,
-    /// Number of databases (SELECT 0..databases-1).
+    /// Number of databases (SELECT 0..databases-1), at most 256.
     pub databases: usize,
     /// Memory limit in bytes; 0 means no limit.
     pub maxmemory: u64,
@@ -47,126 +50,352 @@ pub struct ScanPage {
     pub keys: Vec<Vec<u8>>,
 }
 
+/// Configuration the shards read on every write; changed live by CONFIG SET.
+pub(crate) struct SharedConfig {
+    maxmemory: AtomicU64,
+    policy: AtomicU8,
+    samples: AtomicUsize,
+    pub(crate) shards: usize,
+    pub(crate) databases: usize,
+}
+
+impl SharedConfig {
+    /// This shard's share of `maxmemory` (0 = unlimited).
+    pub(crate) fn shard_limit(&self) -> u64 {
+        self.maxmemory.load(Ordering::Relaxed) / self.shards as u64
+    }
+    pub(crate) fn policy(&self) -> EvictionPolicy {
+        EvictionPolicy::ALL[self.policy.load(Ordering::Relaxed) as usize]
+    }
+    pub(crate) fn samples(&self) -> usize {
+        self.samples.load(Ordering::Relaxed)
+    }
+}
+
+fn hasher() -> &'static hashbrown::hash_map::DefaultHashBuilder {
+    static HASHER: OnceLock<hashbrown::hash_map::DefaultHashBuilder> = OnceLock::new();
+    HASHER.get_or_init(Default::default)
+}
+
+/// The hash of a key, shared by shard selection and the shards' indexes. Its seed is
+/// random per process (hash-flooding resistance), fixed for the process's lifetime.
+#[inline]
+pub(crate) fn key_hash(key: &[u8]) -> u64 {
+    hasher().hash_one(key)
+}
+
+/// A shard padded to its own cache lines so two cores locking neighbours don't contend.
+#[repr(align(128))]
+struct PaddedShard(Mutex<Shard>);
+
 /// Several shards locked at once, in ascending shard order (no deadlock), for
 /// multi-key commands (MSET, MSETNX, MGET, DEL, ...).
 pub struct MultiLock<'a> {
-    _todo: std::marker::PhantomData<&'a ()>,
+    store: &'a Store,
+    guards: Vec<(usize, MutexGuard<'a, Shard>)>,
 }
 
 impl MultiLock<'_> {
-    /// The locked shard that holds `key` (which must be one of the keys locked).
+    /// The locked shard that holds `key`.
+    ///
+    /// # Panics
+    /// If `key` was not among the keys locked (a programming error, not client input).
     pub fn shard_for(&mut self, key: &[u8]) -> &mut Shard {
-        let _ = key;
-        todo!()
+        let s = self.store.shard_index(key);
+        let pos = self
+            .guards
+            .binary_search_by_key(&s, |(i, _)| *i)
+            .expect("shard_for: key was not locked");
+        &mut self.guards[pos].1
     }
 }
 
 pub struct Store {
-    _todo: (),
+    shards: Box<[PaddedShard]>,
+    used: Box<[Arc<AtomicU64>]>,
+    config: Arc<SharedConfig>,
+    shard_bits: u32,
 }
 
 impl Store {
     pub fn new(config: StoreConfig) -> Self {
-        let _ = config;
-        todo!()
+        let n = config.shards.clamp(1, 1024).next_power_of_two();
+        let shared = Arc::new(SharedConfig {
+            maxmemory: AtomicU64::new(config.maxmemory),
+            policy: AtomicU8::new(policy_code(config.policy)),
+            samples: AtomicUsize::new(config.samples.clamp(1, 64)),
+            shards: n,
+            databases: config.databases.clamp(1, 256),
+        });
+        let used: Box<[Arc<AtomicU64>]> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
+        let shards = (0..n)
+            .map(|i| {
+                PaddedShard(Mutex::new(Shard::new(
+                    shared.clone(),
+                    used[i].clone(),
+                    0x5eed + i as u64,
+                )))
+            })
+            .collect();
+        Store {
+            shards,
+            used,
+            config: shared,
+            shard_bits: n.trailing_zeros(),
+        }
     }
 
     pub fn databases(&self) -> usize {
-        todo!()
+        self.config.databases
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Which shard holds `key`. Uses hash bits 40.. so that they are independent of the
+    /// low bits (bucket index) and top 7 bits (control tag) the shard's table uses.
+    pub fn shard_index(&self, key: &[u8]) -> usize {
+        if self.shard_bits == 0 {
+            return 0;
+        }
+        ((key_hash(key) >> 40) & ((1 << self.shard_bits) - 1)) as usize
     }
 
     /// Locks the shard holding `key`.
     pub fn lock_key(&self, key: &[u8]) -> MutexGuard<'_, Shard> {
-        let _ = key;
-        todo!()
+        self.shards[self.shard_index(key)].0.lock()
+    }
+
+    /// Locks shard number `i` (0..shard_count).
+    pub fn lock_shard(&self, i: usize) -> MutexGuard<'_, Shard> {
+        self.shards[i].0.lock()
     }
 
     /// Locks the shards holding all of `keys`, each once, in ascending order.
     pub fn lock_keys(&self, keys: &[&[u8]]) -> MultiLock<'_> {
-        let _ = keys;
-        todo!()
+        let mut idx: Vec<usize> = keys.iter().map(|k| self.shard_index(k)).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        let guards = idx
+            .into_iter()
+            .map(|i| (i, self.shards[i].0.lock()))
+            .collect();
+        MultiLock {
+            store: self,
+            guards,
+        }
     }
 
     pub fn maxmemory(&self) -> u64 {
-        todo!()
+        self.config.maxmemory.load(Ordering::Relaxed)
     }
-    /// Takes effect at once: the next write evicts down to the new limit.
+
+    /// Sets the limit and evicts down to it at once (as Redis does on CONFIG SET).
     pub fn set_maxmemory(&self, bytes: u64) {
-        let _ = bytes;
-        todo!()
+        self.config.maxmemory.store(bytes, Ordering::Relaxed);
+        self.enforce_limits();
     }
+
     pub fn policy(&self) -> EvictionPolicy {
-        todo!()
+        self.config.policy()
     }
+
     pub fn set_policy(&self, policy: EvictionPolicy) {
-        let _ = policy;
-        todo!()
+        self.config
+            .policy
+            .store(policy_code(policy), Ordering::Relaxed);
     }
+
     pub fn samples(&self) -> usize {
-        todo!()
+        self.config.samples()
     }
-    /// K in 1..=64.
+
+    /// K, clamped to 1..=64.
     pub fn set_samples(&self, k: usize) {
-        let _ = k;
-        todo!()
+        self.config.samples.store(k.clamp(1, 64), Ordering::Relaxed);
+    }
+
+    /// Evicts in every shard until each is within its budget.
+    pub fn enforce_limits(&self) {
+        for s in self.shards.iter() {
+            s.0.lock().enforce_limit();
+        }
     }
 
     /// Bytes charged to stored data: allocator usable sizes plus index overhead.
     pub fn used_memory(&self) -> u64 {
-        todo!()
+        self.used.iter().map(|u| u.load(Ordering::Relaxed)).sum()
     }
-    /// Whether a write must be refused (noeviction and over maxmemory). Write commands
-    /// call this before doing anything, as Redis does for `denyoom` commands.
+
+    /// Whether a write must be refused up front (noeviction and over maxmemory). Write
+    /// commands call this before doing anything, as Redis does for `denyoom` commands.
     pub fn over_limit_for_writes(&self) -> bool {
-        todo!()
+        let max = self.maxmemory();
+        max > 0 && self.policy() == EvictionPolicy::NoEviction && self.used_memory() > max
     }
 
     pub fn stats(&self) -> StoreStats {
-        todo!()
+        let mut st = StoreStats {
+            keys_per_db: vec![(0, 0); self.config.databases],
+            ..Default::default()
+        };
+        for s in self.shards.iter() {
+            let g = s.0.lock();
+            st.keyspace_hits += g.hits;
+            st.keyspace_misses += g.misses;
+            st.evicted_keys += g.evicted;
+            st.expired_keys += g.expired;
+            for (acc, (k, e)) in st.keys_per_db.iter_mut().zip(g.db_counts()) {
+                acc.0 += k;
+                acc.1 += e;
+            }
+        }
+        st
     }
+
     /// CONFIG RESETSTAT: zero hits, misses, evicted and expired counters.
     pub fn reset_stats(&self) {
-        todo!()
+        for s in self.shards.iter() {
+            s.0.lock().reset_stats();
+        }
     }
 
+    /// Keys in `db` (including expired keys not yet removed, as Redis's DBSIZE).
     pub fn dbsize(&self, db: u8) -> u64 {
-        let _ = db;
-        todo!()
+        self.shards.iter().map(|s| s.0.lock().keys_in_db(db)).sum()
     }
+
+    /// Total keys over all databases.
+    pub fn total_keys(&self) -> u64 {
+        self.shards.iter().map(|s| s.0.lock().len() as u64).sum()
+    }
+
     pub fn flushdb(&self, db: u8) {
-        let _ = db;
-        todo!()
+        for s in self.shards.iter() {
+            s.0.lock().flush_db(db);
+        }
     }
+
     pub fn flushall(&self) {
-        todo!()
+        for s in self.shards.iter() {
+            s.0.lock().flush_all();
+        }
     }
-    /// A uniformly random live key of `db`.
+
+    /// A uniformly random live key of `db`: a shard chosen with probability proportional
+    /// to its share of `db`, then a uniform key within it.
     pub fn random_key(&self, db: u8, now_ms: u64) -> Option<Vec<u8>> {
-        let _ = (db, now_ms);
-        todo!()
+        use rand::Rng;
+        for _ in 0..8 {
+            let counts: Vec<u64> = self
+                .shards
+                .iter()
+                .map(|s| s.0.lock().keys_in_db(db))
+                .collect();
+            let total: u64 = counts.iter().sum();
+            if total == 0 {
+                return None;
+            }
+            let mut r = rand::thread_rng().gen_range(0..total);
+            let shard = counts
+                .iter()
+                .position(|&c| {
+                    if r < c {
+                        true
+                    } else {
+                        r -= c;
+                        false
+                    }
+                })
+                .unwrap_or(0);
+            if let Some(k) = self.shards[shard].0.lock().random_key(db, now_ms) {
+                return Some(k);
+            }
+        }
+        None
     }
+
     /// All live keys of `db` matching a glob `pattern` (Redis's glob syntax).
     pub fn keys(&self, db: u8, pattern: &[u8], now_ms: u64) -> Vec<Vec<u8>> {
-        let _ = (db, pattern, now_ms);
-        todo!()
+        let mut out = Vec::new();
+        let all = pattern == b"*";
+        for s in self.shards.iter() {
+            let g = s.0.lock();
+            g.collect_keys(db, 0..g.len(), (!all).then_some(pattern), now_ms, &mut out);
+        }
+        out
     }
-    /// SCAN: about `count` keys per call; every key present for the whole iteration is
-    /// returned at least once.
-    pub fn scan(&self, db: u8, cursor: u64, count: usize, pattern: Option<&[u8]>, now_ms: u64) -> ScanPage {
-        let _ = (db, cursor, count, pattern, now_ms);
-        todo!()
+
+    /// SCAN: examines about `count` entries per call and returns the live keys of `db`
+    /// among them that match `pattern`.
+    ///
+    /// Guarantee (as Redis's): a key present for the whole iteration is returned at least
+    /// once. The cursor is (shard, position) and each shard is walked from its top slot
+    /// down. Deleting swaps the *last* slot into the hole, i.e. it only moves entries
+    /// from the already-visited top to lower, unvisited positions (seen twice, which SCAN
+    /// allows) or within the unvisited part; inserts append at the top. So no entry
+    /// present throughout is skipped.
+    pub fn scan(
+        &self,
+        db: u8,
+        cursor: u64,
+        count: usize,
+        pattern: Option<&[u8]>,
+        now_ms: u64,
+    ) -> ScanPage {
+        let count = count.max(1);
+        let n = self.shards.len() as u64;
+        let (mut shard, mut pos) = if cursor == 0 {
+            (0u64, None)
+        } else {
+            (
+                (cursor >> 32).saturating_sub(1),
+                Some((cursor & 0xFFFF_FFFF) as usize),
+            )
+        };
+        let mut page = ScanPage::default();
+        let mut budget = count;
+        while shard < n {
+            let g = self.shards[shard as usize].0.lock();
+            let top = pos.unwrap_or(g.len()).min(g.len());
+            let from = top.saturating_sub(budget);
+            g.collect_keys(db, from..top, pattern, now_ms, &mut page.keys);
+            budget -= top - from;
+            if from > 0 {
+                page.next_cursor = ((shard + 1) << 32) | from as u64;
+                return page;
+            }
+            shard += 1;
+            pos = None;
+            if budget == 0 {
+                break;
+            }
+        }
+        page.next_cursor = if shard >= n {
+            0
+        } else {
+            (shard + 1) << 32 | 0xFFFF_FFFF
+        };
+        page
     }
+
     /// One active-expiry cycle (Redis's `activeExpireCycle`): samples keys with a TTL in
     /// each shard and deletes the expired ones, repeating while many were expired.
-    /// Returns how many keys it removed. The server calls it 10 times a second.
+    /// Returns how many keys it removed. The server calls it `hz` times a second.
     pub fn active_expire_cycle(&self, now_ms: u64) -> u64 {
-        let _ = now_ms;
-        todo!()
+        self.shards
+            .iter()
+            .map(|s| s.0.lock().expire_cycle(now_ms, 16))
+            .sum()
     }
 }
 
-/// Redis-style glob matching (`*`, `?`, `[abc]`, `[^a-z]`, `\x`), byte-wise.
-pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
-    let _ = (pattern, text);
-    todo!()
+fn policy_code(p: EvictionPolicy) -> u8 {
+    EvictionPolicy::ALL
+        .iter()
+        .position(|&q| q == p)
+        .unwrap_or(0) as u8
 }
+
+pub use crate::glob::glob_match;

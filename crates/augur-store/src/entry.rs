@@ -1,0 +1,282 @@
+//! One stored key/value pair as a single heap allocation.
+//!
+//! Why one allocation: a cache's memory per key is dominated by per-entry overhead, not
+//! payload. Redis spends ~185 B of `used_memory` on a 14-byte key with a 100-byte value
+//! (dictEntry + robj + two sds + expires entry). Here the header, key and value share one
+//! block whose size for that case is 12 + 14 + 100 = 126 bytes, which jemalloc serves from
+//! its 128-byte size class.
+//!
+//! Layout (all integers little-endian, byte-addressed so no alignment is needed):
+//!
+//! ```text
+//! 0   u32  atime      logical access time (the shard's clock, truncated; see `Shard`)
+//! 4   u32  value_len
+//! 8   u16  key_len    (0xFFFF: the real length is the u32 in the LONG_KEY block)
+//! 10  u8   db
+//! 11  u8   flags      HAS_TTL | LONG_KEY
+//! 12  [u64 expire_at_ms, u32 volatile_index]   only with HAS_TTL
+//!     [u32 key_len]                             only with LONG_KEY
+//!     key bytes, then value bytes
+//! ```
+//!
+//! Entries are allocated straight from jemalloc (not the global allocator) so that the
+//! size charged to a key is what jemalloc really handed out (`malloc_usable_size`),
+//! whatever allocator the embedding binary or test uses.
+
+use std::ptr::NonNull;
+
+const HEADER: usize = 12;
+const TTL_BLOCK: usize = 12;
+const LONG_KEY_BLOCK: usize = 4;
+const HAS_TTL: u8 = 1;
+const LONG_KEY: u8 = 2;
+const SHORT_KEY_MAX: usize = 0xFFFE;
+
+/// Largest value (and key) length an entry can hold.
+pub const MAX_LEN: usize = u32::MAX as usize;
+
+/// An owned entry. Not `Clone`: exactly one slot owns each allocation, and
+/// [`Entry::free`] must be called exactly once.
+pub struct Entry(NonNull<u8>);
+
+// SAFETY: an Entry is a uniquely owned heap block with no thread affinity.
+unsafe impl Send for Entry {}
+
+impl Entry {
+    /// Allocates an entry. `key.len()` and `value.len()` must be <= [`MAX_LEN`].
+    pub fn new(db: u8, key: &[u8], value: &[u8], ttl: Option<(u64, u32)>, atime: u32) -> Entry {
+        let mut e = Self::alloc_uninit(db, key.len(), value.len(), ttl.is_some(), atime);
+        if let Some((at, idx)) = ttl {
+            e.set_ttl_fields(at, idx);
+        }
+        // SAFETY: alloc_uninit sized the block for the key and value at these offsets.
+        unsafe {
+            let ko = e.key_offset();
+            std::ptr::copy_nonoverlapping(key.as_ptr(), e.0.as_ptr().add(ko), key.len());
+            std::ptr::copy_nonoverlapping(
+                value.as_ptr(),
+                e.0.as_ptr().add(ko + key.len()),
+                value.len(),
+            );
+        }
+        e
+    }
+
+    fn alloc_uninit(db: u8, key_len: usize, value_len: usize, ttl: bool, atime: u32) -> Entry {
+        let long = key_len > SHORT_KEY_MAX;
+        let size = HEADER
+            + if ttl { TTL_BLOCK } else { 0 }
+            + if long { LONG_KEY_BLOCK } else { 0 }
+            + key_len
+            + value_len;
+        // SAFETY: plain malloc; the result is checked for null below.
+        let raw = unsafe { tikv_jemalloc_sys::malloc(size) } as *mut u8;
+        let Some(ptr) = NonNull::new(raw) else {
+            std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(size, 1).unwrap());
+        };
+        let e = Entry(ptr);
+        let flags = if ttl { HAS_TTL } else { 0 } | if long { LONG_KEY } else { 0 };
+        e.write_u32(0, atime);
+        e.write_u32(4, value_len as u32);
+        e.write_u16(8, if long { 0xFFFF } else { key_len as u16 });
+        e.write_u8(10, db);
+        e.write_u8(11, flags);
+        if long {
+            let off = HEADER + if ttl { TTL_BLOCK } else { 0 };
+            e.write_u32(off, key_len as u32);
+        }
+        e
+    }
+
+    /// Releases the allocation.
+    pub fn free(self) {
+        // SAFETY: the block came from jemalloc's malloc and is owned by `self`.
+        unsafe { tikv_jemalloc_sys::free(self.0.as_ptr() as *mut _) }
+    }
+
+    /// Bytes jemalloc really reserved for this entry.
+    pub fn usable_size(&self) -> usize {
+        // SAFETY: the block came from jemalloc's malloc and is live.
+        unsafe { tikv_jemalloc_sys::malloc_usable_size(self.0.as_ptr() as *const _) }
+    }
+
+    fn flags(&self) -> u8 {
+        self.read_u8(11)
+    }
+
+    pub fn db(&self) -> u8 {
+        self.read_u8(10)
+    }
+
+    pub fn atime(&self) -> u32 {
+        self.read_u32(0)
+    }
+
+    pub fn set_atime(&mut self, t: u32) {
+        self.write_u32(0, t)
+    }
+
+    pub fn has_ttl(&self) -> bool {
+        self.flags() & HAS_TTL != 0
+    }
+
+    /// Expiry time in Unix ms, if the entry has a TTL.
+    pub fn expire_at(&self) -> Option<u64> {
+        self.has_ttl().then(|| self.read_u64(HEADER))
+    }
+
+    /// Position of this entry in its shard's volatile (has-TTL) list.
+    pub fn volatile_index(&self) -> u32 {
+        debug_assert!(self.has_ttl());
+        self.read_u32(HEADER + 8)
+    }
+
+    pub fn set_volatile_index(&mut self, idx: u32) {
+        debug_assert!(self.has_ttl());
+        self.write_u32(HEADER + 8, idx)
+    }
+
+    /// Updates the expiry time of an entry that already has a TTL block.
+    pub fn set_expire_at(&mut self, at_ms: u64) {
+        debug_assert!(self.has_ttl());
+        self.write_u64(HEADER, at_ms)
+    }
+
+    fn set_ttl_fields(&mut self, at_ms: u64, idx: u32) {
+        self.write_u64(HEADER, at_ms);
+        self.write_u32(HEADER + 8, idx);
+    }
+
+    fn key_len(&self) -> usize {
+        let short = self.read_u16(8);
+        if short == 0xFFFF && self.flags() & LONG_KEY != 0 {
+            self.read_u32(HEADER + if self.has_ttl() { TTL_BLOCK } else { 0 }) as usize
+        } else {
+            short as usize
+        }
+    }
+
+    fn key_offset(&self) -> usize {
+        let f = self.flags();
+        HEADER
+            + if f & HAS_TTL != 0 { TTL_BLOCK } else { 0 }
+            + if f & LONG_KEY != 0 { LONG_KEY_BLOCK } else { 0 }
+    }
+
+    pub fn value_len(&self) -> usize {
+        self.read_u32(4) as usize
+    }
+
+    pub fn key(&self) -> &[u8] {
+        // SAFETY: key_offset..+key_len lies inside the block, written at allocation.
+        unsafe {
+            std::slice::from_raw_parts(self.0.as_ptr().add(self.key_offset()), self.key_len())
+        }
+    }
+
+    pub fn value(&self) -> &[u8] {
+        let off = self.key_offset() + self.key_len();
+        // SAFETY: the value follows the key inside the block.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(off), self.value_len()) }
+    }
+
+    /// Whether a value of `len` bytes fits this block in place (same header layout).
+    pub fn fits_in_place(&self, len: usize) -> bool {
+        self.key_offset() + self.key_len() + len <= self.usable_size()
+    }
+
+    /// Overwrites the value in place; the caller checked [`Entry::fits_in_place`].
+    pub fn overwrite_value(&mut self, value: &[u8]) {
+        debug_assert!(self.fits_in_place(value.len()));
+        let off = self.key_offset() + self.key_len();
+        // SAFETY: fits_in_place guarantees the block holds off + value.len() bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(value.as_ptr(), self.0.as_ptr().add(off), value.len())
+        };
+        self.write_u32(4, value.len() as u32);
+    }
+
+    /// A copy of this entry with a TTL block (`Some`) or without one (`None`). The caller
+    /// frees `self` afterwards (or keeps it: both are valid, independent blocks).
+    pub fn with_ttl(&self, ttl: Option<(u64, u32)>) -> Entry {
+        Entry::new(self.db(), self.key(), self.value(), ttl, self.atime())
+    }
+
+    fn read_u8(&self, off: usize) -> u8 {
+        // SAFETY: all offsets used are inside the header written at allocation.
+        unsafe { *self.0.as_ptr().add(off) }
+    }
+    fn write_u8(&self, off: usize, v: u8) {
+        // SAFETY: as read_u8.
+        unsafe { *self.0.as_ptr().add(off) = v }
+    }
+    fn read_u16(&self, off: usize) -> u16 {
+        // SAFETY: as read_u8; unaligned read.
+        u16::from_le(unsafe { (self.0.as_ptr().add(off) as *const u16).read_unaligned() })
+    }
+    fn write_u16(&self, off: usize, v: u16) {
+        // SAFETY: as read_u8; unaligned write.
+        unsafe { (self.0.as_ptr().add(off) as *mut u16).write_unaligned(v.to_le()) }
+    }
+    fn read_u32(&self, off: usize) -> u32 {
+        // SAFETY: as read_u8; unaligned read.
+        u32::from_le(unsafe { (self.0.as_ptr().add(off) as *const u32).read_unaligned() })
+    }
+    fn write_u32(&self, off: usize, v: u32) {
+        // SAFETY: as read_u8; unaligned write.
+        unsafe { (self.0.as_ptr().add(off) as *mut u32).write_unaligned(v.to_le()) }
+    }
+    fn read_u64(&self, off: usize) -> u64 {
+        // SAFETY: as read_u8; unaligned read.
+        u64::from_le(unsafe { (self.0.as_ptr().add(off) as *const u64).read_unaligned() })
+    }
+    fn write_u64(&self, off: usize, v: u64) {
+        // SAFETY: as read_u8; unaligned write.
+        unsafe { (self.0.as_ptr().add(off) as *mut u64).write_unaligned(v.to_le()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_entry_for_a_14_byte_key_and_100_byte_value_fits_128_bytes() {
+        let e = Entry::new(3, b"key:0000000001", &[7u8; 100], None, 42);
+        assert_eq!(e.usable_size(), 128);
+        assert_eq!(e.db(), 3);
+        assert_eq!(e.key(), b"key:0000000001");
+        assert_eq!(e.value(), &[7u8; 100][..]);
+        assert_eq!(e.atime(), 42);
+        assert_eq!(e.expire_at(), None);
+        e.free();
+    }
+
+    #[test]
+    fn ttl_and_long_key_blocks_round_trip() {
+        let key = vec![b'k'; 70_000];
+        let mut e = Entry::new(0, &key, b"v", Some((1_700_000_000_000, 9)), 1);
+        assert_eq!(e.key(), &key[..]);
+        assert_eq!(e.value(), b"v");
+        assert_eq!(e.expire_at(), Some(1_700_000_000_000));
+        assert_eq!(e.volatile_index(), 9);
+        e.set_volatile_index(11);
+        e.set_expire_at(5);
+        assert_eq!((e.expire_at(), e.volatile_index()), (Some(5), 11));
+        let plain = e.with_ttl(None);
+        e.free();
+        assert_eq!(plain.key(), &key[..]);
+        assert_eq!(plain.expire_at(), None);
+        plain.free();
+    }
+
+    #[test]
+    fn overwrite_in_place_only_when_it_fits() {
+        let mut e = Entry::new(0, b"k", b"0123456789", None, 0);
+        assert!(e.fits_in_place(3));
+        e.overwrite_value(b"abc");
+        assert_eq!(e.value(), b"abc");
+        assert!(!e.fits_in_place(1000));
+        e.free();
+    }
+}

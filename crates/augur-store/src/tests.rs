@@ -1,0 +1,402 @@
+//! Store tests: a model check against a plain map, eviction, TTL, SCAN and accounting.
+
+use crate::*;
+use proptest::prelude::*;
+use std::collections::{HashMap, HashSet};
+
+fn store(maxmemory: u64, policy: EvictionPolicy, shards: usize) -> Store {
+    Store::new(StoreConfig {
+        shards,
+        databases: 4,
+        maxmemory,
+        policy,
+        samples: 5,
+    })
+}
+
+fn check_all(s: &Store) {
+    for i in 0..s.shard_count() {
+        s.lock_shard(i).check_invariants();
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Set(u8, u8, Vec<u8>, Option<u64>),
+    SetKeep(u8, u8, Vec<u8>),
+    Del(u8, u8),
+    Expire(u8, u8, Option<u64>),
+    Get(u8, u8),
+    FlushDb(u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let db = 0u8..3;
+    let key = 0u8..24;
+    let val = prop::collection::vec(any::<u8>(), 0..300);
+    prop_oneof![
+        6 => (db.clone(), key.clone(), val.clone(), prop::option::of(100u64..200)).prop_map(|(d, k, v, t)| Op::Set(d, k, v, t)),
+        2 => (db.clone(), key.clone(), val).prop_map(|(d, k, v)| Op::SetKeep(d, k, v)),
+        2 => (db.clone(), key.clone()).prop_map(|(d, k)| Op::Del(d, k)),
+        2 => (db.clone(), key.clone(), prop::option::of(100u64..200)).prop_map(|(d, k, t)| Op::Expire(d, k, t)),
+        3 => (db.clone(), key).prop_map(|(d, k)| Op::Get(d, k)),
+        1 => db.prop_map(Op::FlushDb),
+    ]
+}
+
+type Model = HashMap<(u8, Vec<u8>), (Vec<u8>, Option<u64>)>;
+
+fn key(k: u8) -> Vec<u8> {
+    format!("key:{k}").into_bytes()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Without a memory limit, the store behaves exactly like a map of (db, key) to
+    /// (value, expiry), and every internal structure stays consistent.
+    #[test]
+    fn store_matches_a_map_model(ops in prop::collection::vec(op(), 1..200), shards in prop::sample::select(vec![1usize, 4])) {
+        let s = store(0, EvictionPolicy::NoEviction, shards);
+        let now = 50u64; // All TTLs are in the future (100..200).
+        let mut model: Model = HashMap::new();
+        for op in ops {
+            match op {
+                Op::Set(db, k, v, t) => {
+                    let ttl = t.map_or(SetTtl::Clear, SetTtl::At);
+                    s.lock_key(&key(k)).set(db, &key(k), &v, ttl, now).unwrap();
+                    model.insert((db, key(k)), (v, t));
+                }
+                Op::SetKeep(db, k, v) => {
+                    s.lock_key(&key(k)).set(db, &key(k), &v, SetTtl::Keep, now).unwrap();
+                    let old = model.get(&(db, key(k))).and_then(|(_, t)| *t);
+                    model.insert((db, key(k)), (v, old));
+                }
+                Op::Del(db, k) => {
+                    let existed = s.lock_key(&key(k)).delete(db, &key(k), now);
+                    prop_assert_eq!(existed, model.remove(&(db, key(k))).is_some());
+                }
+                Op::Expire(db, k, t) => {
+                    let r = s.lock_key(&key(k)).set_expire(db, &key(k), t, now);
+                    let expected = match (model.get_mut(&(db, key(k))), t) {
+                        (None, _) => false,
+                        (Some((_, old)), None) => old.take().is_some(),
+                        (Some((_, old)), Some(t)) => { *old = Some(t); true }
+                    };
+                    prop_assert_eq!(r, expected);
+                }
+                Op::Get(db, k) => {
+                    let got = s.lock_key(&key(k)).get(db, &key(k), now).map(|v| v.to_vec());
+                    prop_assert_eq!(got, model.get(&(db, key(k))).map(|(v, _)| v.clone()));
+                }
+                Op::FlushDb(db) => {
+                    s.flushdb(db);
+                    model.retain(|(d, _), _| *d != db);
+                }
+            }
+            check_all(&s);
+        }
+        for ((db, k), (v, t)) in &model {
+            let mut g = s.lock_key(k);
+            prop_assert_eq!(g.peek(*db, k, now), Some(&v[..]));
+            let ttl = g.ttl(*db, k, now);
+            prop_assert_eq!(ttl, t.map_or(TtlState::Persistent, TtlState::ExpiresAt));
+        }
+        for db in 0..3u8 {
+            let n = model.keys().filter(|(d, _)| *d == db).count() as u64;
+            prop_assert_eq!(s.dbsize(db), n);
+            let mut keys = s.keys(db, b"*", now);
+            keys.sort();
+            let mut expected: Vec<Vec<u8>> = model.keys().filter(|(d, _)| *d == db).map(|(_, k)| k.clone()).collect();
+            expected.sort();
+            prop_assert_eq!(keys, expected);
+        }
+    }
+}
+
+#[test]
+fn eviction_keeps_memory_within_the_limit_and_counts_evictions() {
+    let limit = 4 << 20;
+    let s = store(limit, EvictionPolicy::AllKeysLru, 4);
+    let value = vec![b'x'; 100];
+    for i in 0..200_000u32 {
+        let k = format!("key:{i:010}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), &value, SetTtl::Clear, 0)
+            .unwrap();
+    }
+    check_all(&s);
+    let used = s.used_memory();
+    // Each shard may overshoot its budget by the one write that follows eviction.
+    assert!(used <= limit + 4 * 256, "used {used} > limit {limit}");
+    assert!(used > limit * 9 / 10, "eviction too eager: {used}");
+    let st = s.stats();
+    assert_eq!(st.evicted_keys + s.dbsize(0), 200_000);
+    assert!(st.evicted_keys > 100_000);
+}
+
+#[test]
+fn sampled_lru_keeps_recently_used_keys() {
+    // 10_000 keys fit; a hot set of 1_000 keys is read between every cold insert. With
+    // Redis's pooled sampling (K = 5) hot keys should essentially all survive.
+    let value = vec![0u8; 100];
+    let probe = store(0, EvictionPolicy::NoEviction, 1);
+    for i in 0..10_000u32 {
+        let k = format!("k{i}");
+        probe
+            .lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), &value, SetTtl::Clear, 0)
+            .unwrap();
+    }
+    let limit = probe.used_memory();
+    let s = store(limit, EvictionPolicy::AllKeysLru, 1);
+    for round in 0..50_000u32 {
+        let hot = format!("hot{}", round % 1000);
+        let mut g = s.lock_key(hot.as_bytes());
+        if g.get(0, hot.as_bytes(), 0).is_none() {
+            g.set(0, hot.as_bytes(), &value, SetTtl::Clear, 0).unwrap();
+        }
+        drop(g);
+        let cold = format!("cold{round}");
+        s.lock_key(cold.as_bytes())
+            .set(0, cold.as_bytes(), &value, SetTtl::Clear, 0)
+            .unwrap();
+    }
+    let st = s.stats();
+    // Hot keys miss only on their first touch (1_000) plus rare evictions.
+    assert!(
+        st.keyspace_misses < 1_100,
+        "hot-set misses: {}",
+        st.keyspace_misses
+    );
+}
+
+#[test]
+fn random_policy_evicts_and_noeviction_refuses_writes() {
+    let s = store(1 << 20, EvictionPolicy::AllKeysRandom, 2);
+    for i in 0..30_000u32 {
+        let k = format!("{i}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), &[1; 64], SetTtl::Clear, 0)
+            .unwrap();
+    }
+    assert!(s.stats().evicted_keys > 0);
+    check_all(&s);
+
+    let s = store(1 << 20, EvictionPolicy::NoEviction, 2);
+    let mut refused = false;
+    for i in 0..30_000u32 {
+        let k = format!("{i}");
+        match s
+            .lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), &[1; 64], SetTtl::Clear, 0)
+        {
+            Ok(()) => {}
+            Err(WriteError::OutOfMemory) => {
+                refused = true;
+                break;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert!(refused);
+    assert!(s.over_limit_for_writes() || s.used_memory() <= 1 << 20);
+    assert_eq!(s.stats().evicted_keys, 0);
+}
+
+#[test]
+fn volatile_policies_evict_only_keys_with_a_ttl() {
+    for policy in [
+        EvictionPolicy::VolatileLru,
+        EvictionPolicy::VolatileRandom,
+        EvictionPolicy::VolatileTtl,
+    ] {
+        let s = store(512 << 10, policy, 1);
+        // Persistent keys first, then volatile ones with increasing expiry.
+        for i in 0..1000u32 {
+            let k = format!("p{i}");
+            s.lock_key(k.as_bytes())
+                .set(0, k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
+                .unwrap();
+        }
+        let mut oom = false;
+        for i in 0..20_000u64 {
+            let k = format!("v{i}");
+            if s.lock_key(k.as_bytes())
+                .set(0, k.as_bytes(), &[0; 100], SetTtl::At(1_000_000 + i), 0)
+                .is_err()
+            {
+                oom = true;
+            }
+        }
+        assert!(!oom, "{policy}: volatile keys were available to evict");
+        for i in 0..1000u32 {
+            let k = format!("p{i}");
+            assert!(
+                s.lock_key(k.as_bytes()).exists(0, k.as_bytes(), 0),
+                "{policy} evicted persistent {k}"
+            );
+        }
+        if policy == EvictionPolicy::VolatileTtl {
+            // The soonest-expiring keys go first: early ones are mostly gone, late ones stay.
+            let early = (0..1000u64)
+                .filter(|i| {
+                    s.lock_key(format!("v{i}").as_bytes())
+                        .exists(0, format!("v{i}").as_bytes(), 0)
+                })
+                .count();
+            let late = (19_000..20_000u64)
+                .filter(|i| {
+                    s.lock_key(format!("v{i}").as_bytes())
+                        .exists(0, format!("v{i}").as_bytes(), 0)
+                })
+                .count();
+            assert!(early < 50 && late > 950, "early {early} late {late}");
+        }
+        check_all(&s);
+    }
+    // Nothing volatile to evict: the write is refused with OOM, like Redis.
+    let s = store(64 << 10, EvictionPolicy::VolatileLru, 1);
+    let refused = (0..5000u32).any(|i| {
+        let k = format!("p{i}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
+            .is_err()
+    });
+    assert!(refused);
+}
+
+#[test]
+fn ttl_expires_lazily_and_in_the_active_cycle() {
+    let s = store(0, EvictionPolicy::NoEviction, 4);
+    for i in 0..1000u32 {
+        let k = format!("t{i}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), b"v", SetTtl::At(1000), 0)
+            .unwrap();
+    }
+    s.lock_key(b"keep")
+        .set(0, b"keep", b"v", SetTtl::Clear, 0)
+        .unwrap();
+    // Not yet expired at the expiry instant itself (Redis: expired when now > when).
+    assert!(s.lock_key(b"t1").exists(0, b"t1", 1000));
+    // Lazy: a read after expiry sees nothing and removes the key.
+    assert_eq!(s.lock_key(b"t1").get(0, b"t1", 1001), None);
+    let mut removed = 0;
+    for _ in 0..200 {
+        removed += s.active_expire_cycle(1001);
+    }
+    assert_eq!(removed, 999);
+    assert_eq!(s.dbsize(0), 1);
+    assert_eq!(s.stats().expired_keys, 1000);
+    check_all(&s);
+}
+
+#[test]
+fn scan_returns_every_key_present_throughout_despite_deletes() {
+    let s = store(0, EvictionPolicy::NoEviction, 4);
+    for i in 0..5000u32 {
+        let k = format!("k{i}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), b"v", SetTtl::Clear, 0)
+            .unwrap();
+        s.lock_key(k.as_bytes())
+            .set(1, k.as_bytes(), b"v", SetTtl::Clear, 0)
+            .unwrap();
+    }
+    let mut seen = HashSet::new();
+    let mut cursor = 0;
+    let mut step = 0u32;
+    loop {
+        let page = s.scan(0, cursor, 37, None, 0);
+        seen.extend(page.keys);
+        // Between pages, delete odd keys and insert new ones.
+        for j in 0..20u32 {
+            let k = format!("k{}", (step * 20 + j) * 2 + 1);
+            s.lock_key(k.as_bytes()).delete(0, k.as_bytes(), 0);
+            let n = format!("new{step}_{j}");
+            s.lock_key(n.as_bytes())
+                .set(0, n.as_bytes(), b"v", SetTtl::Clear, 0)
+                .unwrap();
+        }
+        step += 1;
+        cursor = page.next_cursor;
+        if cursor == 0 {
+            break;
+        }
+    }
+    for i in (0..5000u32).step_by(2) {
+        assert!(seen.contains(format!("k{i}").as_bytes()), "k{i} missed");
+    }
+    // MATCH filters, and database 1 is separate.
+    let page = s.scan(1, 0, 100_000, Some(b"k1?"), 0);
+    assert_eq!(page.keys.len(), 10);
+    assert_eq!(page.next_cursor, 0);
+}
+
+#[test]
+fn memory_accounting_returns_to_baseline_after_flush() {
+    let s = store(0, EvictionPolicy::NoEviction, 4);
+    let empty = s.used_memory();
+    for i in 0..10_000u32 {
+        let k = format!("key:{i:010}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
+            .unwrap();
+    }
+    let full = s.used_memory();
+    // 128-byte blocks plus index: between 136 and 160 bytes per key.
+    let per_key = (full - empty) as f64 / 10_000.0;
+    assert!((136.0..160.0).contains(&per_key), "{per_key} B/key");
+    let info = s
+        .lock_key(b"key:0000000001")
+        .info(0, b"key:0000000001", 0)
+        .unwrap();
+    assert!(info.memory_bytes >= 128 && info.memory_bytes < 200);
+    s.flushall();
+    assert_eq!(s.used_memory(), empty);
+    check_all(&s);
+}
+
+#[test]
+fn lowering_maxmemory_evicts_at_once() {
+    let s = store(0, EvictionPolicy::AllKeysLru, 2);
+    for i in 0..20_000u32 {
+        let k = format!("{i}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
+            .unwrap();
+    }
+    s.set_maxmemory(1 << 20);
+    assert!(s.used_memory() <= 1 << 20);
+    check_all(&s);
+}
+
+#[test]
+fn random_key_is_roughly_uniform_over_a_db() {
+    let s = store(0, EvictionPolicy::NoEviction, 4);
+    for i in 0..10u32 {
+        let k = format!("{i}");
+        s.lock_key(k.as_bytes())
+            .set(2, k.as_bytes(), b"v", SetTtl::Clear, 0)
+            .unwrap();
+    }
+    for i in 0..1000u32 {
+        let k = format!("other{i}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), b"v", SetTtl::Clear, 0)
+            .unwrap();
+    }
+    let mut counts = HashMap::new();
+    for _ in 0..10_000 {
+        *counts.entry(s.random_key(2, 0).unwrap()).or_insert(0u32) += 1;
+    }
+    assert_eq!(counts.len(), 10);
+    // Expected 1000 each; chi-square with 9 dof, p = 0.001 critical value 27.9.
+    let chi2: f64 = counts
+        .values()
+        .map(|&c| (c as f64 - 1000.0).powi(2) / 1000.0)
+        .sum();
+    assert!(chi2 < 27.9, "chi2 {chi2} {counts:?}");
+    assert_eq!(s.random_key(3, 0), None);
+}
