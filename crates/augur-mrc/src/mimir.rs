@@ -1,0 +1,784 @@
+//! MIMIR: approximate LRU hit-rate curves from a bucketed LRU stack (Saemundsson et al.,
+//! SoCC'14, §2-3).
+//!
+//! The LRU stack (the cached items, then the ghosts of recently evicted ones, §2.4) is
+//! cut into `B` buckets. An element only remembers which bucket it is in (its *rank*
+//! tag); elements in a higher bucket are more recent than those in a lower one, but
+//! order inside a bucket is unknown. A hit on an element of a bucket whose more recent
+//! neighbours hold `start` elements and which itself holds `end - start` is therefore
+//! counted as `1 / (end - start)` hit at each distance in `(start, end]` (§2.3, Fig. 2;
+//! Algorithm B `update-HRC`), and the element moves to the head bucket. When the head
+//! bucket holds its fair share `N / B` it is *aged* (§3.3):
+//! - **ROUNDER** (Algorithm D) folds the tail bucket into the next one and advances the
+//!   circular `tail` index, an O(1) change of frame of reference; elements whose rank
+//!   fell below `tail` are lazily mapped to the tail bucket when next touched.
+//! - **STACKER** (Algorithm C) shifts every element whose bucket is at or above the one
+//!   holding the average recently-hit stack distance down by one bucket: O(N) per aging,
+//!   more faithful to LRU.
+//!
+//! Corrections to Figure 4's pseudocode, which has typos: HIT must *decrement* the old
+//! bucket (line 8 reads "+ 1"); STACKER shifts the buckets *above* the average distance
+//! (`i >= b`, toward the tail), not those below it (`i <= b` would underflow bucket 0).
+//!
+//! **Variable sizes** (§3.7): bucket counts and the fair share are kept in the model's
+//! unit (objects, or bytes = "pages" of one byte). The distance of a hit on an element of
+//! `s` units is the total size of the elements above it plus its own, which lies in
+//! `[start + s, end]`; the hit is spread uniformly over that range. Augur's curves are
+//! request miss ratios against bytes, so a hit weighs 1 whatever its size (the paper's
+//! `p / (end - start)` would give a byte hit ratio instead).
+//!
+//! **Ghosts** (§2.4): evicted keys stay in the stack, in the bucket they were in, as
+//! dataless ghosts, up to `ghost_capacity` units; a reference to a ghost is a cache miss
+//! that is counted as a hit at its estimated distance (beyond the cache size), so the
+//! curve extends to `capacity + ghost_capacity`. The oldest ghosts are dropped first.
+//!
+//! **Output**: DELTA of Algorithm B is kept as a piecewise-linear difference array: a
+//! hit uniform on `(a, b]` adds slope `1/(b-a)` at `a` and removes it at `b`, so the
+//! hit-rate curve at any bin boundary is exact (§3.1 `export-HRC`). §3.7's adaptive
+//! profiling (multiply DELTA by `gamma` per epoch) is [`Mimir::decay`]. §3.6's bound on
+//! the MAE (2/(N R) x the sum of the hit bucket widths, Theorem 1) is
+//! [`Mimir::mae_bound`].
+
+use crate::curve::{Curve, Point, SizeUnit};
+use crate::shards::U64Map;
+use crate::MrcModel;
+
+/// MIMIR's aging policy (§3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aging {
+    /// Algorithm D: O(1) aging by rotating the circular bucket array.
+    Rounder,
+    /// Algorithm C: shift the buckets above the average hit distance down by one.
+    Stacker,
+}
+
+/// How to build a [`Mimir`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MimirConfig {
+    /// Number of buckets `B` (at least 2).
+    pub buckets: usize,
+    pub aging: Aging,
+    /// Capacity of the cache being profiled, in `unit`.
+    pub capacity: u64,
+    /// Capacity of the ghost list, in `unit` (0: no ghosts, the curve stops at the
+    /// cache size). The paper's set-up for "what if the cache were larger" is a ghost
+    /// list as large as the cache.
+    pub ghost_capacity: u64,
+    pub unit: SizeUnit,
+}
+
+impl MimirConfig {
+    /// `B` buckets, a cache of `capacity` objects and as many ghosts.
+    pub fn objects(buckets: usize, aging: Aging, capacity: u64) -> Self {
+        Self {
+            buckets,
+            aging,
+            capacity,
+            ghost_capacity: capacity,
+            unit: SizeUnit::Objects,
+        }
+    }
+}
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    key: u64,
+    rank: u64,
+    prev: u32,
+    next: u32,
+    size: u32,
+    ghost: bool,
+    live: bool,
+}
+
+/// A doubly linked list through `Entry::prev/next`, head = most recent.
+#[derive(Debug, Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+}
+
+impl List {
+    const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+    };
+}
+
+/// The hit histogram: piecewise-linear DELTA over bins of width `g` up to the covered
+/// size (see the module docs).
+#[derive(Debug, Clone)]
+struct Delta {
+    g: f64,
+    slope: Vec<f64>,
+    offset: Vec<f64>,
+}
+
+impl Delta {
+    /// Bins at most; object curves up to this size are kept at every integer size.
+    const MAX_BINS: u64 = 1 << 16;
+
+    fn new(cover: u64) -> Self {
+        let cover = cover.max(1);
+        let bins = cover.min(Self::MAX_BINS);
+        Self {
+            g: cover as f64 / bins as f64,
+            slope: vec![0.0; bins as usize],
+            offset: vec![0.0; bins as usize],
+        }
+    }
+
+    #[inline]
+    fn kink(&mut self, at: f64, c: f64) {
+        let i = (at / self.g) as usize;
+        if i < self.slope.len() {
+            self.slope[i] += c;
+            self.offset[i] += c * at;
+        }
+    }
+
+    /// One hit spread uniformly over `(a, b]`.
+    #[inline]
+    fn add(&mut self, a: f64, b: f64, w: f64) {
+        let c = w / (b - a);
+        self.kink(a, c);
+        self.kink(b, -c);
+    }
+
+    /// Cumulative hits at each bin's upper boundary.
+    fn cumulative(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        let (mut s, mut o) = (0.0, 0.0);
+        self.slope
+            .iter()
+            .zip(&self.offset)
+            .enumerate()
+            .map(move |(i, (&c, &d))| {
+                s += c;
+                o += d;
+                let x = (i + 1) as f64 * self.g;
+                (x, x * s - o)
+            })
+    }
+
+    fn scale(&mut self, f: f64) {
+        self.slope.iter_mut().for_each(|v| *v *= f);
+        self.offset.iter_mut().for_each(|v| *v *= f);
+    }
+}
+
+/// MIMIR's HRC estimator with its ghost list, driven by a cache through the paper's
+/// HIT / MISS / INSERT / DELETE upcalls (§2.1, Fig. 1): [`Mimir::hit`],
+/// [`Mimir::miss`], [`Mimir::insert`], [`Mimir::evict`] and [`Mimir::delete`].
+///
+/// MIMIR keeps its own rank tags in a slab indexed by key (the solid-line variant of
+/// Fig. 1); [`MimirLru`] reuses the same slab as its LRU cache so a request costs one
+/// hash lookup.
+#[derive(Debug, Clone)]
+pub struct Mimir {
+    cfg: MimirConfig,
+    b: u64,
+    /// Per-bucket sizes, indexed by `rank % B`.
+    buckets: Vec<u64>,
+    tail: u64,
+    share: u64,
+    delta: Delta,
+    /// References counted (hits, ghost hits and misses).
+    requests: f64,
+    /// Sum over hits of the hit bucket's width (Theorem 1).
+    width_sum: f64,
+    /// STACKER: sum and count of hit distances since the last aging round.
+    avg_sum: f64,
+    avg_n: u64,
+    avg_dist: f64,
+    map: U64Map<u32>,
+    slab: Vec<Entry>,
+    free: Vec<u32>,
+    cached: List,
+    ghosts: List,
+    cached_used: u64,
+    ghost_used: u64,
+}
+
+impl Mimir {
+    pub fn new(cfg: MimirConfig) -> Self {
+        let b = cfg.buckets.max(2) as u64;
+        let cover = cfg.capacity + cfg.ghost_capacity;
+        let tail = match cfg.aging {
+            Aging::Rounder => 0,
+            Aging::Stacker => 0,
+        };
+        Self {
+            cfg,
+            b,
+            buckets: vec![0; b as usize],
+            tail,
+            share: cover.div_ceil(b).max(1),
+            delta: Delta::new(cover),
+            requests: 0.0,
+            width_sum: 0.0,
+            avg_sum: 0.0,
+            avg_n: 0,
+            avg_dist: 0.0,
+            map: U64Map::default(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            cached: List::EMPTY,
+            ghosts: List::EMPTY,
+            cached_used: 0,
+            ghost_used: 0,
+        }
+    }
+
+    pub fn config(&self) -> &MimirConfig {
+        &self.cfg
+    }
+
+    /// Cache size plus ghost size: the largest size the curve covers.
+    pub fn covered_size(&self) -> u64 {
+        self.cfg.capacity + self.cfg.ghost_capacity
+    }
+
+    /// Size of the cached elements known to MIMIR, in the unit.
+    pub fn cached_used(&self) -> u64 {
+        self.cached_used
+    }
+
+    /// Size of the ghosts, in the unit.
+    pub fn ghost_used(&self) -> u64 {
+        self.ghost_used
+    }
+
+    /// Number of tracked keys (cached and ghosts).
+    pub fn tracked_keys(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Bytes of heap memory held by the tracking structures (slab, hash table, DELTA,
+    /// buckets), an estimate from their capacities.
+    pub fn heap_bytes(&self) -> usize {
+        self.slab.capacity() * std::mem::size_of::<Entry>()
+            + self.free.capacity() * 4
+            + self.map.capacity() * (8 + 4 + 1) // key, slot, control byte
+            + self.delta.slope.len() * 16
+            + self.buckets.len() * 8
+    }
+
+    #[inline]
+    fn cost(&self, size: u32) -> u64 {
+        match self.cfg.unit {
+            SizeUnit::Objects => 1,
+            SizeUnit::Bytes => u64::from(size),
+        }
+    }
+
+    #[inline]
+    fn head_rank(&self) -> u64 {
+        self.tail + self.b - 1
+    }
+
+    // ---- linked lists ------------------------------------------------------------
+
+    fn unlink(&mut self, slot: u32) {
+        let e = self.slab[slot as usize];
+        let list = if e.ghost {
+            &mut self.ghosts
+        } else {
+            &mut self.cached
+        };
+        if e.prev == NIL {
+            list.head = e.next;
+        } else {
+            self.slab[e.prev as usize].next = e.next;
+        }
+        if e.next == NIL {
+            list.tail = e.prev;
+        } else {
+            self.slab[e.next as usize].prev = e.prev;
+        }
+    }
+
+    fn push_front(&mut self, slot: u32) {
+        let ghost = self.slab[slot as usize].ghost;
+        let list = if ghost {
+            &mut self.ghosts
+        } else {
+            &mut self.cached
+        };
+        let old = list.head;
+        list.head = slot;
+        if old == NIL {
+            list.tail = slot;
+        } else {
+            self.slab[old as usize].prev = slot;
+        }
+        let e = &mut self.slab[slot as usize];
+        e.prev = NIL;
+        e.next = old;
+    }
+
+    fn alloc(&mut self, key: u64, size: u32) -> u32 {
+        let e = Entry {
+            key,
+            rank: 0,
+            prev: NIL,
+            next: NIL,
+            size,
+            ghost: false,
+            live: true,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slab[s as usize] = e;
+                s
+            }
+            None => {
+                self.slab.push(e);
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.map.insert(key, slot);
+        slot
+    }
+
+    fn release(&mut self, slot: u32) {
+        let key = self.slab[slot as usize].key;
+        self.slab[slot as usize].live = false;
+        self.map.remove(&key);
+        self.free.push(slot);
+    }
+
+    // ---- the bucketed stack (Algorithm B) ----------------------------------------
+
+    /// ROUNDER's lazy fix-up: a rank below `tail` means the tail bucket.
+    #[inline]
+    fn current_rank(&mut self, slot: u32) -> u64 {
+        let e = &mut self.slab[slot as usize];
+        if e.rank < self.tail {
+            e.rank = self.tail;
+        }
+        e.rank
+    }
+
+    /// `get-stack-dist`: sizes of the buckets above `rank`'s and of its own. Sums from
+    /// whichever end of the circular array is nearer, so it costs at most B/2 steps.
+    #[inline]
+    fn stack_dist(&self, rank: u64) -> (u64, u64) {
+        let bm = self.b as usize;
+        let own = self.buckets[(rank % self.b) as usize];
+        let above_n = (self.head_rank() - rank) as usize;
+        let start = if above_n <= bm / 2 {
+            let mut s = 0;
+            for r in rank + 1..=self.head_rank() {
+                s += self.buckets[(r % self.b) as usize];
+            }
+            s
+        } else {
+            let mut below = 0;
+            for r in self.tail..rank {
+                below += self.buckets[(r % self.b) as usize];
+            }
+            self.stack_total() - below - own
+        };
+        (start, start + own)
+    }
+
+    #[inline]
+    fn stack_total(&self) -> u64 {
+        self.cached_used + self.ghost_used
+    }
+
+    /// Records the hit of the element in `slot` (cached or ghost) at its estimated
+    /// distance and takes it out of its bucket.
+    fn record_hit(&mut self, slot: u32) {
+        let rank = self.current_rank(slot);
+        let cost = self.cost(self.slab[slot as usize].size);
+        let (start, end) = self.stack_dist(rank);
+        // Distance (counting the element itself) is in [start + cost, end]; spread the
+        // hit uniformly over the integer sizes there, i.e. over (start + cost - 1, end].
+        let a = (start + cost - 1) as f64;
+        let b = end.max(start + cost) as f64;
+        self.delta.add(a, b, 1.0);
+        self.width_sum += b - a;
+        if self.cfg.aging == Aging::Stacker {
+            self.avg_sum += 0.5 * (a + b);
+            self.avg_n += 1;
+        }
+        self.buckets[(rank % self.b) as usize] -= cost;
+    }
+
+    /// Puts the element in `slot` (already out of any bucket) into the head bucket,
+    /// aging first if the head bucket holds its fair share (Algorithm B lines 9-13).
+    fn to_head(&mut self, slot: u32) {
+        let cost = self.cost(self.slab[slot as usize].size);
+        let h = (self.head_rank() % self.b) as usize;
+        if self.buckets[h] > 0 && self.buckets[h] + cost > self.share {
+            self.age(slot);
+        }
+        let head = self.head_rank();
+        self.slab[slot as usize].rank = head;
+        self.buckets[(head % self.b) as usize] += cost;
+    }
+
+    fn age(&mut self, moving: u32) {
+        match self.cfg.aging {
+            Aging::Rounder => {
+                // Algorithm D.
+                let t = (self.tail % self.b) as usize;
+                let t1 = ((self.tail + 1) % self.b) as usize;
+                self.buckets[t1] += self.buckets[t];
+                self.tail += 1;
+                let h = (self.head_rank() % self.b) as usize;
+                self.buckets[h] = 0;
+            }
+            Aging::Stacker => self.age_stacker(moving),
+        }
+    }
+
+    /// Algorithm C with `tail` fixed at 0: find the bucket `bk` that holds the average
+    /// hit distance (counted from the head) and shift buckets `bk..B` down by one, so
+    /// bucket `bk` merges into `bk - 1` and the head empties. `moving` is out of any
+    /// bucket and is skipped.
+    fn age_stacker(&mut self, moving: u32) {
+        if self.avg_n > 0 {
+            self.avg_dist = self.avg_sum / self.avg_n as f64;
+            self.avg_sum = 0.0;
+            self.avg_n = 0;
+        }
+        let bm = self.b as usize;
+        let mut len = 0u64;
+        let mut bk = 0usize;
+        for i in (0..bm).rev() {
+            len += self.buckets[i];
+            bk = i;
+            if self.avg_dist <= len as f64 {
+                break;
+            }
+        }
+        let bk = bk.max(1) as u64;
+        for i in bk as usize..bm {
+            let v = self.buckets[i];
+            self.buckets[i - 1] += v;
+            self.buckets[i] = 0;
+        }
+        for (i, e) in self.slab.iter_mut().enumerate() {
+            if e.live && e.rank >= bk && i as u32 != moving {
+                e.rank -= 1;
+            }
+        }
+    }
+
+    fn drop_from_bucket(&mut self, slot: u32) {
+        let rank = self.current_rank(slot);
+        let cost = self.cost(self.slab[slot as usize].size);
+        self.buckets[(rank % self.b) as usize] -= cost;
+    }
+
+    /// Drops the oldest ghosts while the ghost list is over its capacity.
+    fn trim_ghosts(&mut self) {
+        while self.ghost_used > self.cfg.ghost_capacity {
+            let slot = self.ghosts.tail;
+            if slot == NIL {
+                break;
+            }
+            self.drop_from_bucket(slot);
+            self.unlink(slot);
+            self.ghost_used -= self.cost(self.slab[slot as usize].size);
+            self.release(slot);
+        }
+    }
+
+    // ---- the paper's API ---------------------------------------------------------
+
+    /// HIT(e): the cache served `key`. Returns false (and counts nothing) if MIMIR does
+    /// not know `key` as cached.
+    pub fn hit(&mut self, key: u64) -> bool {
+        match self.map.get(&key) {
+            Some(&slot) if !self.slab[slot as usize].ghost => {
+                self.requests += 1.0;
+                self.hit_slot(slot);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn hit_slot(&mut self, slot: u32) {
+        self.record_hit(slot);
+        self.to_head(slot);
+        self.unlink(slot);
+        self.push_front(slot);
+    }
+
+    /// MISS(e): the cache missed `key`. If `key` is a ghost, the reference is counted
+    /// as a hit at its estimated distance (beyond the cache size) and the ghost leaves
+    /// the stack, to come back through [`Mimir::insert`] when the cache fills it.
+    /// Returns whether it was a ghost hit.
+    pub fn miss(&mut self, key: u64) -> bool {
+        self.requests += 1.0;
+        match self.map.get(&key) {
+            Some(&slot) if self.slab[slot as usize].ghost => {
+                self.record_hit(slot);
+                self.unlink(slot);
+                self.ghost_used -= self.cost(self.slab[slot as usize].size);
+                self.release(slot);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// INSERT(e): the cache stored `key` of `size` bytes; it enters the head bucket.
+    /// A key MIMIR already tracks is first taken out of the stack.
+    pub fn insert(&mut self, key: u64, size: u32) {
+        if self.map.contains_key(&key) {
+            self.delete(key);
+        }
+        let slot = self.alloc(key, size);
+        self.insert_slot(slot);
+    }
+
+    fn insert_slot(&mut self, slot: u32) {
+        self.to_head(slot);
+        self.push_front(slot);
+        self.cached_used += self.cost(self.slab[slot as usize].size);
+    }
+
+    /// The cache evicted `key`: it stays in its bucket as a ghost (the most recently
+    /// evicted, so just below every cached element, which is where its bucket is), and
+    /// the oldest ghosts beyond the ghost capacity are dropped.
+    pub fn evict(&mut self, key: u64) {
+        if let Some(&slot) = self.map.get(&key) {
+            if !self.slab[slot as usize].ghost {
+                self.evict_slot(slot);
+            }
+        }
+    }
+
+    fn evict_slot(&mut self, slot: u32) {
+        self.unlink(slot);
+        let cost = self.cost(self.slab[slot as usize].size);
+        self.cached_used -= cost;
+        if self.cfg.ghost_capacity == 0 {
+            self.drop_from_bucket(slot);
+            self.release(slot);
+            return;
+        }
+        self.slab[slot as usize].ghost = true;
+        self.ghost_used += cost;
+        self.push_front(slot);
+        self.trim_ghosts();
+    }
+
+    /// DELETE(e): `key` is gone for good (deleted by a client, or expired): it leaves
+    /// its bucket whether cached or ghost.
+    pub fn delete(&mut self, key: u64) {
+        if let Some(&slot) = self.map.get(&key) {
+            self.drop_from_bucket(slot);
+            self.unlink(slot);
+            let cost = self.cost(self.slab[slot as usize].size);
+            if self.slab[slot as usize].ghost {
+                self.ghost_used -= cost;
+            } else {
+                self.cached_used -= cost;
+            }
+            self.release(slot);
+        }
+    }
+
+    /// §3.7 adaptive profiling: at an epoch's end multiply the hit statistics (and the
+    /// request count) by `gamma` in (0, 1), so old behaviour fades.
+    pub fn decay(&mut self, gamma: f64) {
+        self.delta.scale(gamma);
+        self.requests *= gamma;
+        self.width_sum *= gamma;
+    }
+
+    /// Theorem 1 (§3.6): `2 / (N R) x sum of hit bucket widths`, an upper bound on the
+    /// MAE of the hit-rate curve over sizes up to `N` = [`Mimir::covered_size`],
+    /// computable without the exact curve.
+    pub fn mae_bound(&self) -> f64 {
+        if self.requests == 0.0 {
+            return 0.0;
+        }
+        2.0 * self.width_sum / (self.covered_size() as f64 * self.requests)
+    }
+
+    /// `export-HRC`: the miss-ratio curve (1 - hit rate) at every bin boundary up to
+    /// [`Mimir::covered_size`] (every integer size for object curves up to 65,536).
+    pub fn curve(&self) -> Curve {
+        let name = match self.cfg.aging {
+            Aging::Rounder => "mimir-rounder",
+            Aging::Stacker => "mimir-stacker",
+        };
+        let reqs = self.requests;
+        let points = self
+            .delta
+            .cumulative()
+            .map(|(size, hits)| Point {
+                size,
+                miss_ratio: if reqs > 0.0 {
+                    (1.0 - hits / reqs).clamp(0.0, 1.0)
+                } else {
+                    1.0
+                },
+            })
+            .collect();
+        Curve::new(name, None, self.cfg.unit, points)
+    }
+}
+
+/// MIMIR beside its own exact LRU cache of `capacity` (objects or bytes), so it can run
+/// offline on a trace: each request is a HIT, or a MISS followed by INSERT and as many
+/// evictions (to ghosts) as needed. The cache and the ghost list share MIMIR's slab,
+/// so a request costs one hash lookup.
+#[derive(Debug, Clone)]
+pub struct MimirLru {
+    m: Mimir,
+    hits: u64,
+    requests: u64,
+}
+
+impl MimirLru {
+    pub fn new(cfg: MimirConfig) -> Self {
+        Self {
+            m: Mimir::new(cfg),
+            hits: 0,
+            requests: 0,
+        }
+    }
+
+    /// The estimator.
+    pub fn mimir(&self) -> &Mimir {
+        &self.m
+    }
+
+    /// Miss ratio of the internal LRU cache itself (at its capacity).
+    pub fn cache_miss_ratio(&self) -> f64 {
+        if self.requests == 0 {
+            return 1.0;
+        }
+        1.0 - self.hits as f64 / self.requests as f64
+    }
+
+    /// One GET of `key` (filled on a miss); true on a cache hit.
+    #[inline]
+    pub fn request(&mut self, key: u64, size: u32) -> bool {
+        self.requests += 1;
+        let m = &mut self.m;
+        m.requests += 1.0;
+        match m.map.get(&key) {
+            Some(&slot) if !m.slab[slot as usize].ghost && m.slab[slot as usize].size == size => {
+                m.hit_slot(slot);
+                self.hits += 1;
+                true
+            }
+            Some(&slot) => {
+                let e = m.slab[slot as usize];
+                if e.ghost {
+                    // MISS on a ghost: counted at its distance, then re-inserted.
+                    m.record_hit(slot);
+                    m.unlink(slot);
+                    m.ghost_used -= m.cost(e.size);
+                } else {
+                    // A cached key whose size changed: a hit at its distance, then
+                    // re-stored at the new size.
+                    m.record_hit(slot);
+                    m.unlink(slot);
+                    m.cached_used -= m.cost(e.size);
+                    self.hits += 1;
+                }
+                m.slab[slot as usize].ghost = false;
+                m.slab[slot as usize].size = size;
+                m.insert_slot(slot);
+                self.make_room();
+                !e.ghost
+            }
+            None => {
+                let slot = m.alloc(key, size);
+                m.insert_slot(slot);
+                self.make_room();
+                false
+            }
+        }
+    }
+
+    /// Evicts LRU items to ghosts until the cache fits its capacity.
+    fn make_room(&mut self) {
+        let m = &mut self.m;
+        while m.cached_used > m.cfg.capacity {
+            let victim = m.cached.tail;
+            if victim == NIL || victim == m.cached.head {
+                break; // never evict the item just inserted
+            }
+            m.evict_slot(victim);
+        }
+    }
+}
+
+impl MrcModel for MimirLru {
+    fn access(&mut self, key: u64, size: u32) {
+        self.request(key, size);
+    }
+
+    fn delete(&mut self, key: u64) {
+        self.m.delete(key);
+    }
+
+    fn curves(&self) -> Vec<Curve> {
+        vec![self.m.curve()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loop over 20 keys with a 10-object cache and 10 ghosts: exact LRU misses
+    /// everything below 20 objects and hits every reuse at 20. Every reuse is a ghost
+    /// hit, so the whole curve comes from the ghost path, and all of it must land at
+    /// or below the covered size 20.
+    #[test]
+    fn ghosts_catch_a_loop_just_beyond_the_cache() {
+        for aging in [Aging::Rounder, Aging::Stacker] {
+            let mut m = MimirLru::new(MimirConfig::objects(4, aging, 10));
+            let n = 2000u64;
+            for i in 0..n {
+                assert!(!m.request(i % 20, 1));
+            }
+            let c = m.curves().pop().unwrap();
+            let cold = 20.0 / n as f64;
+            assert!((c.miss_ratio_at(20.0) - cold).abs() < 1e-9, "{aging:?}");
+            assert!(
+                c.miss_ratio_at(10.0) > 0.3,
+                "{aging:?}: {}",
+                c.miss_ratio_at(10.0)
+            );
+            assert!(m.mimir().cached_used() == 10 && m.mimir().ghost_used() == 10);
+        }
+    }
+
+    #[test]
+    fn api_keeps_bucket_sums_consistent() {
+        let mut m = Mimir::new(MimirConfig {
+            buckets: 4,
+            aging: Aging::Rounder,
+            capacity: 10,
+            ghost_capacity: 5,
+            unit: SizeUnit::Objects,
+        });
+        for k in 0..10 {
+            m.insert(k, 1);
+        }
+        assert!(m.hit(3));
+        m.evict(0);
+        m.evict(1);
+        assert!(m.miss(0));
+        assert!(!m.miss(42));
+        m.delete(5);
+        assert_eq!(m.cached_used(), 7);
+        assert_eq!(m.ghost_used(), 1);
+        assert_eq!(m.buckets.iter().sum::<u64>(), 8);
+    }
+}
