@@ -1,0 +1,89 @@
+//! The simulators against libCacheSim's reference miss ratios on real traces
+//! (`traces/README.md`, "Reference miss ratios": by object count at 10 / 25 / 50 % of
+//! the working set).
+//!
+//! Tolerances:
+//! - exact LRU is deterministic and the same algorithm as libCacheSim's, so the only
+//!   differences are how a cache size is rounded from the percentage and the table's
+//!   three-decimal rounding: 0.005;
+//! - libCacheSim's "5-sample LRU" is the plain K-LRU of the KRR paper (Eq. 1, oldest
+//!   of 5 fresh samples), i.e. our `klru:5`; only the random streams differ. Across
+//!   seeds 1-5 our `klru:5` moves by at most 0.001 on these traces and sizes, plus the
+//!   table's rounding of 0.0005: 0.005 leaves room for libCacheSim's own sampler
+//!   details (e.g. sampling without replacement) and nothing else;
+//! - `redis-lru:5` (Redis's 16-entry pool) is a different sampler: the pool keeps the
+//!   best candidates across evictions, so it evicts older entries than plain K-LRU and
+//!   lands between LRU and 5-sample LRU (up to 0.011 from the sampled row, cloudphysics
+//!   at 25 %). We hold it to 0.02 of the sampled row and require it to be closer to
+//!   exact LRU than `klru:5` on every trace. A wrong victim choice (youngest instead of
+//!   oldest, or random) moves these numbers by 0.02 - 0.3.
+
+mod common;
+
+use augur_sim::{simulate_grid, working_set, PolicySpec, SimResult, Unit};
+use common::load_trace;
+
+/// (trace, LRU row, 5-sample LRU row) from traces/README.md.
+const REFERENCE: &[(&str, [f64; 3], [f64; 3])] = &[
+    ("cloudphysics", [0.805, 0.672, 0.627], [0.804, 0.688, 0.614]),
+    ("arc_oltp", [0.335, 0.267, 0.219], [0.339, 0.268, 0.221]),
+    ("scarab-recs", [0.394, 0.279, 0.226], [0.399, 0.285, 0.228]),
+];
+
+const PERCENTS: [u64; 3] = [10, 25, 50];
+
+fn run(name: &str) -> (Vec<u64>, Vec<SimResult>) {
+    let trace = load_trace(name);
+    let ws = working_set(&trace);
+    let sizes: Vec<u64> = PERCENTS.iter().map(|p| ws.objects * p / 100).collect();
+    let policies = [
+        PolicySpec::Lru,
+        PolicySpec::RedisLru { k: 5 },
+        PolicySpec::KLru { k: 5 },
+    ];
+    let out = simulate_grid(&trace, &policies, &sizes, Unit::Objects, 42, &|_| {});
+    (sizes, out)
+}
+
+#[test]
+fn miss_ratios_match_libcachesim_reference() {
+    let mut failures = Vec::new();
+    for &(name, lru, sampled) in REFERENCE {
+        let (sizes, out) = run(name);
+        let by = |p: PolicySpec| -> Vec<f64> {
+            out.iter()
+                .filter(|r| r.policy == p)
+                .map(|r| r.miss_ratio)
+                .collect()
+        };
+        let l = by(PolicySpec::Lru);
+        let r5 = by(PolicySpec::RedisLru { k: 5 });
+        let k5 = by(PolicySpec::KLru { k: 5 });
+        for i in 0..3 {
+            eprintln!(
+                "{name} {}% ({} objects): lru {:.4} (ref {:.3})  redis-lru:5 {:.4}  klru:5 {:.4} (ref {:.3})",
+                PERCENTS[i], sizes[i], l[i], lru[i], r5[i], k5[i], sampled[i]
+            );
+            let mut check = |what: &str, got: f64, want: f64, tol: f64| {
+                if (got - want).abs() > tol {
+                    failures.push(format!(
+                        "{name} at {}%: {what} {got:.4}, reference {want:.3} (tolerance {tol})",
+                        PERCENTS[i]
+                    ));
+                }
+            };
+            check("lru", l[i], lru[i], 0.005);
+            check("redis-lru:5", r5[i], sampled[i], 0.02);
+            check("klru:5", k5[i], sampled[i], 0.005);
+        }
+        let dist = |v: &[f64]| -> f64 { v.iter().zip(&l).map(|(a, b)| (a - b).abs()).sum() };
+        if dist(&r5) >= dist(&k5) {
+            failures.push(format!(
+                "{name}: redis-lru:5 is no closer to LRU than klru:5 ({:.4} vs {:.4} summed)",
+                dist(&r5),
+                dist(&k5)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
