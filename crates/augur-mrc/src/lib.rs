@@ -5,8 +5,6 @@
 //! (fed one request at a time, bounded memory) and offline (fed a whole trace).
 
 pub mod curve;
-pub mod mimir;
-pub mod shards;
 pub mod krr;
 pub mod mimir;
 pub mod olken;
