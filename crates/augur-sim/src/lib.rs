@@ -24,7 +24,10 @@ pub mod sampled;
 pub mod spec;
 
 pub use list::{ListCache, ListOrder};
-pub use run::{simulate, simulate_grid, simulate_sizes, working_set, SimResult, WorkingSet};
+pub use run::{
+    simulate, simulate_grid, simulate_sizes, simulate_with_progress, working_set, SimResult,
+    WorkingSet,
+};
 pub use sampled::{SampledCache, Sampling};
 pub use spec::{build, ParsePolicyError, PolicySpec, Unit};
 

@@ -113,7 +113,10 @@ fn drive<S: CacheSim>(
     }
 }
 
-fn simulate_with_progress(
+/// [`simulate`], calling `progress(n)` from the simulating thread each time it has
+/// processed `n` more requests (every 65,536 requests and at the end), for progress
+/// bars and for callers that schedule and time simulations themselves.
+pub fn simulate_with_progress(
     trace: &[(u64, u32)],
     policy: PolicySpec,
     size: u64,

@@ -1,8 +1,375 @@
-//! `augur sim` (not written yet).
+//! `augur sim`: run exact cache simulators (the MRC models' ground truth, `augur-sim`)
+//! on a trace at one or more cache sizes, all (policy, size) pairs in parallel.
+//!
+//! ```text
+//! augur sim traces/arc_p3.oracleGeneral.bin.zst --policy lru,redis-lru:5,klru:5 --sizes 10%,25%,50%
+//! augur sim cloudphysics.oracleGeneral.bin.zst --policy lru --sizes 64mb,256mb --csv
+//! ```
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use augur_sim::{simulate_with_progress, working_set, PolicySpec, SimResult, Unit, WorkingSet};
+use augur_trace::{Op, TraceFormat};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use serde::Serialize;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Trace file (oracleGeneral, CSV or text; zstd-compressed or not).
+    pub trace: PathBuf,
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("augur sim is not implemented yet")
+    /// Trace format when it cannot be told from the file name: oracle, csv[:SPEC],
+    /// tsv[:SPEC], txt[:SPEC] (see augur-trace).
+    #[arg(long)]
+    pub format: Option<String>,
+
+    /// Eviction policies: lru, fifo, random, redis-lru:K (Redis's 16-entry pool,
+    /// alias klru-pool:K), klru:K (oldest of K fresh samples, KRR Eq. 1). Repeatable
+    /// or comma-separated.
+    #[arg(long = "policy", short = 'p', value_delimiter = ',', required = true)]
+    pub policies: Vec<PolicySpec>,
+
+    /// Cache sizes: N% of the working set (objects, or bytes with --bytes); a plain
+    /// number of objects (bytes with --bytes); or a byte size such as 512kb, 64mb,
+    /// 1.5gb (powers of 1024), which implies --bytes. Repeatable or comma-separated.
+    #[arg(long = "sizes", short = 's', value_delimiter = ',', required = true)]
+    pub sizes: Vec<String>,
+
+    /// Count capacity in bytes (object sizes from the trace) instead of objects.
+    #[arg(long)]
+    pub bytes: bool,
+
+    /// Seed of the sampling policies' random generators (same seed, same result).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+
+    /// Print JSON (one array of results) instead of a table.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+
+    /// Print CSV instead of a table.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+/// A requested cache size before the working set is known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SizeSpec {
+    /// Percent of the working set in the run's unit.
+    Percent(f64),
+    /// A bare count: objects, or bytes with --bytes.
+    Count(u64),
+    /// A byte size with a unit suffix (forces byte mode).
+    Bytes(u64),
+}
+
+fn parse_size(s: &str) -> Result<SizeSpec> {
+    let t = s.trim().to_ascii_lowercase();
+    if let Some(p) = t.strip_suffix('%') {
+        let p: f64 = p
+            .trim()
+            .parse()
+            .with_context(|| format!("bad percentage {s:?}"))?;
+        if !(p.is_finite() && p >= 0.0) {
+            bail!("bad percentage {s:?}");
+        }
+        return Ok(SizeSpec::Percent(p));
+    }
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(SizeSpec::Count(n));
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .with_context(|| format!("bad size {s:?}"))?;
+    let (num, suffix) = t.split_at(split);
+    let mult: u64 = match suffix.trim() {
+        "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => bail!("bad size {s:?}: expected N%, N, or N with b/kb/mb/gb/tb"),
+    };
+    let n: f64 = num.parse().with_context(|| format!("bad size {s:?}"))?;
+    if !(n.is_finite() && n >= 0.0) {
+        bail!("bad size {s:?}");
+    }
+    Ok(SizeSpec::Bytes((n * mult as f64).round() as u64))
+}
+
+/// The run's unit: bytes with --bytes or when any size has a byte suffix. A bare count
+/// next to a byte-suffixed size without --bytes is refused as ambiguous.
+fn choose_unit(sizes: &[SizeSpec], bytes_flag: bool) -> Result<Unit> {
+    let any_bytes = sizes.iter().any(|s| matches!(s, SizeSpec::Bytes(_)));
+    if bytes_flag || !any_bytes {
+        return Ok(if bytes_flag {
+            Unit::Bytes
+        } else {
+            Unit::Objects
+        });
+    }
+    if sizes.iter().any(|s| matches!(s, SizeSpec::Count(_))) {
+        bail!("sizes mix byte sizes (e.g. 64mb) with bare counts: add --bytes to read the counts as bytes, or give them a unit");
+    }
+    Ok(Unit::Bytes)
+}
+
+/// Capacity in `unit`. Percentages are floored, as `ws * p / 100` in integers.
+fn resolve(size: SizeSpec, ws: &WorkingSet, unit: Unit) -> u64 {
+    match size {
+        SizeSpec::Percent(p) => (ws.in_unit(unit) as f64 * p / 100.0).floor() as u64,
+        SizeSpec::Count(n) | SizeSpec::Bytes(n) => n,
+    }
+}
+
+#[derive(Serialize)]
+struct Row {
+    policy: String,
+    unit: String,
+    size: u64,
+    /// Size as a fraction of the working set in the same unit.
+    ws_fraction: f64,
+    requests: u64,
+    hits: u64,
+    miss_ratio: f64,
+    byte_miss_ratio: f64,
+    seconds: f64,
+    requests_per_sec: f64,
+}
+
+impl Row {
+    fn new(r: &SimResult, ws: &WorkingSet, seconds: f64) -> Row {
+        let wsu = ws.in_unit(r.unit);
+        Row {
+            policy: r.policy.to_string(),
+            unit: r.unit.to_string(),
+            size: r.size,
+            ws_fraction: if wsu == 0 {
+                0.0
+            } else {
+                r.size as f64 / wsu as f64
+            },
+            requests: r.requests,
+            hits: r.hits,
+            miss_ratio: r.miss_ratio,
+            byte_miss_ratio: r.byte_miss_ratio,
+            seconds,
+            requests_per_sec: if seconds > 0.0 {
+                r.requests as f64 / seconds
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// Loads the trace as `(key, size)` GETs. SETs are simulated like GETs (look-aside:
+/// a miss fills the key); DELETEs are dropped and counted (the simulators' API has
+/// `remove`, but the multi-size runner takes a GET stream).
+fn load(args: &Args) -> Result<(Vec<(u64, u32)>, u64)> {
+    let reader = match &args.format {
+        Some(f) => {
+            let format: TraceFormat = f.parse()?;
+            augur_trace::open(&args.trace, &format)?
+        }
+        None => augur_trace::open_auto(&args.trace)?,
+    };
+    let mut trace = Vec::with_capacity(reader.len_hint().unwrap_or(0) as usize);
+    let mut deletes = 0u64;
+    for r in reader {
+        let r = r?;
+        if r.op == Op::Delete {
+            deletes += 1;
+        } else {
+            trace.push((r.key, r.size));
+        }
+    }
+    Ok((trace, deletes))
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let specs: Vec<SizeSpec> = args
+        .sizes
+        .iter()
+        .map(|s| parse_size(s))
+        .collect::<Result<_>>()?;
+    let unit = choose_unit(&specs, args.bytes)?;
+
+    let t0 = Instant::now();
+    let (trace, deletes) = load(&args)?;
+    let ws = working_set(&trace);
+    let load_secs = t0.elapsed().as_secs_f64();
+    if deletes > 0 {
+        eprintln!("note: {deletes} DELETE requests ignored");
+    }
+    eprintln!(
+        "{}: {} requests, {} objects, {} bytes in the working set (loaded in {:.2}s)",
+        args.trace.display(),
+        trace.len(),
+        ws.objects,
+        ws.bytes,
+        load_secs
+    );
+
+    let sizes: Vec<u64> = specs.iter().map(|&s| resolve(s, &ws, unit)).collect();
+    let jobs: Vec<(PolicySpec, u64)> = args
+        .policies
+        .iter()
+        .flat_map(|&p| sizes.iter().map(move |&s| (p, s)))
+        .collect();
+
+    let total = jobs.len() as u64 * trace.len() as u64;
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} requests ({per_sec}, eta {eta})",
+        )
+        .expect("valid template"),
+    );
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.unwrap_or(0))
+        .build()
+        .context("starting worker threads")?;
+    let wall = Instant::now();
+    // One task per (policy, size): costs differ widely, so let work stealing balance.
+    let results: Vec<(SimResult, f64)> = pool.install(|| {
+        jobs.par_iter()
+            .with_max_len(1)
+            .map(|&(policy, size)| {
+                let t = Instant::now();
+                let r =
+                    simulate_with_progress(&trace, policy, size, unit, args.seed, &|n| bar.inc(n));
+                (r, t.elapsed().as_secs_f64())
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    eprintln!(
+        "{} simulations in {:.2}s on {} threads",
+        results.len(),
+        wall.elapsed().as_secs_f64(),
+        pool.current_num_threads()
+    );
+
+    let rows: Vec<Row> = results.iter().map(|(r, s)| Row::new(r, &ws, *s)).collect();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else if args.csv {
+        let mut w = csv::Writer::from_writer(out);
+        for row in &rows {
+            w.serialize(row)?;
+        }
+        w.flush()?;
+    } else {
+        print_table(&mut out, &rows)?;
+    }
+    Ok(())
+}
+
+fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
+    let pw = rows
+        .iter()
+        .map(|r| r.policy.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    writeln!(
+        out,
+        "{:<pw$}  {:>14} {:>7}  {:>10}  {:>10}  {:>10}  {:>9}",
+        "policy", "size", "of ws", "requests", "miss ratio", "byte miss", "Mreq/s"
+    )?;
+    for r in rows {
+        let size = if r.unit == "bytes" {
+            human_bytes(r.size)
+        } else {
+            r.size.to_string()
+        };
+        writeln!(
+            out,
+            "{:<pw$}  {:>14} {:>6.1}%  {:>10}  {:>10.4}  {:>10.4}  {:>9.2}",
+            r.policy,
+            size,
+            r.ws_fraction * 100.0,
+            r.requests,
+            r.miss_ratio,
+            r.byte_miss_ratio,
+            r.requests_per_sec / 1e6
+        )?;
+    }
+    Ok(())
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("10%").unwrap(), SizeSpec::Percent(10.0));
+        assert_eq!(parse_size(" 12.5% ").unwrap(), SizeSpec::Percent(12.5));
+        assert_eq!(parse_size("5000").unwrap(), SizeSpec::Count(5000));
+        assert_eq!(parse_size("64mb").unwrap(), SizeSpec::Bytes(64 << 20));
+        assert_eq!(parse_size("64KB").unwrap(), SizeSpec::Bytes(64 << 10));
+        assert_eq!(parse_size("1.5g").unwrap(), SizeSpec::Bytes(3 << 29));
+        assert_eq!(parse_size("100b").unwrap(), SizeSpec::Bytes(100));
+        for bad in ["", "%", "-1%", "12xb", "mb", "1.2.3mb"] {
+            assert!(parse_size(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn unit_choice() {
+        use SizeSpec::*;
+        assert_eq!(
+            choose_unit(&[Percent(10.0), Count(5)], false).unwrap(),
+            Unit::Objects
+        );
+        assert_eq!(choose_unit(&[Percent(10.0)], true).unwrap(), Unit::Bytes);
+        assert_eq!(
+            choose_unit(&[Bytes(1 << 20), Percent(5.0)], false).unwrap(),
+            Unit::Bytes
+        );
+        assert!(choose_unit(&[Bytes(1 << 20), Count(5)], false).is_err());
+        assert_eq!(
+            choose_unit(&[Bytes(1 << 20), Count(5)], true).unwrap(),
+            Unit::Bytes
+        );
+        let ws = WorkingSet {
+            objects: 48974,
+            bytes: 1000,
+        };
+        assert_eq!(resolve(Percent(25.0), &ws, Unit::Objects), 12243);
+        assert_eq!(resolve(Percent(50.0), &ws, Unit::Bytes), 500);
+    }
 }
