@@ -1,0 +1,481 @@
+//! Trace formats, their textual specs, auto-detection and opening files.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::csvfmt::CsvReader;
+use crate::oracle::{OracleReader, ORACLE_RECORD_SIZE};
+use crate::text::TextReader;
+use crate::{key_hash, Request};
+
+/// The zstd frame magic number (RFC 8878 §3.1.1), as it appears on disk.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// How a key field of a text or CSV trace becomes a `u64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum KeyMode {
+    /// A field of only decimal digits that fits in `u64` is used as the id itself
+    /// (so numeric traces keep their ids, which eases debugging); anything else is
+    /// hashed with [`key_hash`].
+    #[default]
+    Auto,
+    /// The field must be a decimal `u64`; anything else is an error.
+    Numeric,
+    /// Always hash the field's bytes with [`key_hash`], even if it looks numeric.
+    Hash,
+}
+
+impl KeyMode {
+    /// Converts one key field. `Err` carries a message without location; callers add it.
+    pub(crate) fn key_of(self, field: &[u8]) -> std::result::Result<u64, String> {
+        match self {
+            KeyMode::Hash => Ok(key_hash(field)),
+            KeyMode::Auto => Ok(parse_u64_digits(field).unwrap_or_else(|| key_hash(field))),
+            KeyMode::Numeric => parse_u64_digits(field).ok_or_else(|| {
+                format!(
+                    "key {:?} is not a decimal u64",
+                    String::from_utf8_lossy(field)
+                )
+            }),
+        }
+    }
+}
+
+impl FromStr for KeyMode {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(KeyMode::Auto),
+            "numeric" | "num" | "u64" => Ok(KeyMode::Numeric),
+            "hash" | "string" | "str" => Ok(KeyMode::Hash),
+            _ => bail!("unknown key mode {s:?} (expected auto, numeric or hash)"),
+        }
+    }
+}
+
+/// Parses a non-empty all-digit field as `u64`; `None` if it is anything else or overflows.
+fn parse_u64_digits(field: &[u8]) -> Option<u64> {
+    if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in field {
+        v = v.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    }
+    Some(v)
+}
+
+/// Column layout of a CSV trace.
+///
+/// Textual form (used by `FromStr` and on command lines): comma-separated items,
+/// `key=I` (required), `size=I`, `op=I`, `time=I` (0-based column indices),
+/// `header` (skip the first line), `delim=C` (a single character, or `tab`,
+/// `space`, `comma`, `semicolon`, `pipe`), `default_size=N`, `keys=auto|numeric|hash`.
+/// Example: `key=1,size=2,op=3,time=0,header`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CsvSpec {
+    /// Column of the key.
+    pub key_col: usize,
+    /// Column of the object size; without it every request has `default_size`.
+    pub size_col: Option<usize>,
+    /// Column of the operation (`get`/`set`/`delete`, see [`crate::Op::parse`]);
+    /// without it every request is a `Get`.
+    pub op_col: Option<usize>,
+    /// Column of the timestamp (integer, or a float that is truncated); without it
+    /// the time is the request index.
+    pub time_col: Option<usize>,
+    /// Whether the first line is a header to skip.
+    pub has_header: bool,
+    /// Field delimiter byte.
+    pub delimiter: u8,
+    /// Size used when there is no size column or the field is empty.
+    pub default_size: u32,
+    /// How key fields become ids.
+    pub key_mode: KeyMode,
+}
+
+impl Default for CsvSpec {
+    fn default() -> Self {
+        CsvSpec {
+            key_col: 0,
+            size_col: None,
+            op_col: None,
+            time_col: None,
+            has_header: false,
+            delimiter: b',',
+            default_size: 1,
+            key_mode: KeyMode::Auto,
+        }
+    }
+}
+
+fn parse_delim(v: &str) -> Result<u8> {
+    Ok(match v.to_ascii_lowercase().as_str() {
+        "tab" | "\\t" => b'\t',
+        "space" => b' ',
+        "comma" => b',',
+        "semicolon" => b';',
+        "pipe" => b'|',
+        _ if v.len() == 1 && v.is_ascii() => v.as_bytes()[0],
+        _ => bail!("delimiter {v:?} must be one ASCII character or tab/space/comma/semicolon/pipe"),
+    })
+}
+
+impl FromStr for CsvSpec {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let mut spec = CsvSpec::default();
+        let mut saw_key = false;
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (name, value) = match item.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim())),
+                None => (item, None),
+            };
+            let need = || value.ok_or_else(|| anyhow!("CSV spec item {name:?} needs a value"));
+            let col = || -> Result<usize> {
+                let v = need()?;
+                v.parse()
+                    .with_context(|| format!("CSV spec: column index {v:?} for {name:?}"))
+            };
+            match name.to_ascii_lowercase().as_str() {
+                "key" => {
+                    spec.key_col = col()?;
+                    saw_key = true;
+                }
+                "size" => spec.size_col = Some(col()?),
+                "op" => spec.op_col = Some(col()?),
+                "time" => spec.time_col = Some(col()?),
+                "header" => {
+                    spec.has_header = match value {
+                        None => true,
+                        Some(v) => v
+                            .parse()
+                            .with_context(|| format!("CSV spec: header={v:?}"))?,
+                    }
+                }
+                "delim" | "delimiter" | "sep" => spec.delimiter = parse_delim(need()?)?,
+                "default_size" => {
+                    let v = need()?;
+                    spec.default_size = v
+                        .parse()
+                        .with_context(|| format!("CSV spec: default_size={v:?}"))?;
+                }
+                "keys" => spec.key_mode = need()?.parse()?,
+                other => bail!("unknown CSV spec item {other:?}"),
+            }
+        }
+        if !saw_key && !s.trim().is_empty() {
+            // An explicit spec without `key=` is almost certainly a mistake; an empty
+            // spec means "all defaults" (key in column 0).
+            bail!("CSV spec {s:?} has no key=COLUMN");
+        }
+        Ok(spec)
+    }
+}
+
+/// Layout of a plain-text trace: one key per line. Blank lines and lines starting
+/// with `#` are skipped; surrounding whitespace is trimmed. The time of a request is
+/// its index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextSpec {
+    /// Size of every object.
+    pub default_size: u32,
+    /// How key lines become ids.
+    pub key_mode: KeyMode,
+}
+
+impl Default for TextSpec {
+    fn default() -> Self {
+        TextSpec {
+            default_size: 1,
+            key_mode: KeyMode::Auto,
+        }
+    }
+}
+
+impl FromStr for TextSpec {
+    type Err = anyhow::Error;
+    /// `size=N` (or `default_size=N`) and `keys=auto|numeric|hash`, comma-separated.
+    fn from_str(s: &str) -> Result<Self> {
+        let mut spec = TextSpec::default();
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (name, v) = item
+                .split_once('=')
+                .ok_or_else(|| anyhow!("text spec item {item:?} must be NAME=VALUE"))?;
+            match name.trim() {
+                "size" | "default_size" => {
+                    spec.default_size = v
+                        .trim()
+                        .parse()
+                        .with_context(|| format!("text spec: size={v:?}"))?
+                }
+                "keys" => spec.key_mode = v.trim().parse()?,
+                other => bail!("unknown text spec item {other:?}"),
+            }
+        }
+        Ok(spec)
+    }
+}
+
+/// The on-disk format of a trace (compression is handled separately and automatically).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// libCacheSim oracleGeneral: 24-byte little-endian records.
+    OracleGeneral,
+    /// Delimited text with the given column layout.
+    Csv(CsvSpec),
+    /// One key per line.
+    Text(TextSpec),
+}
+
+impl TraceFormat {
+    /// Chooses a format from the file name, ignoring a trailing `.zst`/`.zstd`:
+    /// `*.oracleGeneral*` or `*.bin` → oracleGeneral; `*.csv` → CSV with the default
+    /// spec (key in column 0); `*.tsv` → the same with tab delimiter; `*.txt`,
+    /// `*.trace`, `*.keys` → text. Anything else is an error naming the options, rather
+    /// than a guess that silently misreads the file.
+    pub fn detect(path: &Path) -> Result<TraceFormat> {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| {
+                anyhow!(
+                    "cannot detect the format of {}: no UTF-8 file name",
+                    path.display()
+                )
+            })?
+            .to_ascii_lowercase();
+        let base = name
+            .strip_suffix(".zst")
+            .or_else(|| name.strip_suffix(".zstd"))
+            .unwrap_or(&name);
+        if base.contains("oraclegeneral") || base.ends_with(".bin") {
+            Ok(TraceFormat::OracleGeneral)
+        } else if base.ends_with(".csv") {
+            Ok(TraceFormat::Csv(CsvSpec::default()))
+        } else if base.ends_with(".tsv") {
+            Ok(TraceFormat::Csv(CsvSpec {
+                delimiter: b'\t',
+                ..CsvSpec::default()
+            }))
+        } else if base.ends_with(".txt") || base.ends_with(".trace") || base.ends_with(".keys") {
+            Ok(TraceFormat::Text(TextSpec::default()))
+        } else {
+            bail!(
+                "cannot detect the trace format of {} from its name; expected *.oracleGeneral[.bin][.zst], \
+                 *.bin, *.csv, *.tsv, *.txt (optionally .zst), or pass the format explicitly",
+                path.display()
+            )
+        }
+    }
+}
+
+impl FromStr for TraceFormat {
+    type Err = anyhow::Error;
+    /// `oracle` / `oracleGeneral`, `csv` or `csv:SPEC` (see [`CsvSpec`]), `txt` /
+    /// `text` or `txt:SPEC` (see [`TextSpec`]). Example: `csv:key=1,size=2,header`.
+    fn from_str(s: &str) -> Result<Self> {
+        let (kind, rest) = match s.split_once(':') {
+            Some((k, r)) => (k, r),
+            None => (s, ""),
+        };
+        match kind.trim().to_ascii_lowercase().as_str() {
+            "oracle" | "oraclegeneral" => {
+                if !rest.trim().is_empty() {
+                    bail!("oracleGeneral takes no options, got {rest:?}");
+                }
+                Ok(TraceFormat::OracleGeneral)
+            }
+            "csv" => Ok(TraceFormat::Csv(rest.parse()?)),
+            "tsv" => {
+                let mut spec: CsvSpec = rest.parse()?;
+                spec.delimiter = b'\t';
+                Ok(TraceFormat::Csv(spec))
+            }
+            "txt" | "text" => Ok(TraceFormat::Text(rest.parse()?)),
+            other => bail!("unknown trace format {other:?} (expected oracle, csv[:SPEC], tsv[:SPEC], txt[:SPEC])"),
+        }
+    }
+}
+
+/// A boxed byte stream: a file, or the zstd decoder over it.
+pub(crate) type Input = Box<dyn Read + Send>;
+
+/// Opens `path`, transparently decompressing zstd (recognised by its magic number).
+/// Returns the stream and whether it was compressed.
+pub(crate) fn open_input(path: &Path) -> Result<(Input, bool)> {
+    let file = File::open(path).with_context(|| format!("opening trace {}", path.display()))?;
+    let mut buf = BufReader::with_capacity(1 << 20, file);
+    let head = buf
+        .fill_buf()
+        .with_context(|| format!("reading {}", path.display()))?;
+    if head.len() >= 4 && head[..4] == ZSTD_MAGIC {
+        let dec = zstd::stream::read::Decoder::with_buffer(buf)
+            .with_context(|| format!("starting zstd decoder for {}", path.display()))?;
+        Ok((Box::new(dec), true))
+    } else {
+        let name = path.to_string_lossy();
+        if name.ends_with(".zst") || name.ends_with(".zstd") {
+            bail!(
+                "{} is named like a zstd file but has no zstd magic number",
+                path.display()
+            );
+        }
+        Ok((Box::new(buf), false))
+    }
+}
+
+enum Inner {
+    Oracle(OracleReader<Input>),
+    Csv(CsvReader<Input>),
+    Text(TextReader<Input>),
+}
+
+/// A streaming reader of any supported trace: an iterator of `Result<Request>`.
+///
+/// After the first error (I/O error, malformed line, truncated record) it yields
+/// `None`, so `collect::<Result<Vec<_>>>()` and `for r in reader { r?; }` both stop
+/// at the first problem.
+pub struct TraceReader {
+    inner: Inner,
+    len_hint: Option<u64>,
+}
+
+impl TraceReader {
+    /// Number of requests, when it is known without reading the trace (plain
+    /// oracleGeneral files: file length / 24). Meant for progress bars.
+    pub fn len_hint(&self) -> Option<u64> {
+        self.len_hint
+    }
+}
+
+impl Iterator for TraceReader {
+    type Item = Result<Request>;
+    fn next(&mut self) -> Option<Result<Request>> {
+        match &mut self.inner {
+            Inner::Oracle(r) => r.next(),
+            Inner::Csv(r) => r.next(),
+            Inner::Text(r) => r.next(),
+        }
+    }
+}
+
+/// Opens a trace in the given format (zstd or not, detected from the content).
+pub fn open(path: impl AsRef<Path>, format: &TraceFormat) -> Result<TraceReader> {
+    let path = path.as_ref();
+    let (input, compressed) = open_input(path)?;
+    let name = path.display().to_string();
+    let (inner, len_hint) = match format {
+        TraceFormat::OracleGeneral => {
+            let hint = if compressed {
+                None
+            } else {
+                std::fs::metadata(path)
+                    .ok()
+                    .map(|m| m.len() / ORACLE_RECORD_SIZE as u64)
+            };
+            (
+                Inner::Oracle(OracleReader::new(input).with_name(name)),
+                hint,
+            )
+        }
+        TraceFormat::Csv(spec) => (
+            Inner::Csv(CsvReader::new(input, spec.clone()).with_name(name)),
+            None,
+        ),
+        TraceFormat::Text(spec) => (
+            Inner::Text(TextReader::new(input, spec.clone()).with_name(name)),
+            None,
+        ),
+    };
+    Ok(TraceReader { inner, len_hint })
+}
+
+/// Opens a trace, choosing the format with [`TraceFormat::detect`].
+pub fn open_auto(path: impl AsRef<Path>) -> Result<TraceReader> {
+    let path = path.as_ref();
+    open(path, &TraceFormat::detect(path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_formats_from_names() {
+        let d = |s: &str| TraceFormat::detect(Path::new(s)).ok();
+        assert_eq!(
+            d("x/cpp.oracleGeneral.bin.zst"),
+            Some(TraceFormat::OracleGeneral)
+        );
+        assert_eq!(d("a.oracleGeneral"), Some(TraceFormat::OracleGeneral));
+        assert_eq!(d("a.bin"), Some(TraceFormat::OracleGeneral));
+        assert_eq!(d("a.csv.zst"), Some(TraceFormat::Csv(CsvSpec::default())));
+        assert!(matches!(
+            d("a.tsv"),
+            Some(TraceFormat::Csv(CsvSpec {
+                delimiter: b'\t',
+                ..
+            }))
+        ));
+        assert_eq!(d("keys.txt"), Some(TraceFormat::Text(TextSpec::default())));
+        assert_eq!(d("mystery.dat"), None);
+    }
+
+    #[test]
+    fn parses_format_strings() {
+        assert_eq!(
+            "oracleGeneral".parse::<TraceFormat>().unwrap(),
+            TraceFormat::OracleGeneral
+        );
+        let f: TraceFormat = "csv:key=1,size=2,op=3,time=0,header,delim=tab,keys=hash"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            f,
+            TraceFormat::Csv(CsvSpec {
+                key_col: 1,
+                size_col: Some(2),
+                op_col: Some(3),
+                time_col: Some(0),
+                has_header: true,
+                delimiter: b'\t',
+                default_size: 1,
+                key_mode: KeyMode::Hash,
+            })
+        );
+        let t: TraceFormat = "txt:size=4096".parse().unwrap();
+        assert_eq!(
+            t,
+            TraceFormat::Text(TextSpec {
+                default_size: 4096,
+                key_mode: KeyMode::Auto
+            })
+        );
+        assert!(
+            "csv:size=2".parse::<TraceFormat>().is_err(),
+            "spec without key"
+        );
+        assert!("csv:key=x".parse::<TraceFormat>().is_err());
+        assert!("csv:bogus=1,key=0".parse::<TraceFormat>().is_err());
+        assert!("parquet".parse::<TraceFormat>().is_err());
+    }
+
+    #[test]
+    fn key_modes() {
+        assert_eq!(KeyMode::Auto.key_of(b"123"), Ok(123));
+        assert_eq!(KeyMode::Auto.key_of(b"abc"), Ok(key_hash(b"abc")));
+        // Overflowing digits fall back to hashing rather than wrapping.
+        assert_eq!(
+            KeyMode::Auto.key_of(b"99999999999999999999"),
+            Ok(key_hash(b"99999999999999999999"))
+        );
+        assert_eq!(KeyMode::Hash.key_of(b"123"), Ok(key_hash(b"123")));
+        assert!(KeyMode::Numeric.key_of(b"12a").is_err());
+        assert!(KeyMode::Numeric.key_of(b"").is_err());
+    }
+}
