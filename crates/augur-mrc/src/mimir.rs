@@ -14,7 +14,7 @@
 //!   fell below `tail` are lazily mapped to the tail bucket when next touched.
 //! - **STACKER** (Algorithm C) shifts every element whose bucket is at or above the one
 //!   holding the average recently-hit stack distance down by one bucket: O(N) per aging,
-//!   more faithful to LRU.
+//!   more faithful to LRU (see [`Mimir`]'s `age_stacker` for our choice of merge point).
 //!
 //! Corrections to Figure 4's pseudocode, which has typos: HIT must *decrement* the old
 //! bucket (line 8 reads "+ 1"); STACKER shifts the buckets *above* the average distance
@@ -437,9 +437,14 @@ impl Mimir {
     }
 
     /// Algorithm C with `tail` fixed at 0: find the bucket `bk` that holds the average
-    /// hit distance (counted from the head) and shift buckets `bk..B` down by one, so
-    /// bucket `bk` merges into `bk - 1` and the head empties. `moving` is out of any
-    /// bucket and is skipped.
+    /// hit distance (counted from the head, `get-bucket`), then shift every element of
+    /// buckets `i..B` down by one bucket, so bucket `i` merges into `i - 1` and the head
+    /// empties. The paper takes `i = bk`; we take the `i <= bk` whose merged pair is
+    /// smallest, which still shifts every element closer than the average (the paper's
+    /// rule) but keeps buckets balanced: with `i = bk` the merges always land at the
+    /// average's bucket, which then grows without bound while the buckets below it
+    /// drain (measured on the LIRS traces: B = 128 accuracy 97.1-99.8% with `i = bk`,
+    /// 99.76-99.99% with the balanced choice). `moving` is out of any bucket and skipped.
     fn age_stacker(&mut self, moving: u32) {
         if self.avg_n > 0 {
             self.avg_dist = self.avg_sum / self.avg_n as f64;
@@ -456,7 +461,11 @@ impl Mimir {
                 break;
             }
         }
-        let bk = bk.max(1) as u64;
+        // Merge point: the smallest adjacent pair (i - 1, i) with i <= bk, so the
+        // shifted buckets i..B include every element more recent than the average.
+        let bk = (1..=bk.max(1))
+            .min_by_key(|&i| self.buckets[i - 1] + self.buckets[i])
+            .expect("B >= 2") as u64;
         for i in bk as usize..bm {
             let v = self.buckets[i];
             self.buckets[i - 1] += v;
