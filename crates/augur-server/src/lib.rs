@@ -1,1 +1,16 @@
-//! Augur's network server.
+//! Augur's network server: the Redis protocol (RESP2/RESP3 and inline commands),
+//! connections, the string-command set, and configuration.
+//!
+//! Entry points: [`ServerConfig`] (defaults, config file, overrides), [`Server::bind`]
+//! then [`Server::run`]. The keyspace itself is `augur-store`.
+
+pub mod cmdtable;
+pub mod commands;
+pub mod config;
+pub mod info;
+pub mod resp;
+pub mod server;
+pub mod state;
+
+pub use config::{parse_memory, LogLevel, ServerConfig};
+pub use server::{Server, ServerHandle};

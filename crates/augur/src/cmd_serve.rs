@@ -1,8 +1,222 @@
-//! `augur serve` (not written yet).
+//! `augur serve [CONFIG_FILE] [--flags]`: runs the cache server.
+//!
+//! The configuration is built in Redis's order: defaults, then the config file, then
+//! command-line flags (which therefore override the file). Every value goes through
+//! `ServerConfig::apply`, the same validation CONFIG SET uses.
 
-#[derive(clap::Args)]
-pub struct Args {}
+use anyhow::Context;
+use augur_server::{LogLevel, Server, ServerConfig};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use tracing_subscriber::{prelude::*, reload, EnvFilter};
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("augur serve is not implemented yet")
+#[derive(clap::Args, Debug, Default)]
+pub struct Args {
+    /// A redis.conf-style file of `name value` lines.
+    pub config_file: Option<PathBuf>,
+    /// TCP port (0 picks a free one; the bound port is logged).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Addresses to listen on (repeat the flag or separate with spaces).
+    #[arg(long, num_args = 1..)]
+    pub bind: Vec<String>,
+    /// Password clients must AUTH with.
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    #[arg(long)]
+    pub maxclients: Option<u64>,
+    /// Close clients idle for this many seconds (0 = never).
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Memory limit: bytes, or with a unit (k, kb, m, mb, g, gb).
+    #[arg(long)]
+    pub maxmemory: Option<String>,
+    #[arg(long)]
+    pub maxmemory_policy: Option<String>,
+    #[arg(long)]
+    pub maxmemory_samples: Option<String>,
+    #[arg(long)]
+    pub databases: Option<String>,
+    #[arg(long)]
+    pub proto_max_bulk_len: Option<String>,
+    #[arg(long)]
+    pub client_query_buffer_limit: Option<String>,
+    /// debug, verbose, notice, warning or nothing.
+    #[arg(long)]
+    pub loglevel: Option<String>,
+    /// Log file (empty: standard error).
+    #[arg(long)]
+    pub logfile: Option<String>,
+    /// Server cron frequency (active expiry runs this many times a second).
+    #[arg(long)]
+    pub hz: Option<String>,
+    /// Worker threads (0 = one per core).
+    #[arg(long)]
+    pub threads: Option<String>,
+    /// Keyspace shards (a power of two).
+    #[arg(long)]
+    pub shards: Option<String>,
+}
+
+impl Args {
+    /// Defaults, then the file, then the flags.
+    pub fn to_config(&self) -> anyhow::Result<ServerConfig> {
+        let mut cfg = ServerConfig::default();
+        if let Some(path) = &self.config_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading config file {}", path.display()))?;
+            cfg.apply_file_contents(&text)
+                .map_err(|e| anyhow::anyhow!("bad config file {}: {e}", path.display()))?;
+        }
+        let mut flags: Vec<(&str, String)> = Vec::new();
+        if let Some(v) = self.port {
+            flags.push(("port", v.to_string()));
+        }
+        if !self.bind.is_empty() {
+            flags.push(("bind", self.bind.join(" ")));
+        }
+        if let Some(v) = &self.requirepass {
+            flags.push(("requirepass", v.clone()));
+        }
+        if let Some(v) = self.maxclients {
+            flags.push(("maxclients", v.to_string()));
+        }
+        if let Some(v) = self.timeout {
+            flags.push(("timeout", v.to_string()));
+        }
+        let named = [
+            ("maxmemory", &self.maxmemory),
+            ("maxmemory-policy", &self.maxmemory_policy),
+            ("maxmemory-samples", &self.maxmemory_samples),
+            ("databases", &self.databases),
+            ("proto-max-bulk-len", &self.proto_max_bulk_len),
+            ("client-query-buffer-limit", &self.client_query_buffer_limit),
+            ("loglevel", &self.loglevel),
+            ("logfile", &self.logfile),
+            ("hz", &self.hz),
+            ("threads", &self.threads),
+            ("shards", &self.shards),
+        ];
+        for (name, v) in named {
+            if let Some(v) = v {
+                flags.push((name, v.clone()));
+            }
+        }
+        for (name, value) in flags {
+            cfg.apply(name, &value)
+                .map_err(|e| anyhow::anyhow!("--{name} {value}: {e}"))?;
+        }
+        Ok(cfg)
+    }
+}
+
+fn filter_for(level: LogLevel) -> EnvFilter {
+    EnvFilter::new(level.tracing_directive())
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let cfg = args.to_config()?;
+
+    // Logging: the level can change at run time (CONFIG SET loglevel) through a reload
+    // handle; the output goes to stderr or the configured file.
+    let (filter, handle) = reload::Layer::new(filter_for(cfg.loglevel));
+    let registry = tracing_subscriber::registry().with(filter);
+    if cfg.logfile.is_empty() {
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(ansi)
+                    .with_writer(std::io::stderr),
+            )
+            .try_init()
+            .ok();
+    } else {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&cfg.logfile)
+            .with_context(|| format!("opening logfile {}", cfg.logfile))?;
+        registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(Mutex::new(file)),
+            )
+            .try_init()
+            .ok();
+    }
+    let hook: Box<dyn Fn(LogLevel) + Send + Sync> = Box::new(move |level| {
+        let _ = handle.modify(|f| *f = filter_for(level));
+    });
+
+    let threads = match cfg.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .thread_name("augur-worker")
+        .build()?;
+    runtime.block_on(async move {
+        let server = Server::bind(cfg, Some(hook)).await?;
+        let handle = server.handle();
+        tokio::spawn(async move {
+            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+                _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
+            }
+            handle.shutdown();
+        });
+        tracing::info!(threads, "starting Augur {}", env!("CARGO_PKG_VERSION"));
+        server.run().await?;
+        anyhow::Ok(())
+    })?;
+    // Do not wait for connection tasks blocked in reads: they are closed with the runtime.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn flags_override_file() {
+        let dir = std::env::temp_dir().join(format!("augur-serve-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("augur.conf");
+        std::fs::write(
+            &path,
+            "port 7001\nmaxmemory 10mb\nmaxmemory-policy allkeys-lru\n",
+        )
+        .unwrap();
+        let w = Wrap::try_parse_from([
+            "x",
+            path.to_str().unwrap(),
+            "--port",
+            "7002",
+            "--maxmemory",
+            "2gb",
+        ])
+        .unwrap();
+        let cfg = w.args.to_config().unwrap();
+        assert_eq!(cfg.port, 7002);
+        assert_eq!(cfg.maxmemory, 2 * 1024 * 1024 * 1024);
+        assert_eq!(cfg.maxmemory_policy.name(), "allkeys-lru");
+        let w = Wrap::try_parse_from(["x", "--maxmemory-samples", "0"]).unwrap();
+        assert!(w.args.to_config().is_err());
+    }
 }

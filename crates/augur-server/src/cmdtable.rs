@@ -1,0 +1,397 @@
+//! The command table: names, arities, flags and key positions as Redis 7 declares them.
+//! It drives dispatch (a `match` on the upper-cased name, no string map), arity checks,
+//! the denyoom / no-auth checks, and the COMMAND replies that clients use for hints and
+//! cluster key routing.
+
+/// Command flag bits (a subset of Redis's CMD_*).
+pub const WRITE: u32 = 1;
+pub const READONLY: u32 = 1 << 1;
+pub const DENYOOM: u32 = 1 << 2;
+pub const ADMIN: u32 = 1 << 3;
+pub const NOSCRIPT: u32 = 1 << 4;
+pub const LOADING: u32 = 1 << 5;
+pub const STALE: u32 = 1 << 6;
+pub const FAST: u32 = 1 << 7;
+pub const NO_AUTH: u32 = 1 << 8;
+pub const ALLOW_BUSY: u32 = 1 << 9;
+
+const FLAG_NAMES: &[(u32, &str)] = &[
+    (WRITE, "write"),
+    (READONLY, "readonly"),
+    (DENYOOM, "denyoom"),
+    (ADMIN, "admin"),
+    (NOSCRIPT, "noscript"),
+    (LOADING, "loading"),
+    (STALE, "stale"),
+    (FAST, "fast"),
+    (NO_AUTH, "no_auth"),
+    (ALLOW_BUSY, "allow_busy"),
+];
+
+/// Flag names of a flag set, in COMMAND's order.
+pub fn flag_names(flags: u32) -> impl Iterator<Item = &'static str> {
+    FLAG_NAMES
+        .iter()
+        .filter(move |(bit, _)| flags & bit != 0)
+        .map(|&(_, n)| n)
+}
+
+/// One command (or subcommand) as COMMAND INFO describes it.
+#[derive(Debug)]
+pub struct CommandSpec {
+    pub cmd: Cmd,
+    /// Lower case; for subcommands `container|sub`.
+    pub name: &'static str,
+    /// Positive: exact argument count including the name; negative: at least -arity.
+    pub arity: i32,
+    pub flags: u32,
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub subcommands: &'static [SubSpec],
+}
+
+/// A subcommand of a container command (CONFIG GET, CLIENT LIST, ...).
+#[derive(Debug)]
+pub struct SubSpec {
+    /// `container|sub`, lower case.
+    pub name: &'static str,
+    pub arity: i32,
+    pub flags: u32,
+    pub summary: &'static str,
+}
+
+impl SubSpec {
+    /// The part after `|`.
+    pub fn short(&self) -> &'static str {
+        self.name.split_once('|').map_or(self.name, |(_, s)| s)
+    }
+}
+
+impl CommandSpec {
+    /// Whether `argc` (including the command name) satisfies the arity.
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        arity_ok(self.arity, argc)
+    }
+
+    /// The subcommand spec for `sub` (case-insensitive), if any.
+    pub fn sub(&self, sub: &[u8]) -> Option<&'static SubSpec> {
+        self.subcommands
+            .iter()
+            .find(|s| s.short().as_bytes().eq_ignore_ascii_case(sub))
+    }
+}
+
+pub fn arity_ok(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc == arity as usize
+    } else {
+        argc >= (-arity) as usize
+    }
+}
+
+macro_rules! commands {
+    ($( $variant:ident $upper:literal $name:literal $arity:literal [$($flag:ident)|*] $first:literal $last:literal $step:literal $group:literal $summary:literal $subs:expr ;)*) => {
+        /// Every command Augur implements.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Cmd { $($variant),* }
+
+        /// Indexed by `Cmd as usize`.
+        pub static COMMANDS: &[CommandSpec] = &[
+            $(CommandSpec {
+                cmd: Cmd::$variant,
+                name: $name,
+                arity: $arity,
+                flags: 0 $(| $flag)*,
+                first_key: $first,
+                last_key: $last,
+                step: $step,
+                group: $group,
+                summary: $summary,
+                subcommands: $subs,
+            }),*
+        ];
+
+        /// Finds a command by its upper-cased name.
+        #[inline]
+        pub fn lookup(upper: &[u8]) -> Option<&'static CommandSpec> {
+            match upper {
+                $($upper => Some(&COMMANDS[Cmd::$variant as usize]),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+const NONE: &[SubSpec] = &[];
+
+commands! {
+    Get b"GET" "get" 2 [READONLY|FAST] 1 1 1 "string" "Returns the string value of a key." NONE;
+    Set b"SET" "set" -3 [WRITE|DENYOOM] 1 1 1 "string" "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist." NONE;
+    SetNx b"SETNX" "setnx" 3 [WRITE|DENYOOM|FAST] 1 1 1 "string" "Set the string value of a key only when the key doesn't exist." NONE;
+    SetEx b"SETEX" "setex" 4 [WRITE|DENYOOM] 1 1 1 "string" "Sets the string value and expiration time of a key. Creates the key if it doesn't exist." NONE;
+    PSetEx b"PSETEX" "psetex" 4 [WRITE|DENYOOM] 1 1 1 "string" "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist." NONE;
+    GetSet b"GETSET" "getset" 3 [WRITE|DENYOOM|FAST] 1 1 1 "string" "Returns the previous string value of a key after setting it to a new value." NONE;
+    GetDel b"GETDEL" "getdel" 2 [WRITE|FAST] 1 1 1 "string" "Returns the string value of a key after deleting the key." NONE;
+    GetEx b"GETEX" "getex" -2 [WRITE|FAST] 1 1 1 "string" "Returns the string value of a key after setting its expiration time." NONE;
+    MGet b"MGET" "mget" -2 [READONLY|FAST] 1 -1 1 "string" "Atomically returns the string values of one or more keys." NONE;
+    MSet b"MSET" "mset" -3 [WRITE|DENYOOM] 1 -1 2 "string" "Atomically creates or modifies the string values of one or more keys." NONE;
+    MSetNx b"MSETNX" "msetnx" -3 [WRITE|DENYOOM] 1 -1 2 "string" "Atomically modifies the string values of one or more keys only when all keys don't exist." NONE;
+    Del b"DEL" "del" -2 [WRITE] 1 -1 1 "generic" "Deletes one or more keys." NONE;
+    Unlink b"UNLINK" "unlink" -2 [WRITE|FAST] 1 -1 1 "generic" "Asynchronously deletes one or more keys." NONE;
+    Exists b"EXISTS" "exists" -2 [READONLY|FAST] 1 -1 1 "generic" "Determines whether one or more keys exist." NONE;
+    Touch b"TOUCH" "touch" -2 [READONLY|FAST] 1 -1 1 "generic" "Returns the number of existing keys out of those specified after updating the time they were last accessed." NONE;
+    Expire b"EXPIRE" "expire" -3 [WRITE|FAST] 1 1 1 "generic" "Sets the expiration time of a key in seconds." NONE;
+    PExpire b"PEXPIRE" "pexpire" -3 [WRITE|FAST] 1 1 1 "generic" "Sets the expiration time of a key in milliseconds." NONE;
+    ExpireAt b"EXPIREAT" "expireat" -3 [WRITE|FAST] 1 1 1 "generic" "Sets the expiration time of a key to a Unix timestamp." NONE;
+    PExpireAt b"PEXPIREAT" "pexpireat" -3 [WRITE|FAST] 1 1 1 "generic" "Sets the expiration time of a key to a Unix milliseconds timestamp." NONE;
+    Ttl b"TTL" "ttl" 2 [READONLY|FAST] 1 1 1 "generic" "Returns the expiration time in seconds of a key." NONE;
+    PTtl b"PTTL" "pttl" 2 [READONLY|FAST] 1 1 1 "generic" "Returns the expiration time in milliseconds of a key." NONE;
+    Persist b"PERSIST" "persist" 2 [WRITE|FAST] 1 1 1 "generic" "Removes the expiration time of a key." NONE;
+    Type b"TYPE" "type" 2 [READONLY|FAST] 1 1 1 "generic" "Determines the type of value stored at a key." NONE;
+    Incr b"INCR" "incr" 2 [WRITE|DENYOOM|FAST] 1 1 1 "string" "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist." NONE;
+    IncrBy b"INCRBY" "incrby" 3 [WRITE|DENYOOM|FAST] 1 1 1 "string" "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist." NONE;
+    Decr b"DECR" "decr" 2 [WRITE|DENYOOM|FAST] 1 1 1 "string" "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist." NONE;
+    DecrBy b"DECRBY" "decrby" 3 [WRITE|DENYOOM|FAST] 1 1 1 "string" "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist." NONE;
+    IncrByFloat b"INCRBYFLOAT" "incrbyfloat" 3 [WRITE|DENYOOM|FAST] 1 1 1 "string" "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist." NONE;
+    Append b"APPEND" "append" 3 [WRITE|DENYOOM|FAST] 1 1 1 "string" "Appends a string to the value of a key. Creates the key if it doesn't exist." NONE;
+    StrLen b"STRLEN" "strlen" 2 [READONLY|FAST] 1 1 1 "string" "Returns the length of a string value." NONE;
+    GetRange b"GETRANGE" "getrange" 4 [READONLY] 1 1 1 "string" "Returns a substring of the string stored at a key." NONE;
+    SetRange b"SETRANGE" "setrange" 4 [WRITE|DENYOOM] 1 1 1 "string" "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist." NONE;
+    Keys b"KEYS" "keys" 2 [READONLY] 0 0 0 "generic" "Returns all key names that match a pattern." NONE;
+    Scan b"SCAN" "scan" -2 [READONLY] 0 0 0 "generic" "Iterates over the key names in the database." NONE;
+    RandomKey b"RANDOMKEY" "randomkey" 1 [READONLY] 0 0 0 "generic" "Returns a random key name from the database." NONE;
+    DbSize b"DBSIZE" "dbsize" 1 [READONLY|FAST] 0 0 0 "server" "Returns the number of keys in the database." NONE;
+    FlushDb b"FLUSHDB" "flushdb" -1 [WRITE] 0 0 0 "server" "Remove all keys from the current database." NONE;
+    FlushAll b"FLUSHALL" "flushall" -1 [WRITE] 0 0 0 "server" "Removes all keys from all databases." NONE;
+    Ping b"PING" "ping" -1 [FAST] 0 0 0 "connection" "Returns the server's liveliness response." NONE;
+    Echo b"ECHO" "echo" 2 [FAST] 0 0 0 "connection" "Returns the given string." NONE;
+    Hello b"HELLO" "hello" -1 [NOSCRIPT|LOADING|STALE|FAST|NO_AUTH|ALLOW_BUSY] 0 0 0 "connection" "Handshakes with the Redis server." NONE;
+    Auth b"AUTH" "auth" -2 [NOSCRIPT|LOADING|STALE|FAST|NO_AUTH|ALLOW_BUSY] 0 0 0 "connection" "Authenticates the connection." NONE;
+    Quit b"QUIT" "quit" -1 [NOSCRIPT|LOADING|STALE|FAST|NO_AUTH|ALLOW_BUSY] 0 0 0 "connection" "Closes the connection." NONE;
+    Select b"SELECT" "select" 2 [LOADING|STALE|FAST] 0 0 0 "connection" "Changes the selected database." NONE;
+    Time b"TIME" "time" 1 [LOADING|STALE|FAST] 0 0 0 "server" "Returns the server time." NONE;
+    Info b"INFO" "info" -1 [LOADING|STALE] 0 0 0 "server" "Returns information and statistics about the server." NONE;
+    Config b"CONFIG" "config" -2 [] 0 0 0 "server" "A container for server configuration commands." CONFIG_SUBS;
+    Command b"COMMAND" "command" -1 [LOADING|STALE] 0 0 0 "server" "Returns detailed information about all commands." COMMAND_SUBS;
+    Client b"CLIENT" "client" -2 [] 0 0 0 "connection" "A container for client connection commands." CLIENT_SUBS;
+    Memory b"MEMORY" "memory" -2 [] 0 0 0 "server" "A container for memory diagnostics commands." MEMORY_SUBS;
+    Object b"OBJECT" "object" -2 [] 0 0 0 "generic" "A container for object introspection commands." OBJECT_SUBS;
+    Shutdown b"SHUTDOWN" "shutdown" -1 [ADMIN|NOSCRIPT|LOADING|STALE|ALLOW_BUSY] 0 0 0 "server" "Synchronously saves the database(s) to disk and shuts down the Redis server." NONE;
+}
+
+const CONFIG_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "config|get",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Returns the effective values of configuration parameters.",
+    },
+    SubSpec {
+        name: "config|set",
+        arity: -4,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Sets configuration parameters in-flight.",
+    },
+    SubSpec {
+        name: "config|resetstat",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Resets the server's statistics.",
+    },
+    SubSpec {
+        name: "config|rewrite",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Persists the effective configuration to file.",
+    },
+    SubSpec {
+        name: "config|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const COMMAND_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "command|count",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns a count of commands.",
+    },
+    SubSpec {
+        name: "command|docs",
+        arity: -2,
+        flags: LOADING | STALE,
+        summary: "Returns documentary information about one, multiple or all commands.",
+    },
+    SubSpec {
+        name: "command|info",
+        arity: -2,
+        flags: LOADING | STALE,
+        summary: "Returns information about one, multiple or all commands.",
+    },
+    SubSpec {
+        name: "command|list",
+        arity: -2,
+        flags: LOADING | STALE,
+        summary: "Returns a list of command names.",
+    },
+    SubSpec {
+        name: "command|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const CLIENT_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "client|id",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Returns the unique client ID of the connection.",
+    },
+    SubSpec {
+        name: "client|setname",
+        arity: 3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Sets the connection name.",
+    },
+    SubSpec {
+        name: "client|getname",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Returns the name of the connection.",
+    },
+    SubSpec {
+        name: "client|list",
+        arity: -2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Lists open connections.",
+    },
+    SubSpec {
+        name: "client|info",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Returns information about the connection.",
+    },
+    SubSpec {
+        name: "client|setinfo",
+        arity: 4,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Sets information specific to the client or connection.",
+    },
+    SubSpec {
+        name: "client|no-evict",
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Sets the client eviction mode of the connection.",
+    },
+    SubSpec {
+        name: "client|no-touch",
+        arity: 3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary:
+            "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+    },
+    SubSpec {
+        name: "client|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const MEMORY_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "memory|usage",
+        arity: -3,
+        flags: READONLY,
+        summary: "Estimates the memory usage of a key.",
+    },
+    SubSpec {
+        name: "memory|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const OBJECT_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "object|encoding",
+        arity: 3,
+        flags: READONLY,
+        summary: "Returns the internal encoding of a Redis object.",
+    },
+    SubSpec {
+        name: "object|freq",
+        arity: 3,
+        flags: READONLY,
+        summary: "Returns the logarithmic access frequency counter of a Redis object.",
+    },
+    SubSpec {
+        name: "object|idletime",
+        arity: 3,
+        flags: READONLY,
+        summary: "Returns the time since the last access to a Redis object.",
+    },
+    SubSpec {
+        name: "object|refcount",
+        arity: 3,
+        flags: READONLY,
+        summary: "Returns the reference count of a value of a key.",
+    },
+    SubSpec {
+        name: "object|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+/// Upper-cases a command name into `buf` without allocating; None if it is too long to
+/// be any command (the caller then answers "unknown command").
+#[inline]
+pub fn upper<'a>(name: &[u8], buf: &'a mut [u8; 16]) -> Option<&'a [u8]> {
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_uppercase();
+    }
+    Some(&buf[..name.len()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        for (i, c) in COMMANDS.iter().enumerate() {
+            assert_eq!(c.cmd as usize, i, "{} out of order", c.name);
+            let mut b = [0u8; 16];
+            let up = upper(c.name.as_bytes(), &mut b).expect("name fits");
+            assert_eq!(lookup(up).map(|s| s.name), Some(c.name));
+            assert!(c.arity != 0);
+            for s in c.subcommands {
+                assert!(s.name.starts_with(&format!("{}|", c.name)));
+            }
+        }
+        assert!(lookup(b"get").is_none(), "lookup expects upper case");
+        assert!(lookup(b"LPUSH").is_none());
+    }
+
+    #[test]
+    fn arity() {
+        let get = lookup(b"GET").unwrap();
+        assert!(get.arity_ok(2) && !get.arity_ok(1) && !get.arity_ok(3));
+        let set = lookup(b"SET").unwrap();
+        assert!(set.arity_ok(3) && set.arity_ok(9) && !set.arity_ok(2));
+    }
+}

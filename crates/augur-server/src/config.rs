@@ -1,0 +1,371 @@
+//! Server configuration: the redis.conf-style file, command-line overrides, and the
+//! subset that CONFIG GET / CONFIG SET change at run time.
+//!
+//! One function, [`ServerConfig::apply`], validates every `name value` pair whatever its
+//! source (file, flag, CONFIG SET), so the three can never disagree on what is valid.
+
+use augur_store::EvictionPolicy;
+
+/// Redis's `loglevel` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug,
+    Verbose,
+    Notice,
+    Warning,
+    Nothing,
+}
+
+impl LogLevel {
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Verbose => "verbose",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Nothing => "nothing",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<LogLevel> {
+        [
+            LogLevel::Debug,
+            LogLevel::Verbose,
+            LogLevel::Notice,
+            LogLevel::Warning,
+            LogLevel::Nothing,
+        ]
+        .into_iter()
+        .find(|l| l.name().eq_ignore_ascii_case(s))
+    }
+
+    /// The `tracing` filter directive with the same meaning: Redis's verbose sits
+    /// between debug and notice, so it maps to debug too.
+    pub fn tracing_directive(self) -> &'static str {
+        match self {
+            LogLevel::Debug | LogLevel::Verbose => "debug",
+            LogLevel::Notice => "info",
+            LogLevel::Warning => "warn",
+            LogLevel::Nothing => "off",
+        }
+    }
+}
+
+/// Everything `augur serve` can be configured with. Defaults follow Redis's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    pub port: u16,
+    pub bind: Vec<String>,
+    pub requirepass: Option<String>,
+    pub maxclients: u64,
+    /// Idle client timeout in seconds; 0 = never.
+    pub timeout: u64,
+    pub maxmemory: u64,
+    pub maxmemory_policy: EvictionPolicy,
+    pub maxmemory_samples: usize,
+    pub databases: usize,
+    pub proto_max_bulk_len: u64,
+    pub client_query_buffer_limit: u64,
+    pub loglevel: LogLevel,
+    /// Empty = standard error.
+    pub logfile: String,
+    pub hz: u32,
+    /// Tokio worker threads; 0 = one per available core.
+    pub threads: usize,
+    /// Store shards (a power of two).
+    pub shards: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            port: 6379,
+            bind: vec!["127.0.0.1".into()],
+            requirepass: None,
+            maxclients: 10000,
+            timeout: 0,
+            maxmemory: 0,
+            maxmemory_policy: EvictionPolicy::NoEviction,
+            maxmemory_samples: 5,
+            databases: 16,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            loglevel: LogLevel::Notice,
+            logfile: String::new(),
+            hz: 10,
+            threads: 0,
+            shards: 64,
+        }
+    }
+}
+
+/// Parameters CONFIG GET knows about, in the order it lists them. `save` and `appendonly`
+/// are fixed (persistence is off) but answered, because tools such as redis-benchmark
+/// query them.
+pub const PARAMS: &[&str] = &[
+    "port",
+    "bind",
+    "requirepass",
+    "maxclients",
+    "timeout",
+    "maxmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
+    "databases",
+    "proto-max-bulk-len",
+    "client-query-buffer-limit",
+    "loglevel",
+    "logfile",
+    "hz",
+    "threads",
+    "shards",
+    "save",
+    "appendonly",
+];
+
+/// Parameters CONFIG SET may change while running.
+pub const LIVE_PARAMS: &[&str] = &[
+    "maxmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
+    "requirepass",
+    "maxclients",
+    "timeout",
+    "loglevel",
+    "proto-max-bulk-len",
+    "client-query-buffer-limit",
+    "hz",
+    "save",
+    "appendonly",
+];
+
+/// Parses a memory amount as Redis's `memtoull`: digits with an optional unit
+/// (b, k, kb, m, mb, g, gb; case-insensitive; k = 1000, kb = 1024).
+pub fn parse_memory(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    if num.is_empty() {
+        return None;
+    }
+    let mul: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    num.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+fn parse_int<T: std::str::FromStr>(v: &str) -> Result<T, String> {
+    v.parse::<T>()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+impl ServerConfig {
+    /// Sets one parameter from its textual form. The error is the reason Redis gives
+    /// (used in `-ERR CONFIG SET failed (possibly related to argument 'x') - <reason>`
+    /// and in config-file error messages).
+    pub fn apply(&mut self, name: &str, value: &str) -> Result<(), String> {
+        match name.to_ascii_lowercase().as_str() {
+            "port" => self.port = parse_int(value)?,
+            "bind" => {
+                let addrs: Vec<String> = value.split_whitespace().map(str::to_string).collect();
+                if addrs.is_empty() {
+                    return Err("bind needs at least one address".into());
+                }
+                self.bind = addrs;
+            }
+            "requirepass" => self.requirepass = if value.is_empty() { None } else { Some(value.to_string()) },
+            "maxclients" => {
+                let n: u64 = parse_int(value)?;
+                if n < 1 {
+                    return Err("argument must be between 1 and 4294967295 inclusive".into());
+                }
+                self.maxclients = n;
+            }
+            "timeout" => self.timeout = parse_int(value)?,
+            "maxmemory" => self.maxmemory = parse_memory(value).ok_or("argument must be a memory value")?,
+            "maxmemory-policy" => {
+                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction".to_string())?
+            }
+            "maxmemory-samples" => {
+                let n: usize = parse_int(value)?;
+                if !(1..=64).contains(&n) {
+                    return Err("argument must be between 1 and 64 inclusive".into());
+                }
+                self.maxmemory_samples = n;
+            }
+            "databases" => {
+                let n: usize = parse_int(value)?;
+                if !(1..=256).contains(&n) {
+                    return Err("argument must be between 1 and 256 inclusive".into());
+                }
+                self.databases = n;
+            }
+            "proto-max-bulk-len" => {
+                let n = parse_memory(value).ok_or("argument must be a memory value")?;
+                if n < 1024 * 1024 {
+                    return Err("argument must be a memory value greater than or equal to 1mb".into());
+                }
+                self.proto_max_bulk_len = n;
+            }
+            "client-query-buffer-limit" => {
+                let n = parse_memory(value).ok_or("argument must be a memory value")?;
+                if n < 1024 * 1024 {
+                    return Err("argument must be a memory value greater than or equal to 1mb".into());
+                }
+                self.client_query_buffer_limit = n;
+            }
+            "loglevel" => {
+                self.loglevel = LogLevel::parse(value)
+                    .ok_or("argument(s) must be one of the following: debug, verbose, notice, warning, nothing")?
+            }
+            "logfile" => self.logfile = value.to_string(),
+            "hz" => {
+                let n: i64 = parse_int(value)?;
+                // Redis clamps hz into 1..=500 rather than refusing.
+                self.hz = n.clamp(1, 500) as u32;
+            }
+            "threads" => self.threads = parse_int(value)?,
+            "shards" => {
+                let n: usize = parse_int(value)?;
+                if n == 0 || !n.is_power_of_two() || n > 65536 {
+                    return Err("shards must be a power of two between 1 and 65536".into());
+                }
+                self.shards = n;
+            }
+            // Persistence is not implemented: accept only the "off" settings, so configs
+            // and tools that turn persistence off keep working.
+            "save" => {
+                if !value.trim().is_empty() {
+                    return Err("persistence is not supported (only save \"\" is accepted)".into());
+                }
+            }
+            "appendonly" => {
+                if parse_bool(value)? {
+                    return Err("persistence is not supported (only appendonly no is accepted)".into());
+                }
+            }
+            _ => return Err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")),
+        }
+        Ok(())
+    }
+
+    /// The textual value CONFIG GET reports, or None for an unknown name.
+    pub fn get(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "port" => self.port.to_string(),
+            "bind" => self.bind.join(" "),
+            "requirepass" => self.requirepass.clone().unwrap_or_default(),
+            "maxclients" => self.maxclients.to_string(),
+            "timeout" => self.timeout.to_string(),
+            "maxmemory" => self.maxmemory.to_string(),
+            "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
+            "maxmemory-samples" => self.maxmemory_samples.to_string(),
+            "databases" => self.databases.to_string(),
+            "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
+            "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
+            "loglevel" => self.loglevel.name().to_string(),
+            "logfile" => self.logfile.clone(),
+            "hz" => self.hz.to_string(),
+            "threads" => self.threads.to_string(),
+            "shards" => self.shards.to_string(),
+            "save" => String::new(),
+            "appendonly" => "no".to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Applies a redis.conf-style file: one `name value...` per line, `#` comments,
+    /// arguments split (and unquoted) as Redis does. Errors name the line.
+    pub fn apply_file_contents(&mut self, text: &str) -> Result<(), String> {
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut data = Vec::new();
+            let mut ranges = Vec::new();
+            crate::resp::split_args(line.as_bytes(), &mut data, &mut ranges)
+                .map_err(|_| format!("line {}: unbalanced quotes in configuration line", i + 1))?;
+            let args: Vec<String> = ranges
+                .iter()
+                .map(|&(s, e)| String::from_utf8_lossy(&data[s..e]).into_owned())
+                .collect();
+            let Some((name, values)) = args.split_first() else {
+                continue;
+            };
+            let value = values.join(" ");
+            self.apply(name, &value)
+                .map_err(|e| format!("line {}: '{}': {}", i + 1, line, e))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("1024"), Some(1024));
+        assert_eq!(parse_memory("100mb"), Some(100 * 1024 * 1024));
+        assert_eq!(parse_memory("2GB"), Some(2 * 1024 * 1024 * 1024));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("1Kb"), Some(1024));
+        assert_eq!(parse_memory("3m"), Some(3_000_000));
+        assert_eq!(parse_memory("5g"), Some(5_000_000_000));
+        assert_eq!(parse_memory("10b"), Some(10));
+        assert_eq!(parse_memory("mb"), None);
+        assert_eq!(parse_memory("10tb"), None);
+        assert_eq!(parse_memory("-1"), None);
+        assert_eq!(parse_memory("99999999999999999999gb"), None);
+    }
+
+    #[test]
+    fn file_parsing() {
+        let mut c = ServerConfig::default();
+        c.apply_file_contents(
+            "# comment\n\nport 7000\nbind 127.0.0.1 ::1\nmaxmemory 100mb\nmaxmemory-policy ALLKEYS-LRU\nrequirepass \"se cret\"\nsave \"\"\nappendonly no\n",
+        )
+        .unwrap();
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.bind, vec!["127.0.0.1", "::1"]);
+        assert_eq!(c.maxmemory, 100 * 1024 * 1024);
+        assert_eq!(c.maxmemory_policy, EvictionPolicy::AllKeysLru);
+        assert_eq!(c.requirepass.as_deref(), Some("se cret"));
+        let err = c
+            .apply_file_contents("port 1\nmaxmemory-samples 65\n")
+            .unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
+        assert!(c.apply_file_contents("nosuchthing 1\n").is_err());
+        assert!(c.apply_file_contents("appendonly yes\n").is_err());
+    }
+
+    #[test]
+    fn get_reflects_apply() {
+        let mut c = ServerConfig::default();
+        for name in PARAMS {
+            assert!(c.get(name).is_some(), "{name}");
+        }
+        c.apply("hz", "1000").unwrap();
+        assert_eq!(c.get("hz").unwrap(), "500");
+        c.apply("loglevel", "WARNING").unwrap();
+        assert_eq!(c.get("loglevel").unwrap(), "warning");
+        assert!(c.apply("maxmemory-policy", "lfu").is_err());
+    }
+}

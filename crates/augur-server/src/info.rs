@@ -1,0 +1,202 @@
+//! The INFO command's text, laid out as Redis lays it out (`# Section`, `field:value`
+//! lines, CRLF) so that tools parsing Redis's INFO parse Augur's.
+
+use crate::resp::Args;
+use crate::state::{Shared, REDIS_COMPAT_VERSION};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+
+const DEFAULT: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "keyspace",
+];
+
+/// Renders the sections INFO's arguments ask for (none, `default`, `all`, `everything`,
+/// or section names, case-insensitive; unknown names add nothing, as in Redis).
+pub fn render(shared: &Shared, args: Args<'_>) -> String {
+    let mut wanted: Vec<&str> = Vec::new();
+    if args.len() == 1 {
+        wanted.extend_from_slice(DEFAULT);
+    }
+    for a in args.iter().skip(1) {
+        let a = String::from_utf8_lossy(a).to_ascii_lowercase();
+        match a.as_str() {
+            "default" | "all" | "everything" => wanted.extend_from_slice(DEFAULT),
+            s => {
+                if let Some(known) = DEFAULT.iter().find(|d| **d == s) {
+                    wanted.push(known);
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    for section in DEFAULT {
+        if !wanted.contains(section) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        section_text(shared, section, &mut out);
+    }
+    out
+}
+
+fn section_text(shared: &Shared, section: &str, o: &mut String) {
+    let cfg = shared.config.read().clone();
+    let uptime = shared.started.elapsed().as_secs();
+    macro_rules! line {
+        ($($arg:tt)*) => {{ let _ = write!(o, $($arg)*); o.push_str("\r\n"); }};
+    }
+    match section {
+        "server" => {
+            line!("# Server");
+            line!("redis_version:{REDIS_COMPAT_VERSION}");
+            line!("augur_version:{}", env!("CARGO_PKG_VERSION"));
+            line!("redis_mode:standalone");
+            line!("os:{} {}", std::env::consts::OS, std::env::consts::ARCH);
+            line!("arch_bits:64");
+            line!("multiplexing_api:tokio");
+            line!("process_id:{}", std::process::id());
+            line!("run_id:{}", shared.run_id);
+            let addrs = shared.listen_addrs.lock();
+            line!("tcp_port:{}", addrs.first().map_or(cfg.port, |a| a.port()));
+            line!("uptime_in_seconds:{uptime}");
+            line!("uptime_in_days:{}", uptime / 86400);
+            line!("hz:{}", cfg.hz);
+            line!("configured_hz:{}", cfg.hz);
+            line!("io_threads_active:0");
+            line!("executable:augur");
+            line!("config_file:");
+        }
+        "clients" => {
+            line!("# Clients");
+            line!("connected_clients:{}", shared.connected_clients());
+            line!("maxclients:{}", cfg.maxclients);
+            line!("blocked_clients:0");
+            line!("tracking_clients:0");
+        }
+        "memory" => {
+            let used = shared.store.used_memory();
+            line!("# Memory");
+            line!("used_memory:{used}");
+            line!("used_memory_human:{}", human_bytes(used));
+            line!("used_memory_dataset:{used}");
+            line!("maxmemory:{}", cfg.maxmemory);
+            line!("maxmemory_human:{}", human_bytes(cfg.maxmemory));
+            line!("maxmemory_policy:{}", cfg.maxmemory_policy.name());
+            line!("mem_allocator:jemalloc");
+        }
+        "persistence" => {
+            line!("# Persistence");
+            line!("loading:0");
+            line!("async_loading:0");
+            line!("rdb_changes_since_last_save:0");
+            line!("rdb_bgsave_in_progress:0");
+            line!("rdb_last_bgsave_status:ok");
+            line!("aof_enabled:0");
+            line!("aof_rewrite_in_progress:0");
+        }
+        "stats" => {
+            let s = shared.store.stats();
+            let k = &shared.counters;
+            line!("# Stats");
+            line!(
+                "total_connections_received:{}",
+                k.total_connections_received.load(Relaxed)
+            );
+            line!(
+                "total_commands_processed:{}",
+                k.total_commands_processed.load(Relaxed)
+            );
+            line!(
+                "instantaneous_ops_per_sec:{}",
+                k.instantaneous_ops.load(Relaxed)
+            );
+            line!("total_net_input_bytes:{}", k.net_input_bytes.load(Relaxed));
+            line!(
+                "total_net_output_bytes:{}",
+                k.net_output_bytes.load(Relaxed)
+            );
+            line!(
+                "rejected_connections:{}",
+                k.rejected_connections.load(Relaxed)
+            );
+            line!("expired_keys:{}", s.expired_keys);
+            line!("evicted_keys:{}", s.evicted_keys);
+            line!("keyspace_hits:{}", s.keyspace_hits);
+            line!("keyspace_misses:{}", s.keyspace_misses);
+            line!("pubsub_channels:0");
+            line!("pubsub_patterns:0");
+        }
+        "replication" => {
+            line!("# Replication");
+            line!("role:master");
+            line!("connected_slaves:0");
+        }
+        "cpu" => {
+            line!("# CPU");
+            let (user, sys) = cpu_times();
+            line!("used_cpu_sys:{sys:.6}");
+            line!("used_cpu_user:{user:.6}");
+        }
+        "keyspace" => {
+            line!("# Keyspace");
+            let s = shared.store.stats();
+            for (db, (keys, expires)) in s.keys_per_db.iter().enumerate() {
+                if *keys > 0 {
+                    line!("db{db}:keys={keys},expires={expires},avg_ttl=0");
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Redis's bytesToHuman.
+fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    const K: f64 = 1024.0;
+    if n < K {
+        format!("{}B", n as u64)
+    } else if n < K * K {
+        format!("{:.2}K", n / K)
+    } else if n < K * K * K {
+        format!("{:.2}M", n / (K * K))
+    } else {
+        format!("{:.2}G", n / (K * K * K))
+    }
+}
+
+/// Process user and system CPU seconds (Linux /proc; zero elsewhere).
+fn cpu_times() -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
+    };
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return (0.0, 0.0);
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = 100.0; // USER_HZ on Linux
+    let get = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / tick;
+    (get(11), get(12))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn human() {
+        assert_eq!(human_bytes(0), "0B");
+        assert_eq!(human_bytes(1536), "1.50K");
+        assert_eq!(human_bytes(100 * 1024 * 1024), "100.00M");
+    }
+}

@@ -1,0 +1,177 @@
+//! State shared by all connections: the store, the live configuration, the client
+//! registry (CLIENT LIST, idle timeouts, shutdown) and server-wide counters.
+
+use crate::config::{LogLevel, ServerConfig};
+use augur_store::Store;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::Notify;
+
+/// The Redis version Augur answers as (INFO redis_version, HELLO version). Clients pick
+/// features by this number, and Augur implements the 7.0 string-command semantics.
+pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
+
+/// Unix time in milliseconds.
+#[inline]
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Server-wide counters for INFO. Connections add their per-batch counts, not one atomic
+/// increment per command, so that two cores do not fight over the cache line.
+#[derive(Default)]
+pub struct Counters {
+    pub total_connections_received: AtomicU64,
+    pub total_commands_processed: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    /// instantaneous_ops_per_sec, refreshed by the cron task.
+    pub instantaneous_ops: AtomicU64,
+}
+
+/// What other tasks may see of a connection.
+pub struct ClientMeta {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub created: Instant,
+    /// Milliseconds since `created` of the last command batch (for idle and timeout).
+    pub last_interaction_ms: AtomicU64,
+    pub db: AtomicU8,
+    pub resp: AtomicU8,
+    /// Index into COMMANDS of the last command, u32::MAX for none.
+    pub last_cmd: AtomicU32,
+    pub name: Mutex<Vec<u8>>,
+    pub lib_name: Mutex<Vec<u8>>,
+    pub lib_ver: Mutex<Vec<u8>>,
+    /// Set (then `kill` notified) to make the connection close: idle timeout, shutdown.
+    pub killed: AtomicBool,
+    pub kill: Notify,
+}
+
+impl ClientMeta {
+    pub fn idle_secs(&self) -> u64 {
+        let now = self.created.elapsed().as_millis() as u64;
+        now.saturating_sub(self.last_interaction_ms.load(Relaxed)) / 1000
+    }
+
+    pub fn close(&self) {
+        self.killed.store(true, Relaxed);
+        self.kill.notify_one();
+    }
+}
+
+pub struct Shared {
+    pub store: Store,
+    pub config: RwLock<ServerConfig>,
+    // Hot copies of live settings, read by every connection without a lock.
+    pub proto_max_bulk_len: AtomicU64,
+    pub query_buffer_limit: AtomicU64,
+    pub maxclients: AtomicU64,
+    pub timeout_secs: AtomicU64,
+    pub hz: AtomicU32,
+    pub pass_required: AtomicBool,
+    pub counters: Counters,
+    pub clients: Mutex<HashMap<u64, Arc<ClientMeta>>>,
+    pub next_client_id: AtomicU64,
+    pub started: Instant,
+    pub shutdown_requested: AtomicBool,
+    pub shutdown: Notify,
+    /// Called when CONFIG SET loglevel changes the level (the binary owns the subscriber).
+    pub log_hook: Option<Box<dyn Fn(LogLevel) + Send + Sync>>,
+    pub listen_addrs: Mutex<Vec<SocketAddr>>,
+    pub run_id: String,
+}
+
+impl Shared {
+    pub fn new(
+        config: ServerConfig,
+        log_hook: Option<Box<dyn Fn(LogLevel) + Send + Sync>>,
+    ) -> Self {
+        let store = Store::new(augur_store::StoreConfig {
+            shards: config.shards,
+            databases: config.databases,
+            maxmemory: config.maxmemory,
+            policy: config.maxmemory_policy,
+            samples: config.maxmemory_samples,
+        });
+        let run_id: String = {
+            use rand::Rng;
+            let mut rng = rand::thread_rng();
+            (0..40)
+                .map(|_| char::from_digit(rng.gen_range(0..16), 16).unwrap_or('0'))
+                .collect()
+        };
+        Self {
+            store,
+            proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
+            query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
+            maxclients: AtomicU64::new(config.maxclients),
+            timeout_secs: AtomicU64::new(config.timeout),
+            hz: AtomicU32::new(config.hz),
+            pass_required: AtomicBool::new(config.requirepass.is_some()),
+            config: RwLock::new(config),
+            counters: Counters::default(),
+            clients: Mutex::new(HashMap::new()),
+            next_client_id: AtomicU64::new(1),
+            started: Instant::now(),
+            shutdown_requested: AtomicBool::new(false),
+            shutdown: Notify::new(),
+            log_hook,
+            listen_addrs: Mutex::new(Vec::new()),
+            run_id,
+        }
+    }
+
+    /// Installs a validated configuration: pushes the live settings to the store and the
+    /// hot copies. Called after CONFIG SET succeeds.
+    pub fn install_config(&self, new: ServerConfig) {
+        let old_level = self.config.read().loglevel;
+        if self.store.maxmemory() != new.maxmemory {
+            self.store.set_maxmemory(new.maxmemory);
+        }
+        if self.store.policy() != new.maxmemory_policy {
+            self.store.set_policy(new.maxmemory_policy);
+        }
+        if self.store.samples() != new.maxmemory_samples {
+            self.store.set_samples(new.maxmemory_samples);
+        }
+        self.proto_max_bulk_len
+            .store(new.proto_max_bulk_len, Relaxed);
+        self.query_buffer_limit
+            .store(new.client_query_buffer_limit, Relaxed);
+        self.maxclients.store(new.maxclients, Relaxed);
+        self.timeout_secs.store(new.timeout, Relaxed);
+        self.hz.store(new.hz, Relaxed);
+        self.pass_required.store(new.requirepass.is_some(), Relaxed);
+        let level = new.loglevel;
+        *self.config.write() = new;
+        if level != old_level {
+            if let Some(hook) = &self.log_hook {
+                hook(level);
+            }
+        }
+    }
+
+    /// Asks the server to stop: the accept loops end and every connection closes.
+    pub fn request_shutdown(&self) {
+        self.shutdown_requested.store(true, Relaxed);
+        self.shutdown.notify_waiters();
+        self.shutdown.notify_one();
+        for c in self.clients.lock().values() {
+            c.close();
+        }
+    }
+
+    pub fn connected_clients(&self) -> usize {
+        self.clients.lock().len()
+    }
+}
