@@ -7,6 +7,7 @@
 pub mod curve;
 pub mod krr;
 pub mod mimir;
+pub mod minisim;
 pub mod olken;
 pub mod shards;
 
