@@ -35,8 +35,13 @@ const SHORT_KEY_MAX: usize = 0xFFFE;
 /// Largest value (and key) length an entry can hold.
 pub const MAX_LEN: usize = u32::MAX as usize;
 
-/// An owned entry. Not `Clone`: exactly one slot owns each allocation, and
-/// [`Entry::free`] must be called exactly once.
+/// A handle to an entry's allocation. It is `Copy` because the index stores handles
+/// as tagged words and hands out copies; ownership is the index's: exactly one index
+/// position holds each live allocation, and [`Entry::free`] is called once, on removal.
+/// Slices from [`Entry::key`] / [`Entry::value`] borrow from the allocation, not from the
+/// handle, so their lifetime is chosen by the caller, who must not outlive the entry
+/// (the shard ties them to its own borrow).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Entry(NonNull<u8>);
 
 // SAFETY: an Entry is a uniquely owned heap block with no thread affinity.
@@ -45,7 +50,7 @@ unsafe impl Send for Entry {}
 impl Entry {
     /// Allocates an entry. `key.len()` and `value.len()` must be <= [`MAX_LEN`].
     pub fn new(db: u8, key: &[u8], value: &[u8], ttl: Option<(u64, u32)>, atime: u32) -> Entry {
-        let mut e = Self::alloc_uninit(db, key.len(), value.len(), ttl.is_some(), atime);
+        let e = Self::alloc_uninit(db, key.len(), value.len(), ttl.is_some(), atime);
         if let Some((at, idx)) = ttl {
             e.set_ttl_fields(at, idx);
         }
@@ -88,6 +93,17 @@ impl Entry {
         e
     }
 
+    /// The allocation's address, for the index's tagged words.
+    pub fn addr(self) -> u64 {
+        self.0.as_ptr() as u64
+    }
+
+    /// Rebuilds a handle from [`Entry::addr`] (the index only passes addresses it got
+    /// from live entries).
+    pub fn from_addr(addr: u64) -> Entry {
+        Entry(NonNull::new(addr as *mut u8).expect("index words hold non-null addresses"))
+    }
+
     /// Releases the allocation.
     pub fn free(self) {
         // SAFETY: the block came from jemalloc's malloc and is owned by `self`.
@@ -112,7 +128,7 @@ impl Entry {
         self.read_u32(0)
     }
 
-    pub fn set_atime(&mut self, t: u32) {
+    pub fn set_atime(&self, t: u32) {
         self.write_u32(0, t)
     }
 
@@ -131,18 +147,18 @@ impl Entry {
         self.read_u32(HEADER + 8)
     }
 
-    pub fn set_volatile_index(&mut self, idx: u32) {
+    pub fn set_volatile_index(&self, idx: u32) {
         debug_assert!(self.has_ttl());
         self.write_u32(HEADER + 8, idx)
     }
 
     /// Updates the expiry time of an entry that already has a TTL block.
-    pub fn set_expire_at(&mut self, at_ms: u64) {
+    pub fn set_expire_at(&self, at_ms: u64) {
         debug_assert!(self.has_ttl());
         self.write_u64(HEADER, at_ms)
     }
 
-    fn set_ttl_fields(&mut self, at_ms: u64, idx: u32) {
+    fn set_ttl_fields(&self, at_ms: u64, idx: u32) {
         self.write_u64(HEADER, at_ms);
         self.write_u32(HEADER + 8, idx);
     }
@@ -167,14 +183,14 @@ impl Entry {
         self.read_u32(4) as usize
     }
 
-    pub fn key(&self) -> &[u8] {
+    pub fn key<'a>(self) -> &'a [u8] {
         // SAFETY: key_offset..+key_len lies inside the block, written at allocation.
         unsafe {
             std::slice::from_raw_parts(self.0.as_ptr().add(self.key_offset()), self.key_len())
         }
     }
 
-    pub fn value(&self) -> &[u8] {
+    pub fn value<'a>(self) -> &'a [u8] {
         let off = self.key_offset() + self.key_len();
         // SAFETY: the value follows the key inside the block.
         unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(off), self.value_len()) }
@@ -186,7 +202,7 @@ impl Entry {
     }
 
     /// Overwrites the value in place; the caller checked [`Entry::fits_in_place`].
-    pub fn overwrite_value(&mut self, value: &[u8]) {
+    pub fn overwrite_value(&self, value: &[u8]) {
         debug_assert!(self.fits_in_place(value.len()));
         let off = self.key_offset() + self.key_len();
         // SAFETY: fits_in_place guarantees the block holds off + value.len() bytes.
@@ -255,7 +271,7 @@ mod tests {
     #[test]
     fn ttl_and_long_key_blocks_round_trip() {
         let key = vec![b'k'; 70_000];
-        let mut e = Entry::new(0, &key, b"v", Some((1_700_000_000_000, 9)), 1);
+        let e = Entry::new(0, &key, b"v", Some((1_700_000_000_000, 9)), 1);
         assert_eq!(e.key(), &key[..]);
         assert_eq!(e.value(), b"v");
         assert_eq!(e.expire_at(), Some(1_700_000_000_000));
@@ -272,7 +288,7 @@ mod tests {
 
     #[test]
     fn overwrite_in_place_only_when_it_fits() {
-        let mut e = Entry::new(0, b"k", b"0123456789", None, 0);
+        let e = Entry::new(0, b"k", b"0123456789", None, 0);
         assert!(e.fits_in_place(3));
         e.overwrite_value(b"abc");
         assert_eq!(e.value(), b"abc");

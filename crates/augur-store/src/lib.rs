@@ -8,6 +8,7 @@
 
 mod entry;
 mod glob;
+mod index;
 mod policy_name;
 mod shard;
 mod store;

@@ -2,18 +2,12 @@
 //!
 //! # Data structures, and why
 //!
-//! - `slots: Vec<Entry>` is a dense array of all entries. Sampling for eviction picks a
-//!   uniformly random index: O(1) and exactly uniform. Deleting swaps the last entry into
-//!   the hole (swap-remove), so the array stays dense.
-//!   Redis instead samples with `dictGetSomeKeys`/`dictGetRandomKey`: it picks a random
-//!   *bucket* and walks its chain (or a run of consecutive buckets). Keys in long chains
-//!   and keys after empty runs are picked with different probabilities, so Redis's
-//!   "random" sample is biased towards some keys, and its cost depends on the table's
-//!   fill. The dense array has neither problem.
-//! - `index: HashTable<u32>` maps (db, key) to a slot number. It stores 4-byte slot
-//!   numbers rather than pointers to keep the index at ~5 bytes per bucket.
-//! - `volatile: Vec<u32>` lists the slots of entries with a TTL (each such entry stores
-//!   its position in this list), so volatile-* eviction and the active expiry cycle also
+//! - `table` ([`crate::index::Table`]) is the only index: an open-addressing table of
+//!   tagged entry pointers, ~8/0.7 bytes per key. Sampling for eviction draws random
+//!   positions until one is occupied: O(1) expected and exactly uniform (see the index
+//!   module for why, and why Redis's bucket walk is not).
+//! - `volatile: Vec<Entry>` lists the entries with a TTL (each such entry stores its
+//!   position in this list), so volatile-* eviction and the active expiry cycle also
 //!   sample uniformly in O(1).
 //! - `clock` is the shard's logical time: it advances by one on every access (read or
 //!   write). An entry's idle time is `clock - atime`, in accesses (DESIGN.md: time is
@@ -39,10 +33,10 @@
 //! [`augur_sim::policy`]'s code, the same code the offline simulator runs.
 
 use crate::entry::{Entry, MAX_LEN};
+use crate::index::Table;
 use crate::store::{key_hash, SharedConfig};
 use crate::EvictionPolicy;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
-use hashbrown::HashTable;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -89,7 +83,7 @@ pub struct EntryInfo {
 }
 
 /// A pooled eviction candidate: the database byte followed by the key (Redis keeps a
-/// copy of the key name in its pool for the same reason: slots move).
+/// copy of the key name in its pool for the same reason: entries move).
 type PoolKey = Box<[u8]>;
 
 fn pool_key(db: u8, key: &[u8]) -> PoolKey {
@@ -100,20 +94,21 @@ fn pool_key(db: u8, key: &[u8]) -> PoolKey {
 }
 
 /// Mixes the database number into a key's hash so the same key in different databases
-/// lands in different buckets.
+/// lands in different positions.
 #[inline]
 fn db_hash(h: u64, db: u8) -> u64 {
     h ^ (db as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// Bytes of index overhead charged per bucket of the hash table (4-byte slot + 1 control byte).
-const INDEX_BUCKET_BYTES: u64 = 5;
+#[inline]
+fn entry_hash(e: Entry) -> u64 {
+    db_hash(key_hash(e.key()), e.db())
+}
 
 pub struct Shard {
     config: Arc<SharedConfig>,
-    index: HashTable<u32>,
-    slots: Vec<Entry>,
-    volatile: Vec<u32>,
+    table: Table,
+    volatile: Vec<Entry>,
     clock: u64,
     /// Sum of the entries' usable sizes.
     entry_bytes: u64,
@@ -131,6 +126,9 @@ pub struct Shard {
     pub(crate) expired: u64,
 }
 
+// SAFETY: the shard exclusively owns every entry allocation it indexes.
+unsafe impl Send for Shard {}
+
 impl Shard {
     pub(crate) fn new(
         config: Arc<SharedConfig>,
@@ -141,8 +139,7 @@ impl Shard {
         let policy = config.policy();
         let s = Shard {
             config,
-            index: HashTable::new(),
-            slots: Vec::new(),
+            table: Table::new(),
             volatile: Vec::new(),
             clock: 0,
             entry_bytes: 0,
@@ -168,9 +165,8 @@ impl Shard {
     pub fn get(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<&[u8]> {
         let now = self.tick();
         match self.find_live(db, key, now_ms) {
-            Some(i) => {
+            Some(e) => {
                 self.hits += 1;
-                let e = &mut self.slots[i];
                 e.set_atime(now);
                 Some(e.value())
             }
@@ -183,15 +179,13 @@ impl Shard {
 
     /// Reads a value without counting stats or touching recency (lazily expires it).
     pub fn peek(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<&[u8]> {
-        let i = self.find_live(db, key, now_ms)?;
-        Some(self.slots[i].value())
+        self.find_live(db, key, now_ms).map(|e| e.value())
     }
 
     /// Information about a key without touching it (lazily expires it).
     pub fn info(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<EntryInfo> {
-        let i = self.find_live(db, key, now_ms)?;
-        let per_entry_index = self.index_bytes() / self.slots.len().max(1) as u64;
-        let e = &self.slots[i];
+        let e = self.find_live(db, key, now_ms)?;
+        let per_entry_index = self.index_bytes() / self.table.len().max(1) as u64;
         Some(EntryInfo {
             value_len: e.value_len(),
             idle_accesses: self.idle_of(e),
@@ -216,8 +210,8 @@ impl Shard {
         self.make_room()?;
         let now = self.tick();
         let h = db_hash(key_hash(key), db);
-        match self.find_live_hashed(db, key, h, now_ms) {
-            Some(i) => self.replace(i, value, ttl, now),
+        match self.find_live_pos(db, key, h, now_ms) {
+            Some(pos) => self.replace(pos, value, ttl, now),
             None => {
                 let expire = match ttl {
                     SetTtl::At(at) => Some(at),
@@ -232,9 +226,10 @@ impl Shard {
 
     /// Removes a key; true if it existed (and had not expired).
     pub fn delete(&mut self, db: u8, key: &[u8], now_ms: u64) -> bool {
-        match self.find_live(db, key, now_ms) {
-            Some(i) => {
-                self.remove_slot(i);
+        let h = db_hash(key_hash(key), db);
+        match self.find_live_pos(db, key, h, now_ms) {
+            Some(pos) => {
+                self.remove_at(pos);
                 self.publish();
                 true
             }
@@ -251,8 +246,8 @@ impl Shard {
     pub fn touch(&mut self, db: u8, key: &[u8], now_ms: u64) -> bool {
         let now = self.tick();
         match self.find_live(db, key, now_ms) {
-            Some(i) => {
-                self.slots[i].set_atime(now);
+            Some(e) => {
+                e.set_atime(now);
                 true
             }
             None => false,
@@ -263,21 +258,26 @@ impl Shard {
     /// key does not exist; for `None`, also false if it had no TTL (PERSIST's 0).
     /// An `at_ms` not in the future deletes the key (and still returns true), as Redis does.
     pub fn set_expire(&mut self, db: u8, key: &[u8], at_ms: Option<u64>, now_ms: u64) -> bool {
-        let Some(i) = self.find_live(db, key, now_ms) else {
+        let h = db_hash(key_hash(key), db);
+        let Some(pos) = self.find_live_pos(db, key, h, now_ms) else {
             return false;
         };
+        let e = self.entry(pos);
         match at_ms {
-            Some(at) if at <= now_ms => {
-                self.remove_slot(i);
-                // Redis counts this as a deletion, not an expiry (no expired_keys bump).
+            // Redis counts this as a deletion, not an expiry (no expired_keys bump).
+            Some(at) if at <= now_ms => self.remove_at(pos),
+            Some(at) if e.has_ttl() => e.set_expire_at(at),
+            Some(at) => {
+                self.volatile.push(e);
+                self.expires_per_db[e.db() as usize] += 1;
+                let v = self.volatile.len() as u32 - 1;
+                self.reallocate(pos, Some((at, v)));
             }
-            Some(at) => self.set_slot_ttl(i, Some(at)),
-            None => {
-                if !self.slots[i].has_ttl() {
-                    return false;
-                }
-                self.set_slot_ttl(i, None);
+            None if e.has_ttl() => {
+                self.unlist_volatile(e);
+                self.reallocate(pos, None);
             }
+            None => return false,
         }
         self.publish();
         true
@@ -286,7 +286,7 @@ impl Shard {
     pub fn ttl(&mut self, db: u8, key: &[u8], now_ms: u64) -> TtlState {
         match self.find_live(db, key, now_ms) {
             None => TtlState::Missing,
-            Some(i) => match self.slots[i].expire_at() {
+            Some(e) => match e.expire_at() {
                 None => TtlState::Persistent,
                 Some(at) => TtlState::ExpiresAt(at),
             },
@@ -301,7 +301,7 @@ impl Shard {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.slots.len()
+        self.table.len()
     }
 
     pub(crate) fn keys_in_db(&self, db: u8) -> u64 {
@@ -330,26 +330,29 @@ impl Shard {
 
     /// Removes every entry of `db`.
     pub(crate) fn flush_db(&mut self, db: u8) {
-        let mut i = self.slots.len();
-        while i > 0 {
-            i -= 1;
-            // Swap-remove moves the last entry (already examined and kept) into `i`.
-            if self.slots[i].db() == db {
-                self.remove_slot(i);
+        let mut pos = self.table.positions();
+        while pos > 0 {
+            pos -= 1;
+            // Removal only moves already-examined (higher) entries down into `pos`..
+            // A shrink reassigns positions wholesale: then start over from the top.
+            if self.table.at(pos).is_some_and(|e| e.db() == db) {
+                let epoch = self.table.epoch();
+                self.remove_at(pos);
+                if self.table.epoch() != epoch {
+                    pos = self.table.positions();
+                }
             }
         }
         self.pool.retain(|k| k[0] != db);
-        self.shrink_if_sparse();
         self.publish();
     }
 
     /// Removes everything and returns the memory to the allocator.
     pub(crate) fn flush_all(&mut self) {
-        for e in self.slots.drain(..) {
+        for e in self.table.entries() {
             e.free();
         }
-        self.index = HashTable::new();
-        self.slots = Vec::new();
+        self.table.clear();
         self.volatile = Vec::new();
         self.entry_bytes = 0;
         self.keys_per_db.iter_mut().for_each(|c| *c = 0);
@@ -374,10 +377,10 @@ impl Shard {
                 if self.volatile.is_empty() {
                     break;
                 }
-                let v = self.rng.gen_range(0..self.volatile.len());
-                let slot = self.volatile[v] as usize;
-                if self.slots[slot].expire_at().is_some_and(|at| now_ms > at) {
-                    self.remove_slot(slot);
+                let e = self.volatile[self.rng.gen_range(0..self.volatile.len())];
+                if e.expire_at().is_some_and(|at| now_ms > at) {
+                    let pos = self.position_of(e);
+                    self.remove_at(pos);
                     self.expired += 1;
                     expired_here += 1;
                 }
@@ -388,14 +391,17 @@ impl Shard {
             }
         }
         if removed > 0 {
-            self.shrink_if_sparse();
             self.publish();
         }
         removed
     }
 
-    /// Keys of `db` matching `pattern` at slots `[from, to)` (to > from), walked from the
-    /// top down; live keys only. Returns how many slots were examined.
+    /// Number of positions a SCAN walks in this shard, and the epoch they belong to.
+    pub(crate) fn scan_extent(&self) -> (usize, u32) {
+        (self.table.positions(), self.table.epoch())
+    }
+
+    /// Live keys of `db` matching `pattern` at positions `range`, walked from the top down.
     pub(crate) fn collect_keys(
         &self,
         db: u8,
@@ -404,9 +410,11 @@ impl Shard {
         now_ms: u64,
         out: &mut Vec<Vec<u8>>,
     ) {
-        let end = range.end.min(self.slots.len());
-        for i in (range.start.min(end)..end).rev() {
-            let e = &self.slots[i];
+        let end = range.end.min(self.table.positions());
+        for pos in (range.start.min(end)..end).rev() {
+            let Some(e) = self.table.at(pos) else {
+                continue;
+            };
             if e.db() != db || e.expire_at().is_some_and(|at| now_ms > at) {
                 continue;
             }
@@ -422,10 +430,10 @@ impl Shard {
             if self.keys_in_db(db) == 0 {
                 return None;
             }
-            let pos = self.random_slot_of_db(db)?;
-            let e = &self.slots[pos];
+            let pos = self.random_position_of_db(db)?;
+            let e = self.entry(pos);
             if e.expire_at().is_some_and(|at| now_ms > at) {
-                self.remove_slot(pos);
+                self.remove_at(pos);
                 self.expired += 1;
                 self.publish();
                 continue;
@@ -445,58 +453,51 @@ impl Shard {
     }
 
     #[inline]
-    fn idle_of(&self, e: &Entry) -> u64 {
+    fn idle_of(&self, e: Entry) -> u64 {
         (self.clock as u32).wrapping_sub(e.atime()) as u64
     }
 
     fn index_bytes(&self) -> u64 {
-        let cap = self.index.capacity();
-        // hashbrown keeps at most 7/8 of its buckets full (all but one below 8 buckets).
-        let buckets = if cap == 0 {
-            0
-        } else if cap < 8 {
-            cap + 1
-        } else {
-            cap / 7 * 8
-        };
-        buckets as u64 * INDEX_BUCKET_BYTES
-            + self.slots.capacity() as u64 * std::mem::size_of::<Entry>() as u64
-            + self.volatile.capacity() as u64 * 4
+        self.table.heap_bytes()
+            + self.volatile.capacity() as u64 * std::mem::size_of::<Entry>() as u64
     }
 
     fn publish(&self) {
         self.published_used.store(self.used(), Ordering::Relaxed);
     }
 
-    fn find_hashed(&self, db: u8, key: &[u8], h: u64) -> Option<usize> {
-        let slots = &self.slots;
-        self.index
-            .find(h, |&i| {
-                let e = &slots[i as usize];
-                e.db() == db && e.key() == key
-            })
-            .map(|&i| i as usize)
+    #[inline]
+    fn entry(&self, pos: usize) -> Entry {
+        self.table.at(pos).expect("position is occupied")
     }
 
-    /// The slot of a live (unexpired) key; an expired one is removed on the way.
-    fn find_live(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<usize> {
-        let h = db_hash(key_hash(key), db);
-        self.find_live_hashed(db, key, h, now_ms)
+    fn find_pos(&self, db: u8, key: &[u8], h: u64) -> Option<usize> {
+        self.table.find(h, |e| e.db() == db && e.key() == key)
     }
 
-    fn find_live_hashed(&mut self, db: u8, key: &[u8], h: u64, now_ms: u64) -> Option<usize> {
-        let i = self.find_hashed(db, key, h)?;
-        if self.slots[i].expire_at().is_some_and(|at| now_ms > at) {
-            self.remove_slot(i);
+    /// Position of an entry known to be indexed.
+    fn position_of(&self, e: Entry) -> usize {
+        self.table
+            .find(entry_hash(e), |x| x == e)
+            .expect("every entry is indexed")
+    }
+
+    /// The position of a live (unexpired) key; an expired one is removed on the way.
+    fn find_live_pos(&mut self, db: u8, key: &[u8], h: u64, now_ms: u64) -> Option<usize> {
+        let pos = self.find_pos(db, key, h)?;
+        if self.entry(pos).expire_at().is_some_and(|at| now_ms > at) {
+            self.remove_at(pos);
             self.expired += 1;
             self.publish();
             return None;
         }
-        Some(i)
+        Some(pos)
     }
 
-    fn entry_hash(e: &Entry) -> u64 {
-        db_hash(key_hash(e.key()), e.db())
+    fn find_live(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let h = db_hash(key_hash(key), db);
+        self.find_live_pos(db, key, h, now_ms)
+            .map(|pos| self.entry(pos))
     }
 
     fn insert_new(
@@ -508,163 +509,119 @@ impl Shard {
         now: u32,
         h: u64,
     ) {
-        let slot = self.slots.len() as u32;
         let ttl = expire.map(|at| (at, self.volatile.len() as u32));
         let e = Entry::new(db, key, value, ttl, now);
         self.entry_bytes += e.usable_size() as u64;
-        self.slots.push(e);
         if ttl.is_some() {
-            self.volatile.push(slot);
+            self.volatile.push(e);
             self.expires_per_db[db as usize] += 1;
         }
         self.keys_per_db[db as usize] += 1;
-        let slots = &self.slots;
-        self.index
-            .insert_unique(h, slot, |&i| Self::entry_hash(&slots[i as usize]));
+        self.table.insert(h, e, &entry_hash);
     }
 
-    /// Replaces the value (and maybe the TTL) of the entry in slot `i`.
-    fn replace(&mut self, i: usize, value: &[u8], ttl: SetTtl, now: u32) {
-        let had_ttl = self.slots[i].has_ttl();
-        let want_ttl = match ttl {
-            SetTtl::Clear => false,
-            SetTtl::Keep => had_ttl,
-            SetTtl::At(_) => true,
+    /// Replaces the value (and maybe the TTL) of the entry at `pos`.
+    fn replace(&mut self, pos: usize, value: &[u8], ttl: SetTtl, now: u32) {
+        let e = self.entry(pos);
+        let had_ttl = e.has_ttl();
+        let new_expire = match ttl {
+            SetTtl::Clear => None,
+            SetTtl::Keep => e.expire_at(),
+            SetTtl::At(at) => Some(at),
         };
-        if want_ttl == had_ttl && self.slots[i].fits_in_place(value.len()) {
+        if new_expire.is_some() == had_ttl && e.fits_in_place(value.len()) {
             // Same layout and it fits: overwrite in place, no allocation.
-            let e = &mut self.slots[i];
             e.overwrite_value(value);
             e.set_atime(now);
-            if let SetTtl::At(at) = ttl {
+            if let Some(at) = new_expire {
                 e.set_expire_at(at);
             }
             return;
         }
-        let old_expire = self.slots[i].expire_at();
-        let new_ttl = match ttl {
-            SetTtl::Clear => None,
-            SetTtl::Keep => old_expire,
-            SetTtl::At(at) => Some(at),
-        };
-        if had_ttl && new_ttl.is_none() {
-            self.unlist_volatile(i);
-        }
-        let vol_idx = match (had_ttl, new_ttl.is_some()) {
-            (true, true) => Some(self.slots[i].volatile_index()),
+        let vol_idx = match (had_ttl, new_expire.is_some()) {
+            (true, true) => Some(e.volatile_index()),
+            (true, false) => {
+                self.unlist_volatile(e);
+                None
+            }
             (false, true) => {
-                self.volatile.push(i as u32);
-                self.expires_per_db[self.slots[i].db() as usize] += 1;
+                self.volatile.push(e);
+                self.expires_per_db[e.db() as usize] += 1;
                 Some(self.volatile.len() as u32 - 1)
             }
-            _ => None,
+            (false, false) => None,
         };
-        let old = &self.slots[i];
-        let fresh = Entry::new(old.db(), old.key(), value, new_ttl.zip(vol_idx), now);
-        self.entry_bytes += fresh.usable_size() as u64;
-        let old = std::mem::replace(&mut self.slots[i], fresh);
-        self.entry_bytes -= old.usable_size() as u64;
-        old.free();
+        let fresh = Entry::new(e.db(), e.key(), value, new_expire.zip(vol_idx), now);
+        self.swap_allocation(pos, e, fresh);
     }
 
-    /// Gives the entry in slot `i` a TTL (`Some`) or removes it (`None`).
-    fn set_slot_ttl(&mut self, i: usize, at: Option<u64>) {
-        match (self.slots[i].has_ttl(), at) {
-            (true, Some(at)) => self.slots[i].set_expire_at(at),
-            (true, None) => {
-                self.unlist_volatile(i);
-                self.reallocate_slot(i, None);
-            }
-            (false, Some(at)) => {
-                self.volatile.push(i as u32);
-                self.expires_per_db[self.slots[i].db() as usize] += 1;
-                let v = self.volatile.len() as u32 - 1;
-                self.reallocate_slot(i, Some((at, v)));
-            }
-            (false, None) => {}
+    /// Copies the entry at `pos` into a block with (`Some`) or without a TTL block.
+    fn reallocate(&mut self, pos: usize, ttl: Option<(u64, u32)>) {
+        let e = self.entry(pos);
+        let fresh = e.with_ttl(ttl);
+        self.swap_allocation(pos, e, fresh);
+    }
+
+    /// Puts `fresh` where `old` was (index and volatile list) and frees `old`.
+    fn swap_allocation(&mut self, pos: usize, old: Entry, fresh: Entry) {
+        if fresh.has_ttl() {
+            self.volatile[fresh.volatile_index() as usize] = fresh;
         }
-    }
-
-    fn reallocate_slot(&mut self, i: usize, ttl: Option<(u64, u32)>) {
-        let fresh = self.slots[i].with_ttl(ttl);
+        self.table.replace(pos, fresh);
         self.entry_bytes += fresh.usable_size() as u64;
-        let old = std::mem::replace(&mut self.slots[i], fresh);
         self.entry_bytes -= old.usable_size() as u64;
         old.free();
     }
 
-    /// Takes slot `i` (which has a TTL) out of the volatile list.
-    fn unlist_volatile(&mut self, i: usize) {
-        let v = self.slots[i].volatile_index() as usize;
+    /// Takes `e` (which has a TTL) out of the volatile list.
+    fn unlist_volatile(&mut self, e: Entry) {
+        let v = e.volatile_index() as usize;
         self.volatile.swap_remove(v);
-        if v < self.volatile.len() {
-            let moved = self.volatile[v] as usize;
-            self.slots[moved].set_volatile_index(v as u32);
+        if let Some(&moved) = self.volatile.get(v) {
+            moved.set_volatile_index(v as u32);
         }
-        self.expires_per_db[self.slots[i].db() as usize] -= 1;
+        self.expires_per_db[e.db() as usize] -= 1;
+        if self.volatile.capacity() > 64 && self.volatile.len() * 4 < self.volatile.capacity() {
+            self.volatile.shrink_to(self.volatile.len() * 2);
+        }
     }
 
-    /// Deletes the entry in slot `i`, keeping slots, index and volatile list consistent.
-    fn remove_slot(&mut self, i: usize) {
-        let h = Self::entry_hash(&self.slots[i]);
-        match self.index.find_entry(h, |&s| s as usize == i) {
-            Ok(occupied) => {
-                occupied.remove();
-            }
-            Err(_) => unreachable!("every slot is indexed"),
+    /// Deletes the entry at `pos`, keeping index, volatile list and counters consistent.
+    fn remove_at(&mut self, pos: usize) {
+        let e = self.table.remove(pos, &entry_hash);
+        if e.has_ttl() {
+            self.unlist_volatile(e);
         }
-        if self.slots[i].has_ttl() {
-            self.unlist_volatile(i);
-        }
-        let last = self.slots.len() - 1;
-        let e = self.slots.swap_remove(i);
         self.keys_per_db[e.db() as usize] -= 1;
         self.entry_bytes -= e.usable_size() as u64;
         e.free();
-        if i < last {
-            // The former last entry now lives in slot i: repoint its index bucket and its
-            // volatile-list entry.
-            let moved = &self.slots[i];
-            let mh = Self::entry_hash(moved);
-            if let Some(bucket) = self.index.find_mut(mh, |&s| s as usize == last) {
-                *bucket = i as u32;
-            }
-            if moved.has_ttl() {
-                let v = moved.volatile_index() as usize;
-                self.volatile[v] = i as u32;
-            }
-        }
-        if self.slots.len() * 16 < self.slots.capacity() && self.slots.capacity() > 1024 {
-            self.shrink_if_sparse();
-        }
     }
 
-    /// Returns memory after many deletions (Redis shrinks dicts below 10 % fill).
-    fn shrink_if_sparse(&mut self) {
-        let n = self.slots.len();
-        if self.slots.capacity() > 64 && n * 4 < self.slots.capacity() {
-            self.slots.shrink_to(n * 2);
-            self.volatile.shrink_to(self.volatile.len() * 2);
-            let slots = &self.slots;
-            self.index
-                .shrink_to(n * 2, |&i| Self::entry_hash(&slots[i as usize]));
-        }
-    }
-
-    fn random_slot_of_db(&mut self, db: u8) -> Option<usize> {
-        let n = self.slots.len();
-        if n == 0 {
+    fn random_position(&mut self) -> Option<usize> {
+        if self.table.len() == 0 {
             return None;
         }
+        let n = self.table.positions();
+        loop {
+            let pos = self.rng.gen_range(0..n);
+            if self.table.at(pos).is_some() {
+                return Some(pos);
+            }
+        }
+    }
+
+    fn random_position_of_db(&mut self, db: u8) -> Option<usize> {
         // Rejection sampling is uniform over db's entries; fall back to a scan when db
         // holds a tiny share of this shard.
         for _ in 0..64 {
-            let i = self.rng.gen_range(0..n);
-            if self.slots[i].db() == db {
-                return Some(i);
+            let pos = self.random_position()?;
+            if self.entry(pos).db() == db {
+                return Some(pos);
             }
         }
-        let positions: Vec<usize> = (0..n).filter(|&i| self.slots[i].db() == db).collect();
+        let positions: Vec<usize> = (0..self.table.positions())
+            .filter(|&p| self.table.at(p).is_some_and(|e| e.db() == db))
+            .collect();
         if positions.is_empty() {
             None
         } else {
@@ -691,31 +648,31 @@ impl Shard {
         while self.used() > limit {
             let victim = match policy {
                 EvictionPolicy::NoEviction => None,
-                EvictionPolicy::AllKeysRandom => {
-                    (!self.slots.is_empty()).then(|| self.rng.gen_range(0..self.slots.len()))
-                }
-                EvictionPolicy::VolatileRandom => (!self.volatile.is_empty())
-                    .then(|| self.volatile[self.rng.gen_range(0..self.volatile.len())] as usize),
+                EvictionPolicy::AllKeysRandom => self.random_position(),
+                EvictionPolicy::VolatileRandom => (!self.volatile.is_empty()).then(|| {
+                    let e = self.volatile[self.rng.gen_range(0..self.volatile.len())];
+                    self.position_of(e)
+                }),
                 EvictionPolicy::AllKeysLru
                 | EvictionPolicy::VolatileLru
                 | EvictionPolicy::VolatileTtl => {
                     let mut candidates = Sampled {
-                        slots: &self.slots,
+                        table: &self.table,
                         volatile: &self.volatile,
-                        index: &self.index,
                         clock: self.clock as u32,
                         from_volatile: policy.volatile_only(),
                         by_ttl: policy == EvictionPolicy::VolatileTtl,
                     };
                     select_victim_pooled(&mut self.pool, &mut candidates, k, &mut self.rng)
                         .and_then(|id| {
-                            self.find_hashed(id[0], &id[1..], db_hash(key_hash(&id[1..]), id[0]))
+                            let (db, key) = (id[0], &id[1..]);
+                            self.find_pos(db, key, db_hash(key_hash(key), db))
                         })
                 }
             };
             match victim {
-                Some(i) => {
-                    self.remove_slot(i);
+                Some(pos) => {
+                    self.remove_at(pos);
                     self.evicted += 1;
                 }
                 None => {
@@ -731,17 +688,17 @@ impl Shard {
 
 impl Drop for Shard {
     fn drop(&mut self) {
-        for e in self.slots.drain(..) {
+        for e in self.table.entries() {
             e.free();
         }
+        self.table.clear();
     }
 }
 
 /// The shard's entries seen as eviction candidates for [`augur_sim::policy`].
 struct Sampled<'a> {
-    slots: &'a [Entry],
-    volatile: &'a [u32],
-    index: &'a HashTable<u32>,
+    table: &'a Table,
+    volatile: &'a [Entry],
     clock: u32,
     from_volatile: bool,
     by_ttl: bool,
@@ -754,22 +711,25 @@ impl Candidates for Sampled<'_> {
         if self.from_volatile {
             self.volatile.len()
         } else {
-            self.slots.len()
+            self.table.len()
         }
     }
 
     fn sample<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Option<(PoolKey, u64)> {
-        let n = self.population();
-        if n == 0 {
+        if self.population() == 0 {
             return None;
         }
-        let r = rng.gen_range(0..n);
-        let slot = if self.from_volatile {
-            self.volatile[r] as usize
+        let e = if self.from_volatile {
+            self.volatile[rng.gen_range(0..self.volatile.len())]
         } else {
-            r
+            // Uniform over entries: every occupied position is equally likely.
+            let n = self.table.positions();
+            loop {
+                if let Some(e) = self.table.at(rng.gen_range(0..n)) {
+                    break e;
+                }
+            }
         };
-        let e = &self.slots[slot];
         let score = if self.by_ttl {
             // Soonest expiry first: Redis uses ULLONG_MAX - expire as the "idle" score.
             u64::MAX - e.expire_at().unwrap_or(u64::MAX)
@@ -781,15 +741,15 @@ impl Candidates for Sampled<'_> {
 
     fn contains(&self, id: &PoolKey) -> bool {
         let (db, key) = (id[0], &id[1..]);
-        let h = db_hash(key_hash(key), db);
-        self.index
-            .find(h, |&i| {
-                let e = &self.slots[i as usize];
+        self.table
+            .find(db_hash(key_hash(key), db), |e| {
                 e.db() == db && e.key() == key
             })
             // Like Redis (which looks the key up in `db->expires` for volatile policies),
             // a candidate whose TTL was removed since it was pooled is no longer eligible.
-            .is_some_and(|&i| !self.from_volatile || self.slots[i as usize].has_ttl())
+            .is_some_and(|pos| {
+                !self.from_volatile || self.table.at(pos).is_some_and(|e| e.has_ttl())
+            })
     }
 }
 
@@ -797,36 +757,35 @@ impl Candidates for Sampled<'_> {
 impl Shard {
     /// Checks every internal invariant; panics with a description if one is broken.
     pub(crate) fn check_invariants(&self) {
-        assert_eq!(
-            self.index.len(),
-            self.slots.len(),
-            "index and slots disagree in size"
-        );
         let mut bytes = 0u64;
+        let mut n = 0usize;
         let mut keys = vec![0u64; self.keys_per_db.len()];
         let mut expires = vec![0u64; self.keys_per_db.len()];
-        for (i, e) in self.slots.iter().enumerate() {
+        for e in self.table.entries() {
+            n += 1;
             assert_eq!(
-                self.find_hashed(e.db(), e.key(), Self::entry_hash(e)),
-                Some(i),
-                "slot {i} not indexed"
+                self.table.at(self.position_of(e)),
+                Some(e),
+                "entry not findable"
+            );
+            assert_eq!(
+                self.find_pos(e.db(), e.key(), entry_hash(e))
+                    .map(|p| self.entry(p)),
+                Some(e)
             );
             bytes += e.usable_size() as u64;
             keys[e.db() as usize] += 1;
             if e.has_ttl() {
                 expires[e.db() as usize] += 1;
-                assert_eq!(
-                    self.volatile[e.volatile_index() as usize] as usize,
-                    i,
+                assert!(
+                    self.volatile[e.volatile_index() as usize] == e,
                     "volatile back-pointer"
                 );
             }
         }
-        for &s in &self.volatile {
-            assert!(
-                self.slots[s as usize].has_ttl(),
-                "volatile list names a persistent slot"
-            );
+        assert_eq!(n, self.table.len());
+        for &e in &self.volatile {
+            assert!(e.has_ttl(), "volatile list names a persistent entry");
         }
         assert_eq!(self.volatile.len() as u64, expires.iter().sum::<u64>());
         assert_eq!(bytes, self.entry_bytes, "entry byte accounting");

@@ -322,20 +322,25 @@ impl Store {
         let all = pattern == b"*";
         for s in self.shards.iter() {
             let g = s.0.lock();
-            g.collect_keys(db, 0..g.len(), (!all).then_some(pattern), now_ms, &mut out);
+            g.collect_keys(
+                db,
+                0..usize::MAX,
+                (!all).then_some(pattern),
+                now_ms,
+                &mut out,
+            );
         }
         out
     }
 
-    /// SCAN: examines about `count` entries per call and returns the live keys of `db`
-    /// among them that match `pattern`.
+    /// SCAN: examines about `count` index positions per call and returns the live keys
+    /// of `db` among them that match `pattern`.
     ///
     /// Guarantee (as Redis's): a key present for the whole iteration is returned at least
-    /// once. The cursor is (shard, position) and each shard is walked from its top slot
-    /// down. Deleting swaps the *last* slot into the hole, i.e. it only moves entries
-    /// from the already-visited top to lower, unvisited positions (seen twice, which SCAN
-    /// allows) or within the unvisited part; inserts append at the top. So no entry
-    /// present throughout is skipped.
+    /// once. The cursor packs (shard + 1, the shard's index epoch, position); each shard's
+    /// positions are walked from the top down, deletions only move entries downwards
+    /// (see `index`), and a cursor whose epoch is stale (the shard's index was resized
+    /// since) restarts that shard from its top: duplicates, never misses.
     pub fn scan(
         &self,
         db: u8,
@@ -344,38 +349,41 @@ impl Store {
         pattern: Option<&[u8]>,
         now_ms: u64,
     ) -> ScanPage {
+        const POS_BITS: u32 = 40;
         let count = count.max(1);
         let n = self.shards.len() as u64;
-        let (mut shard, mut pos) = if cursor == 0 {
+        let (mut shard, mut resume) = if cursor == 0 {
             (0u64, None)
         } else {
-            (
-                (cursor >> 32).saturating_sub(1),
-                Some((cursor & 0xFFFF_FFFF) as usize),
-            )
+            let epoch = ((cursor >> POS_BITS) & 0xFF) as u32;
+            let pos = (cursor & ((1 << POS_BITS) - 1)) as usize;
+            ((cursor >> 48).saturating_sub(1), Some((epoch, pos)))
         };
         let mut page = ScanPage::default();
         let mut budget = count;
-        while shard < n {
+        while shard < n && budget > 0 {
             let g = self.shards[shard as usize].0.lock();
-            let top = pos.unwrap_or(g.len()).min(g.len());
+            let (positions, epoch) = g.scan_extent();
+            let top = match resume {
+                Some((e, pos)) if e == epoch & 0xFF => pos.min(positions),
+                _ => positions,
+            };
             let from = top.saturating_sub(budget);
             g.collect_keys(db, from..top, pattern, now_ms, &mut page.keys);
             budget -= top - from;
             if from > 0 {
-                page.next_cursor = ((shard + 1) << 32) | from as u64;
+                page.next_cursor =
+                    ((shard + 1) << 48) | (((epoch & 0xFF) as u64) << POS_BITS) | from as u64;
                 return page;
             }
             shard += 1;
-            pos = None;
-            if budget == 0 {
-                break;
-            }
+            resume = None;
         }
+        // Next shard from its top (an impossible epoch/position pair means "fresh").
         page.next_cursor = if shard >= n {
             0
         } else {
-            (shard + 1) << 32 | 0xFFFF_FFFF
+            ((shard + 1) << 48) | (0xFF << POS_BITS) | ((1 << POS_BITS) - 1)
         };
         page
     }

@@ -10,6 +10,14 @@ mod cmd_sim;
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc options: a background thread returns freed pages to the OS within about a
+/// second (dirty pages) and at once for muzzy ones, so RSS tracks what the store really
+/// holds after tables grow or keys are evicted (Redis enables jemalloc's background
+/// thread for the same reason).
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 #[derive(Parser)]
 #[command(name = "augur", version, about = "A multi-tenant, self-modelling cache server speaking the Redis protocol")]
 struct Cli {

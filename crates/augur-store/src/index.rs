@@ -1,0 +1,290 @@
+//! The shard's index: an open-addressing hash table of tagged entry pointers.
+//!
+//! # Why not hashbrown
+//!
+//! Memory per key is what a cache sells. A hashbrown table grows by doubling and keeps
+//! at most 7/8 of its buckets full, so its fill swings between 44 % and 88 %; at one
+//! million keys it sits at 48 %. With a 4-byte slot number per bucket plus an 8-byte
+//! pointer in a dense slot array for sampling, the index cost ~19 bytes per key there.
+//! This table is the only structure: one 8-byte word per position holding the entry
+//! pointer and a 16-bit hash tag, grown by ~1.4x between 60 % and 85 % fill, i.e.
+//! 9.4-14 bytes per key, and sampling needs no second array (below).
+//!
+//! # Layout
+//!
+//! - Linear probing from the home position `home(h) = h * cap >> 64` ("fastrange"), so
+//!   `cap` need not be a power of two. No wrap-around: a short overflow tail follows the
+//!   `cap` home positions, and an insertion that runs off the end grows the table.
+//! - A word is `0` (empty) or `pointer | tag << 48`: user-space pointers on x86-64 and
+//!   AArch64 fit in 48 bits, and the tag is the hash's low 16 bits (independent of the
+//!   high bits that pick the home), so a probe rejects almost every non-matching word
+//!   without touching the entry.
+//! - Deletion uses backward shift (Knuth's Algorithm R): later members of the cluster
+//!   that may legally move back do, so there are no tombstones and probe lengths do not
+//!   degrade under the constant churn of an evicting cache. Entries only ever move to
+//!   lower positions on deletion.
+//!
+//! # Sampling
+//!
+//! A uniformly random *position* holds each live entry with the same probability, so
+//! drawing positions until one is occupied is an exactly uniform sample of the entries,
+//! in expected `positions / len` draws: at most ~2 at the fills the table keeps (it
+//! shrinks below 20 %). Contrast Redis's `dictGetSomeKeys`, which walks chains from a
+//! random bucket and so favours keys in long chains and keys after empty runs.
+//!
+//! # Iteration (SCAN)
+//!
+//! Positions are walked from the top down. Backward shift moves entries only downwards,
+//! from the visited part into the unvisited part (seen twice, which SCAN allows) or
+//! within the unvisited part, so an entry present throughout is never skipped. A resize
+//! reorders everything; it bumps [`Table::epoch`], and a cursor from an older epoch
+//! restarts its shard (duplicates, never misses).
+
+use crate::entry::Entry;
+
+const PTR_BITS: u32 = 48;
+const PTR_MASK: u64 = (1 << PTR_BITS) - 1;
+/// Grow when an insertion would take the fill above this (percent).
+const MAX_LOAD: usize = 85;
+/// Fill right after growing or shrinking (percent).
+const TARGET_LOAD: usize = 60;
+/// Shrink when the fill falls below this (percent).
+const MIN_LOAD: usize = 20;
+
+#[inline]
+fn tag_of(h: u64) -> u64 {
+    h & 0xFFFF
+}
+
+#[inline]
+fn entry_of(w: u64) -> Entry {
+    Entry::from_addr(w & PTR_MASK)
+}
+
+fn overflow_for(cap: usize) -> usize {
+    if cap == 0 {
+        0
+    } else {
+        32 + cap / 64
+    }
+}
+
+pub(crate) struct Table {
+    words: Vec<u64>,
+    /// Number of home positions (`words.len()` minus the overflow tail).
+    cap: usize,
+    len: usize,
+    epoch: u32,
+}
+
+impl Table {
+    pub fn new() -> Table {
+        Table {
+            words: Vec::new(),
+            cap: 0,
+            len: 0,
+            epoch: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Number of positions (for sampling and iteration).
+    pub fn positions(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Heap bytes held by the table.
+    pub fn heap_bytes(&self) -> u64 {
+        self.words.capacity() as u64 * 8
+    }
+
+    /// Changes whenever positions are reassigned wholesale (resize).
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    #[inline]
+    fn home(&self, h: u64) -> usize {
+        ((h as u128 * self.cap as u128) >> 64) as usize
+    }
+
+    /// The entry at `pos`, if occupied.
+    #[inline]
+    pub fn at(&self, pos: usize) -> Option<Entry> {
+        let w = *self.words.get(pos)?;
+        (w != 0).then(|| entry_of(w))
+    }
+
+    /// Position of the entry with hash `h` for which `eq` holds.
+    #[inline]
+    pub fn find(&self, h: u64, mut eq: impl FnMut(Entry) -> bool) -> Option<usize> {
+        if self.cap == 0 {
+            return None;
+        }
+        let tag = tag_of(h);
+        let mut pos = self.home(h);
+        while let Some(&w) = self.words.get(pos) {
+            if w == 0 {
+                return None;
+            }
+            if w >> PTR_BITS == tag && eq(entry_of(w)) {
+                return Some(pos);
+            }
+            pos += 1;
+        }
+        None
+    }
+
+    /// Inserts an entry known to be absent; returns its position. `hash_of` recomputes
+    /// the hash of a stored entry when the table must be rebuilt.
+    pub fn insert(&mut self, h: u64, e: Entry, hash_of: &impl Fn(Entry) -> u64) -> usize {
+        if (self.len + 1) * 100 > self.cap * MAX_LOAD {
+            self.resize(Self::cap_for(self.len + 1), hash_of);
+        }
+        loop {
+            if let Some(pos) = self.place(h, e) {
+                self.len += 1;
+                return pos;
+            }
+            // Ran off the overflow tail: grow (rare; only at unlucky cluster positions).
+            self.resize(self.cap + self.cap / 2 + 16, hash_of);
+        }
+    }
+
+    /// Swaps in a new allocation for the entry at `pos` (same key, so same hash and tag).
+    pub fn replace(&mut self, pos: usize, e: Entry) {
+        let w = &mut self.words[pos];
+        debug_assert!(*w != 0);
+        *w = (*w & !PTR_MASK) | Self::addr(e);
+    }
+
+    /// Removes the entry at `pos` and returns it (the caller frees it). Later members of
+    /// the cluster shift back; positions below `pos` are untouched.
+    pub fn remove(&mut self, pos: usize, hash_of: &impl Fn(Entry) -> u64) -> Entry {
+        let removed = entry_of(self.words[pos]);
+        let mut hole = pos;
+        let mut j = pos + 1;
+        while let Some(&w) = self.words.get(j) {
+            if w == 0 {
+                break;
+            }
+            if self.home(hash_of(entry_of(w))) <= hole {
+                self.words[hole] = w;
+                hole = j;
+            }
+            j += 1;
+        }
+        self.words[hole] = 0;
+        self.len -= 1;
+        if self.len * 100 < self.cap * MIN_LOAD && self.cap > 64 {
+            self.resize(Self::cap_for(self.len), hash_of);
+        }
+        removed
+    }
+
+    /// Drops every position; the caller has freed or taken all entries.
+    pub fn clear(&mut self) {
+        *self = Table::new();
+    }
+
+    /// All occupied positions' entries (unordered).
+    pub fn entries(&self) -> impl Iterator<Item = Entry> + '_ {
+        self.words.iter().filter(|&&w| w != 0).map(|&w| entry_of(w))
+    }
+
+    fn cap_for(len: usize) -> usize {
+        (len * 100 / TARGET_LOAD).max(16)
+    }
+
+    fn addr(e: Entry) -> u64 {
+        let a = e.addr();
+        assert!(
+            a & !PTR_MASK == 0,
+            "heap pointer above 2^48: this platform is not supported"
+        );
+        a
+    }
+
+    fn place(&mut self, h: u64, e: Entry) -> Option<usize> {
+        let mut pos = self.home(h);
+        while let Some(w) = self.words.get_mut(pos) {
+            if *w == 0 {
+                *w = Self::addr(e) | (tag_of(h) << PTR_BITS);
+                return Some(pos);
+            }
+            pos += 1;
+        }
+        None
+    }
+
+    fn resize(&mut self, mut new_cap: usize, hash_of: &impl Fn(Entry) -> u64) {
+        let old = std::mem::take(&mut self.words);
+        self.epoch = self.epoch.wrapping_add(1);
+        'retry: loop {
+            self.cap = new_cap;
+            self.words = vec![0; new_cap + overflow_for(new_cap)];
+            for &w in old.iter().filter(|&&w| w != 0) {
+                let e = entry_of(w);
+                if self.place(hash_of(e), e).is_none() {
+                    new_cap += new_cap / 2 + 16;
+                    continue 'retry;
+                }
+            }
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Hash that puts every key at the same few homes, to exercise long clusters.
+    fn clustered(e: Entry) -> u64 {
+        let k = e.key();
+        (k[0] as u64 % 3) << 62 | k.len() as u64 | (k[k.len() - 1] as u64) << 8
+    }
+
+    #[test]
+    fn insert_find_remove_with_heavy_clustering() {
+        let mut t = Table::new();
+        let mut live: HashMap<Vec<u8>, ()> = HashMap::new();
+        let mk = |i: u32| format!("{}{}", (b'a' + (i % 3) as u8) as char, i).into_bytes();
+        for i in 0..3000u32 {
+            let k = mk(i);
+            let e = Entry::new(0, &k, b"v", None, 0);
+            t.insert(clustered(e), e, &clustered);
+            live.insert(k, ());
+            if i % 3 == 0 {
+                // Remove an older key.
+                let old = mk(i / 2);
+                let h = {
+                    let probe = Entry::new(0, &old, b"", None, 0);
+                    let h = clustered(probe);
+                    probe.free();
+                    h
+                };
+                if let Some(pos) = t.find(h, |e| e.key() == &old[..]) {
+                    t.remove(pos, &clustered).free();
+                    live.remove(&old);
+                }
+            }
+        }
+        assert_eq!(t.len(), live.len());
+        for k in live.keys() {
+            let probe = Entry::new(0, k, b"", None, 0);
+            let h = clustered(probe);
+            probe.free();
+            assert!(t.find(h, |e| e.key() == &k[..]).is_some());
+        }
+        let n = t.entries().count();
+        assert_eq!(n, live.len());
+        let all: Vec<Entry> = t.entries().collect();
+        t.clear();
+        all.into_iter().for_each(Entry::free);
+    }
+}
