@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: the Rust suite (unit, property and end-to-end tests over real
+# sockets), then the client-compatibility script (redis-py, redis-cli, redis-benchmark
+# against a release build of `augur serve`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo test --workspace
+cargo build --release -p augur
+bash tests/compat/run.sh
