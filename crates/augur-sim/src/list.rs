@@ -37,7 +37,8 @@ struct Node {
 /// all (and evicts nothing), the usual simulator convention (libCacheSim does the same)
 /// and what a size-limited Redis would do with a value larger than `maxmemory`.
 /// A hit does not change the stored size: the trace's requests are GETs, which do not
-/// rewrite the value.
+/// rewrite the value. In byte mode a zero-byte object costs nothing and is always
+/// admitted.
 #[derive(Debug, Clone)]
 pub struct ListCache {
     order: ListOrder,

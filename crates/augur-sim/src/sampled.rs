@@ -102,7 +102,8 @@ impl Population {
 /// the new object fits (Redis's `performEvictions` loop, run before the insert instead
 /// of after it so the cache never exceeds its capacity); an object whose own cost
 /// exceeds the whole capacity is not cached and evicts nothing. A hit refreshes the
-/// access time but not the stored size (a GET does not rewrite the value).
+/// access time but not the stored size (a GET does not rewrite the value). In byte mode
+/// a zero-byte object costs nothing and is always admitted.
 #[derive(Debug, Clone)]
 pub struct SampledCache {
     sampling: Sampling,
