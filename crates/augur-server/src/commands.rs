@@ -1225,9 +1225,9 @@ fn command_entry(out: &mut Out, spec: &CommandSpec) {
     for cat in cats {
         out.simple(cat);
     }
-    out.array(0); // tips
-    out.array(0); // key specs
-    out.array(spec.subcommands.len());
+    out.set(0); // tips
+    out.set(0); // key specs
+    out.set(spec.subcommands.len());
     for s in spec.subcommands {
         out.array(10);
         out.bulk(s.name.as_bytes());
@@ -1241,9 +1241,9 @@ fn command_entry(out: &mut Out, spec: &CommandSpec) {
         out.int(0);
         out.int(0);
         out.set(0);
-        out.array(0);
-        out.array(0);
-        out.array(0);
+        out.set(0);
+        out.set(0);
+        out.set(0);
     }
 }
 

@@ -229,11 +229,10 @@ impl Parser {
     }
 
     fn multibulk_header(&self, cmd: &[u8]) -> Result<Header, ProtocolError> {
-        let Some(cr) = memchr::memchr(b'\r', cmd) else {
-            if cmd.len() > INLINE_MAX_SIZE {
-                return Err(ProtocolError::TooBigMbulkCount);
-            }
-            return Ok(Header::Incomplete);
+        let cr = match memchr::memchr(b'\r', cmd) {
+            Some(cr) if cr <= INLINE_MAX_SIZE => cr,
+            None if cmd.len() <= INLINE_MAX_SIZE => return Ok(Header::Incomplete),
+            _ => return Err(ProtocolError::TooBigMbulkCount),
         };
         if cr + 1 >= cmd.len() {
             // Redis waits for the byte after '\r' before reading the count.
@@ -262,11 +261,10 @@ impl Parser {
                 Some(len) => len,
                 None => {
                     let rest = &cmd[self.pos..];
-                    let Some(cr) = memchr::memchr(b'\r', rest) else {
-                        if rest.len() > INLINE_MAX_SIZE {
-                            return Err(ProtocolError::TooBigBulkCount);
-                        }
-                        return Ok(Parsed::Incomplete);
+                    let cr = match memchr::memchr(b'\r', rest) {
+                        Some(cr) if cr <= INLINE_MAX_SIZE => cr,
+                        None if rest.len() <= INLINE_MAX_SIZE => return Ok(Parsed::Incomplete),
+                        _ => return Err(ProtocolError::TooBigBulkCount),
                     };
                     if cr + 1 >= rest.len() {
                         return Ok(Parsed::Incomplete);
@@ -305,12 +303,17 @@ impl Parser {
     /// Parses an inline command line. Returns the bytes consumed; the arguments (possibly
     /// none, for a blank line) are in `ranges` over `inline`.
     fn inline(&mut self, cmd: &[u8]) -> Result<Option<usize>, ProtocolError> {
+        // Redis reads 16 KB at a time and gives up once 64 KB hold no newline; a line
+        // longer than the limit is refused however the reads happened to split it.
         let Some(nl) = memchr::memchr(b'\n', cmd) else {
             if cmd.len() > INLINE_MAX_SIZE {
                 return Err(ProtocolError::TooBigInline);
             }
             return Ok(None);
         };
+        if nl > INLINE_MAX_SIZE {
+            return Err(ProtocolError::TooBigInline);
+        }
         let mut line = &cmd[..nl];
         if let Some(stripped) = line.strip_suffix(b"\r") {
             line = stripped;
