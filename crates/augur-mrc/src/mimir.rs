@@ -179,6 +179,9 @@ impl Delta {
 pub struct Mimir {
     cfg: MimirConfig,
     b: u64,
+    /// `B - 1` when B is a power of two (bucket index by mask, no division on the
+    /// request path), else 0.
+    mask: u64,
     /// Per-bucket sizes, indexed by `rank % B`.
     buckets: Vec<u64>,
     tail: u64,
@@ -205,15 +208,13 @@ impl Mimir {
     pub fn new(cfg: MimirConfig) -> Self {
         let b = cfg.buckets.max(2) as u64;
         let cover = cfg.capacity + cfg.ghost_capacity;
-        let tail = match cfg.aging {
-            Aging::Rounder => 0,
-            Aging::Stacker => 0,
-        };
         Self {
             cfg,
             b,
+            mask: if b.is_power_of_two() { b - 1 } else { 0 },
             buckets: vec![0; b as usize],
-            tail,
+            // ROUNDER advances it; STACKER keeps it at bucket 0 (§3.3).
+            tail: 0,
             share: cover.div_ceil(b).max(1),
             delta: Delta::new(cover),
             requests: 0.0,
@@ -273,6 +274,16 @@ impl Mimir {
         }
     }
 
+    /// Index in `buckets` of the bucket with rank tag `rank` (`rank mod B`).
+    #[inline]
+    fn idx(&self, rank: u64) -> usize {
+        (if self.mask != 0 {
+            rank & self.mask
+        } else {
+            rank % self.b
+        }) as usize
+    }
+
     #[inline]
     fn head_rank(&self) -> u64 {
         self.tail + self.b - 1
@@ -319,6 +330,14 @@ impl Mimir {
     }
 
     fn alloc(&mut self, key: u64, size: u32) -> u32 {
+        let slot = self.alloc_unmapped(key, size);
+        self.map.insert(key, slot);
+        slot
+    }
+
+    /// A slot for `key`, not yet entered in the map.
+    #[inline]
+    fn alloc_unmapped(&mut self, key: u64, size: u32) -> u32 {
         let e = Entry {
             key,
             rank: 0,
@@ -328,7 +347,7 @@ impl Mimir {
             ghost: false,
             live: true,
         };
-        let slot = match self.free.pop() {
+        match self.free.pop() {
             Some(s) => {
                 self.slab[s as usize] = e;
                 s
@@ -337,9 +356,7 @@ impl Mimir {
                 self.slab.push(e);
                 (self.slab.len() - 1) as u32
             }
-        };
-        self.map.insert(key, slot);
-        slot
+        }
     }
 
     fn release(&mut self, slot: u32) {
@@ -366,18 +383,18 @@ impl Mimir {
     #[inline]
     fn stack_dist(&self, rank: u64) -> (u64, u64) {
         let bm = self.b as usize;
-        let own = self.buckets[(rank % self.b) as usize];
+        let own = self.buckets[self.idx(rank)];
         let above_n = (self.head_rank() - rank) as usize;
         let start = if above_n <= bm / 2 {
             let mut s = 0;
             for r in rank + 1..=self.head_rank() {
-                s += self.buckets[(r % self.b) as usize];
+                s += self.buckets[self.idx(r)];
             }
             s
         } else {
             let mut below = 0;
             for r in self.tail..rank {
-                below += self.buckets[(r % self.b) as usize];
+                below += self.buckets[self.idx(r)];
             }
             self.stack_total() - below - own
         };
@@ -405,31 +422,33 @@ impl Mimir {
             self.avg_sum += 0.5 * (a + b);
             self.avg_n += 1;
         }
-        self.buckets[(rank % self.b) as usize] -= cost;
+        let i = self.idx(rank);
+        self.buckets[i] -= cost;
     }
 
     /// Puts the element in `slot` (already out of any bucket) into the head bucket,
     /// aging first if the head bucket holds its fair share (Algorithm B lines 9-13).
-    fn to_head(&mut self, slot: u32) {
+    fn move_to_head(&mut self, slot: u32) {
         let cost = self.cost(self.slab[slot as usize].size);
-        let h = (self.head_rank() % self.b) as usize;
+        let h = self.idx(self.head_rank());
         if self.buckets[h] > 0 && self.buckets[h] + cost > self.share {
             self.age(slot);
         }
         let head = self.head_rank();
         self.slab[slot as usize].rank = head;
-        self.buckets[(head % self.b) as usize] += cost;
+        let i = self.idx(head);
+        self.buckets[i] += cost;
     }
 
     fn age(&mut self, moving: u32) {
         match self.cfg.aging {
             Aging::Rounder => {
                 // Algorithm D.
-                let t = (self.tail % self.b) as usize;
-                let t1 = ((self.tail + 1) % self.b) as usize;
+                let t = self.idx(self.tail);
+                let t1 = self.idx(self.tail + 1);
                 self.buckets[t1] += self.buckets[t];
                 self.tail += 1;
-                let h = (self.head_rank() % self.b) as usize;
+                let h = self.idx(self.head_rank());
                 self.buckets[h] = 0;
             }
             Aging::Stacker => self.age_stacker(moving),
@@ -481,7 +500,8 @@ impl Mimir {
     fn drop_from_bucket(&mut self, slot: u32) {
         let rank = self.current_rank(slot);
         let cost = self.cost(self.slab[slot as usize].size);
-        self.buckets[(rank % self.b) as usize] -= cost;
+        let i = self.idx(rank);
+        self.buckets[i] -= cost;
     }
 
     /// Drops the oldest ghosts while the ghost list is over its capacity.
@@ -515,7 +535,7 @@ impl Mimir {
 
     fn hit_slot(&mut self, slot: u32) {
         self.record_hit(slot);
-        self.to_head(slot);
+        self.move_to_head(slot);
         self.unlink(slot);
         self.push_front(slot);
     }
@@ -549,7 +569,7 @@ impl Mimir {
     }
 
     fn insert_slot(&mut self, slot: u32) {
-        self.to_head(slot);
+        self.move_to_head(slot);
         self.push_front(slot);
         self.cached_used += self.cost(self.slab[slot as usize].size);
     }
@@ -705,7 +725,8 @@ impl MimirLru {
                 !e.ghost
             }
             None => {
-                let slot = m.alloc(key, size);
+                let slot = m.alloc_unmapped(key, size);
+                m.map.insert(key, slot);
                 m.insert_slot(slot);
                 self.make_room();
                 false
