@@ -672,14 +672,14 @@ fn dispatch(
     let n = senders.len() as u64;
     let mut batches: Vec<Vec<Request>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
     let reader = augur_trace::open(&group.trace, &group.format)?;
-    let limit = group.limit.unwrap_or(u64::MAX);
-    let mut count = 0u64;
-    for r in reader {
-        if count >= limit || stop.load(Ordering::Relaxed) {
+    let limit = group
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    for r in reader.take(limit) {
+        if stop.load(Ordering::Relaxed) {
             break;
         }
         let r = r?;
-        count += 1;
         let c = (augur_trace::synth::mix64(r.key) % n) as usize;
         batches[c].push(r);
         if batches[c].len() == BATCH {
@@ -1044,5 +1044,74 @@ mod tests {
             c.key_arg("", 0);
             assert_eq!(c.out, b"*2\r\n$1\r\n0\r\n".to_vec());
         });
+    }
+
+    #[test]
+    fn reply_parser_handles_every_resp2_kind_split_across_reads() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap().to_string();
+            let server = tokio::spawn(async move {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let canned: &[u8] = b"$-1\r\n$5\r\nhe\r\nl\r\n+OK\r\n-ERR boom\r\n:42\r\n\
+                    *3\r\n$1\r\na\r\n*2\r\n:1\r\n$-1\r\n+x\r\n*-1\r\n$0\r\n\r\n+end\r\n";
+                // Three bytes at a time, so lengths, payloads and CRLFs straddle reads.
+                for chunk in canned.chunks(3) {
+                    s.write_all(chunk).await.unwrap();
+                    s.flush().await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+            });
+            let mut c = Conn::connect(&addr).await.unwrap();
+            let mut got = vec![];
+            for _ in 0..9 {
+                got.push(c.reply().await.unwrap());
+            }
+            assert_eq!(
+                got,
+                vec![
+                    Reply::Nil,
+                    Reply::Bulk,
+                    Reply::Simple,
+                    Reply::Error("ERR boom".into()),
+                    Reply::Integer,
+                    Reply::Array,
+                    Reply::Nil,
+                    Reply::Bulk,
+                    Reply::Simple,
+                ]
+            );
+            server.await.unwrap();
+            // The peer has closed: a further read is an error, not a hang or a panic.
+            assert!(c.reply().await.is_err());
+        });
+    }
+
+    #[test]
+    fn waiter_is_finer_than_tokio_timers_and_never_early() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let w = Waiter::start();
+        let d = Duration::from_micros(200);
+        let n = 50u32;
+        let total = rt.block_on(async {
+            let t = Instant::now();
+            for _ in 0..n {
+                let s = Instant::now();
+                w.wait(d).await;
+                assert!(s.elapsed() >= d, "returned early");
+            }
+            t.elapsed()
+        });
+        // tokio::time::sleep(200us) takes at least 1 ms (its wheel's resolution); the
+        // timer thread should average well below that even on a busy machine.
+        let mean = total / n;
+        assert!(mean < Duration::from_micros(900), "mean wait {mean:?}");
     }
 }
