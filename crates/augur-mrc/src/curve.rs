@@ -103,6 +103,22 @@ impl Curve {
             / n as f64
     }
 
+    /// Mean absolute error against `reference` at the reference's own sizes: the
+    /// kRedis §6.3 measure when `reference` holds the simulated points (the sizes a
+    /// simulator actually ran, which are whole numbers and so may differ slightly from
+    /// [`evenly_spaced`]'s). 0 for an empty reference.
+    pub fn mae_at_points(&self, reference: &Curve) -> f64 {
+        if reference.points.is_empty() {
+            return 0.0;
+        }
+        reference
+            .points
+            .iter()
+            .map(|p| (self.miss_ratio_at(p.size) - p.miss_ratio).abs())
+            .sum::<f64>()
+            / reference.points.len() as f64
+    }
+
     /// The lower envelope of several curves at `n` evenly spaced sizes up to `max_size`
     /// (kRedis Eq. 4: the merged MRC of a tenant whose K may be chosen per size), with,
     /// for each point, the K of the curve that achieved the minimum.
@@ -222,23 +238,41 @@ impl DistanceHistogram {
     /// distance seen: the curve is a step function and `Curve` interpolates linearly, so
     /// every edge is kept to stay flat across empty buckets.
     pub fn to_curve(&self, model: &str, k: Option<u32>, unit: SizeUnit, scale: f64) -> Curve {
+        self.to_curve_with_total(model, k, unit, scale, self.total as f64)
+    }
+
+    /// As [`Self::to_curve`], but miss ratios are misses divided by `total` instead of
+    /// by the number of recorded references, clamped to [0, 1]. With spatial sampling,
+    /// `total = N * R` (the expected number of sampled references) is SHARDS'
+    /// adjustment ("SHARDS-adj", Waldspurger et al., FAST'15): it is equivalent to
+    /// crediting the difference between expected and actual sampled references to the
+    /// smallest distance, and removes the bias a few very hot keys cause when they fall
+    /// in (or out of) the sample.
+    pub fn to_curve_with_total(
+        &self,
+        model: &str,
+        k: Option<u32>,
+        unit: SizeUnit,
+        scale: f64,
+        total: f64,
+    ) -> Curve {
         let mut points = Vec::with_capacity(self.counts.len() + 1);
-        if self.total == 0 {
+        if self.total == 0 || total <= 0.0 {
             return Curve::new(model, k, unit, points);
         }
-        let total = self.total as f64;
+        let recorded = self.total as f64;
         let mut hits = 0u64;
         for (i, &c) in self.counts.iter().enumerate() {
             hits += c;
             points.push(Point {
                 size: ((i as u64 + 1) * self.width) as f64 * scale,
-                miss_ratio: 1.0 - hits as f64 / total,
+                miss_ratio: ((recorded - hits as f64) / total).clamp(0.0, 1.0),
             });
         }
         if points.is_empty() {
             points.push(Point {
                 size: scale,
-                miss_ratio: 1.0,
+                miss_ratio: (recorded / total).clamp(0.0, 1.0),
             });
         }
         Curve::new(model, k, unit, points)

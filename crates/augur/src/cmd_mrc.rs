@@ -1,15 +1,712 @@
-//! `augur mrc` and `augur mrc-compare` (not written yet).
+//! `augur mrc` (a miss-ratio curve of a trace from one model) and `augur mrc-compare`
+//! (a model against the exact simulators that are its ground truth, kRedis §6.3: MAE at
+//! 40 cache sizes evenly spaced up to the working set).
+//!
+//! ```text
+//! augur mrc traces/arc_p3.oracleGeneral.bin.zst --model krr --k 1,2,4,8,16 --rate 0.001 \
+//!     --out curve.csv --plot curve.svg
+//! augur mrc-compare traces/cloudphysics.oracleGeneral.bin.zst --model krr --bytes
+//! ```
 
-#[derive(clap::Args)]
-pub struct MrcArgs {}
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-#[derive(clap::Args)]
-pub struct CompareArgs {}
+use anyhow::{bail, Context, Result};
+use augur_mrc::curve::{Curve, Point, SizeUnit};
+use augur_mrc::krr::{Krr, KrrConfig};
+use augur_mrc::olken::Olken;
+use augur_mrc::MrcModel;
+use augur_sim::{simulate_grid, PolicySpec, Unit};
+use augur_trace::Op;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 
-pub fn run_mrc(_args: MrcArgs) -> anyhow::Result<()> {
-    anyhow::bail!("augur mrc is not implemented yet")
+/// The models `augur mrc` can run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelName {
+    /// Exact LRU stack distances (Olken, O(log M) per request).
+    Olken,
+    /// KRR: probabilistic stack model of K-LRU / Redis's sampled LRU (kRedis §3).
+    Krr,
+    /// SHARDS: spatially sampled LRU stack distances.
+    Shards,
+    /// MIMIR: bucketed LRU stack.
+    Mimir,
+    /// Miniature simulation: scaled-down simulators at a grid of sizes.
+    Minisim,
 }
 
-pub fn run_compare(_args: CompareArgs) -> anyhow::Result<()> {
-    anyhow::bail!("augur mrc-compare is not implemented yet")
+#[derive(clap::Args)]
+pub struct MrcArgs {
+    /// Trace file (oracleGeneral, CSV or text; zstd-compressed or not).
+    pub trace: PathBuf,
+
+    /// The model.
+    #[arg(long, value_enum, default_value = "krr")]
+    pub model: ModelName,
+
+    /// Sampling sizes K (krr, minisim): one curve per K.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
+    pub k: Vec<u32>,
+
+    /// Spatial sampling rate R in (0, 1] (krr, shards, minisim); default 1 for krr (every
+    /// key), the model's own default otherwise.
+    #[arg(long)]
+    pub rate: Option<f64>,
+
+    /// Sizes in bytes (object sizes from the trace) instead of objects.
+    #[arg(long)]
+    pub bytes: bool,
+
+    /// Number of points per curve, evenly spaced over (0, working set].
+    #[arg(long, default_value_t = 100)]
+    pub points: usize,
+
+    /// Write the curves as CSV (`model,k,size,miss_ratio`) here; stdout if absent.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Also print the curves as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Draw the curves as an SVG plot here.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+
+    /// Run KRR with K itself instead of the paper's K' = K^1.4 correction (§3.1).
+    #[arg(long)]
+    pub no_k_correction: bool,
+
+    /// Seed of the model's random generator.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// Trace file (oracleGeneral, CSV or text; zstd-compressed or not).
+    pub trace: PathBuf,
+
+    /// The model to judge.
+    #[arg(long, value_enum, default_value = "krr")]
+    pub model: ModelName,
+
+    /// Sampling sizes K (krr, minisim).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
+    pub k: Vec<u32>,
+
+    /// Spatial sampling rate R of the model.
+    #[arg(long)]
+    pub rate: Option<f64>,
+
+    /// Compare byte-level curves (capacity in bytes).
+    #[arg(long)]
+    pub bytes: bool,
+
+    /// Number of simulated cache sizes, evenly spaced up to the working set.
+    #[arg(long, default_value_t = 40)]
+    pub sizes: usize,
+
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Run KRR with K instead of K^1.4.
+    #[arg(long)]
+    pub no_k_correction: bool,
+
+    /// Seed of the model's and the simulators' random generators.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// Settings shared by both commands for building a model.
+struct ModelSpec<'a> {
+    name: ModelName,
+    ks: &'a [u32],
+    rate: Option<f64>,
+    unit: SizeUnit,
+    k_correction: bool,
+    seed: u64,
+}
+
+fn build_model(spec: &ModelSpec) -> Result<Box<dyn MrcModel>> {
+    if spec.ks.is_empty() || spec.ks.contains(&0) {
+        bail!("--k needs one or more K >= 1");
+    }
+    if let Some(r) = spec.rate {
+        if !(r > 0.0 && r <= 1.0) {
+            bail!("--rate must be in (0, 1], got {r}");
+        }
+    }
+    Ok(match spec.name {
+        ModelName::Olken => {
+            if spec.rate.is_some_and(|r| r < 1.0) {
+                bail!("olken is exact and does not sample; use --model shards for a sampled LRU curve");
+            }
+            Box::new(Olken::new(spec.unit))
+        }
+        ModelName::Krr => Box::new(Krr::new(KrrConfig {
+            ks: spec.ks.to_vec(),
+            k_exponent: spec.k_correction.then_some(Krr::PAPER_K_EXPONENT),
+            rate: spec.rate.unwrap_or(1.0),
+            unit: spec.unit,
+            seed: spec.seed,
+            ..KrrConfig::default()
+        })),
+        ModelName::Shards | ModelName::Mimir | ModelName::Minisim => {
+            bail!(
+                "model {:?} is not wired into the CLI yet (augur_mrc::{{shards, mimir, minisim}} \
+                 were still being written); use olken or krr",
+                spec.name
+            )
+        }
+    })
+}
+
+fn size_unit(bytes: bool) -> SizeUnit {
+    if bytes {
+        SizeUnit::Bytes
+    } else {
+        SizeUnit::Objects
+    }
+}
+
+fn progress_bar(len: Option<u64>) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    match len {
+        Some(n) => ProgressBar::new(n).with_style(
+            ProgressStyle::with_template(
+                "{spinner} {msg} [{bar:40}] {human_pos}/{human_len} ({per_sec}, eta {eta})",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {msg} {human_pos} requests ({per_sec})")
+                .expect("valid template"),
+        ),
+    }
+}
+
+/// Working set of the requests seen: distinct keys and the sum of their first sizes.
+#[derive(Default)]
+struct Footprint {
+    keys: HashSet<u64>,
+    bytes: u64,
+}
+
+impl Footprint {
+    fn add(&mut self, key: u64, size: u32) {
+        if self.keys.insert(key) {
+            self.bytes += u64::from(size);
+        }
+    }
+
+    fn in_unit(&self, unit: SizeUnit) -> u64 {
+        match unit {
+            SizeUnit::Objects => self.keys.len() as u64,
+            SizeUnit::Bytes => self.bytes,
+        }
+    }
+}
+
+/// Feeds a trace file to `model`, streaming: GET and SET are references, DELETE removes.
+fn feed(path: &Path, model: &mut dyn MrcModel, msg: &str) -> Result<(Footprint, u64)> {
+    let reader =
+        augur_trace::open_auto(path).with_context(|| format!("opening {}", path.display()))?;
+    let pb = progress_bar(reader.len_hint());
+    pb.set_message(msg.to_string());
+    let mut fp = Footprint::default();
+    let mut n = 0u64;
+    for req in reader {
+        let req = req?;
+        match req.op {
+            Op::Get | Op::Set => {
+                fp.add(req.key, req.size);
+                model.access(req.key, req.size);
+            }
+            Op::Delete => model.delete(req.key),
+        }
+        n += 1;
+        if n % 65_536 == 0 {
+            pb.inc(65_536);
+        }
+    }
+    pb.finish_and_clear();
+    Ok((fp, n))
+}
+
+#[derive(Serialize)]
+struct CurveJson<'a> {
+    model: &'a str,
+    k: Option<u32>,
+    unit: &'static str,
+    points: &'a [Point],
+}
+
+fn unit_name(u: SizeUnit) -> &'static str {
+    match u {
+        SizeUnit::Objects => "objects",
+        SizeUnit::Bytes => "bytes",
+    }
+}
+
+pub fn run_mrc(args: MrcArgs) -> Result<()> {
+    if args.points == 0 {
+        bail!("--points must be at least 1");
+    }
+    let unit = size_unit(args.bytes);
+    let mut model = build_model(&ModelSpec {
+        name: args.model,
+        ks: &args.k,
+        rate: args.rate,
+        unit,
+        k_correction: !args.no_k_correction,
+        seed: args.seed,
+    })?;
+    let t0 = Instant::now();
+    let (fp, n) = feed(&args.trace, model.as_mut(), "modelling")?;
+    let elapsed = t0.elapsed().as_secs_f64();
+    let ws = fp.in_unit(unit) as f64;
+    let curves: Vec<Curve> = model
+        .curves()
+        .iter()
+        .map(|c| c.resample(ws, args.points))
+        .collect();
+    eprintln!(
+        "{n} requests, working set {} {}, {} curve(s) in {elapsed:.2}s ({:.1}M requests/s)",
+        ws,
+        unit_name(unit),
+        curves.len(),
+        n as f64 / elapsed.max(1e-9) / 1e6
+    );
+
+    let csv = curves_csv(&curves)?;
+    match &args.out {
+        Some(p) => std::fs::write(p, csv).with_context(|| format!("writing {}", p.display()))?,
+        None => print!("{csv}"),
+    }
+    if args.json {
+        let js: Vec<CurveJson> = curves
+            .iter()
+            .map(|c| CurveJson {
+                model: &c.model,
+                k: c.k,
+                unit: unit_name(c.unit),
+                points: &c.points,
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&js)?);
+    }
+    if let Some(p) = &args.plot {
+        let title = format!(
+            "{} — {}",
+            args.trace.file_name().map_or_else(
+                || args.trace.display().to_string(),
+                |f| f.to_string_lossy().into_owned()
+            ),
+            format!("{:?}", args.model).to_lowercase()
+        );
+        std::fs::write(p, plot_svg(&curves, &title))
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// CSV with header `model,k,size,miss_ratio` (k empty for single-curve models).
+fn curves_csv(curves: &[Curve]) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(["model", "k", "size", "miss_ratio"])?;
+    for c in curves {
+        let k = c.k.map(|k| k.to_string()).unwrap_or_default();
+        for p in &c.points {
+            w.write_record([
+                c.model.as_str(),
+                k.as_str(),
+                &format_size(p.size),
+                &format!("{:.6}", p.miss_ratio),
+            ])?;
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// Sizes are whole objects or bytes when the spacing allows; otherwise 3 decimals.
+fn format_size(s: f64) -> String {
+    if (s - s.round()).abs() < 1e-9 {
+        format!("{}", s.round() as u64)
+    } else {
+        format!("{s:.3}")
+    }
+}
+
+/// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `target` ticks.
+fn nice_step(max: f64, target: usize) -> f64 {
+    let raw = max / target.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let n = raw / mag;
+    let m = if n <= 1.0 {
+        1.0
+    } else if n <= 2.0 {
+        2.0
+    } else if n <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
+/// Tick label with SI suffixes (k, M, G) to stay short.
+fn short_num(v: f64) -> String {
+    let a = v.abs();
+    let (x, suf) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = format!("{x:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{suf}")
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A hand-written SVG line plot: axes with ticks and labels, a grid, one polyline per
+/// curve and a legend.
+fn plot_svg(curves: &[Curve], title: &str) -> String {
+    const W: f64 = 860.0;
+    const H: f64 = 520.0;
+    const L: f64 = 70.0;
+    const R: f64 = 190.0;
+    const T: f64 = 40.0;
+    const B: f64 = 60.0;
+    const COLORS: [&str; 10] = [
+        "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+        "#bcbd22", "#17becf",
+    ];
+    let pw = W - L - R;
+    let ph = H - T - B;
+    let xmax = curves
+        .iter()
+        .map(Curve::max_size)
+        .fold(0.0f64, f64::max)
+        .max(1.0);
+    let x = |v: f64| L + v / xmax * pw;
+    let y = |v: f64| T + (1.0 - v.clamp(0.0, 1.0)) * ph;
+    let unit = curves.first().map_or("objects", |c| unit_name(c.unit));
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="15">{}</text>"#,
+        L + pw / 2.0,
+        xml_escape(title)
+    );
+    // Grid and ticks.
+    let step = nice_step(xmax, 8);
+    let mut v = 0.0;
+    while v <= xmax * 1.0001 {
+        let px = x(v);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{px:.1}" y1="{T}" x2="{px:.1}" y2="{:.1}" stroke="#e5e5e5"/><line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="black"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            T + ph,
+            T + ph,
+            T + ph + 5.0,
+            T + ph + 19.0,
+            short_num(v)
+        );
+        v += step;
+    }
+    for i in 0..=10 {
+        let mr = i as f64 / 10.0;
+        let py = y(mr);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{L}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#e5e5e5"/><line x1="{:.1}" y1="{py:.1}" x2="{L}" y2="{py:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" text-anchor="end">{mr:.1}</text>"##,
+            L + pw,
+            L - 5.0,
+            L - 8.0,
+            py + 4.0
+        );
+    }
+    // Axes and their labels.
+    let _ = writeln!(
+        s,
+        r#"<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">cache size ({unit})</text>"#,
+        L + pw / 2.0,
+        H - 15.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">miss ratio</text>"#,
+        T + ph / 2.0,
+        T + ph / 2.0
+    );
+    // Curves and legend.
+    for (i, c) in curves.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let mut pts = format!("{:.1},{:.1}", x(0.0), y(1.0));
+        for p in &c.points {
+            let _ = write!(pts, " {:.1},{:.1}", x(p.size), y(p.miss_ratio));
+        }
+        let _ = writeln!(
+            s,
+            r#"<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.8"/>"#
+        );
+        let label = match c.k {
+            Some(k) => format!("{} K={k}", c.model),
+            None => c.model.clone(),
+        };
+        let ly = T + 14.0 + i as f64 * 20.0;
+        let lx = L + pw + 15.0;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            lx + 24.0,
+            lx + 30.0,
+            ly + 4.0,
+            xml_escape(&label)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The simulators that are a model's ground truth: plain K-LRU (KRR Eq. 1) and Redis's
+/// pooled K-LRU for each K of KRR; exact LRU for the LRU models.
+fn reference_policies(model: ModelName, ks: &[u32]) -> Vec<(Option<u32>, PolicySpec)> {
+    match model {
+        ModelName::Krr | ModelName::Minisim => ks
+            .iter()
+            .flat_map(|&k| {
+                let k2 = k as usize;
+                [
+                    (Some(k), PolicySpec::KLru { k: k2 }),
+                    (Some(k), PolicySpec::RedisLru { k: k2 }),
+                ]
+            })
+            .collect(),
+        ModelName::Olken | ModelName::Shards | ModelName::Mimir => {
+            vec![(None, PolicySpec::Lru)]
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct CompareRow {
+    model: String,
+    k: Option<u32>,
+    simulator: String,
+    mae: f64,
+    /// Miss ratios of model and simulator at 25/50/75 % of the working set.
+    model_at: [f64; 3],
+    sim_at: [f64; 3],
+}
+
+pub fn run_compare(args: CompareArgs) -> Result<()> {
+    if args.sizes == 0 {
+        bail!("--sizes must be at least 1");
+    }
+    let unit = size_unit(args.bytes);
+    let sim_unit = if args.bytes {
+        Unit::Bytes
+    } else {
+        Unit::Objects
+    };
+    let mut model = build_model(&ModelSpec {
+        name: args.model,
+        ks: &args.k,
+        rate: args.rate,
+        unit,
+        k_correction: !args.no_k_correction,
+        seed: args.seed,
+    })?;
+    // The simulators need the trace in memory; they take every request as a GET filled
+    // on a miss, so the model is fed the same stream (a DELETE would have no
+    // counterpart in the simulators).
+    let reqs = augur_trace::load_all(&args.trace)
+        .with_context(|| format!("reading {}", args.trace.display()))?;
+    let trace: Vec<(u64, u32)> = reqs.iter().map(|r| (r.key, r.size)).collect();
+    drop(reqs);
+    let t0 = Instant::now();
+    let mut fp = Footprint::default();
+    for &(k, s) in &trace {
+        fp.add(k, s);
+        model.access(k, s);
+    }
+    let t_model = t0.elapsed().as_secs_f64();
+    let ws = fp.in_unit(unit);
+    let n = args.sizes as u64;
+    let sizes: Vec<u64> = (1..=n).map(|i| (ws * i / n).max(1)).collect();
+    let refs = reference_policies(args.model, &args.k);
+    let policies: Vec<PolicySpec> = refs.iter().map(|r| r.1).collect();
+    let pb = progress_bar(Some((policies.len() * sizes.len() * trace.len()) as u64));
+    pb.set_message("simulating");
+    let t1 = Instant::now();
+    let results = simulate_grid(&trace, &policies, &sizes, sim_unit, args.seed, &|d| {
+        pb.inc(d)
+    });
+    pb.finish_and_clear();
+    let t_sim = t1.elapsed().as_secs_f64();
+
+    let curves = model.curves();
+    let mut rows = Vec::new();
+    for (pi, (k, policy)) in refs.iter().enumerate() {
+        let sim_pts: Vec<Point> = results[pi * sizes.len()..(pi + 1) * sizes.len()]
+            .iter()
+            .map(|r| Point {
+                size: r.size as f64,
+                miss_ratio: r.miss_ratio,
+            })
+            .collect();
+        let sim = Curve::new(policy.to_string(), *k, unit, sim_pts);
+        let Some(mc) = curves.iter().find(|c| c.k == *k || k.is_none()) else {
+            bail!("model produced no curve for K = {k:?}");
+        };
+        let at = |c: &Curve| [0.25, 0.5, 0.75].map(|f| c.miss_ratio_at(f * ws as f64));
+        rows.push(CompareRow {
+            model: mc.model.clone(),
+            k: *k,
+            simulator: policy.to_string(),
+            mae: mc.mae_at_points(&sim),
+            model_at: at(mc),
+            sim_at: at(&sim),
+        });
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!(
+        "trace {}: {} requests, working set {ws} {}; model {:.2}s, {} simulations {:.2}s",
+        args.trace.display(),
+        trace.len(),
+        unit_name(unit),
+        t_model,
+        results.len(),
+        t_sim
+    );
+    println!(
+        "{:<8} {:>4} {:<14} {:>9}   {:>23}   {:>23}",
+        "model", "k", "simulator", "MAE", "model mr @25/50/75%", "sim mr @25/50/75%"
+    );
+    for r in &rows {
+        println!(
+            "{:<8} {:>4} {:<14} {:>9.5}   {:>7.4} {:>7.4} {:>7.4}   {:>7.4} {:>7.4} {:>7.4}",
+            r.model,
+            r.k.map(|k| k.to_string()).unwrap_or_default(),
+            r.simulator,
+            r.mae,
+            r.model_at[0],
+            r.model_at[1],
+            r.model_at[2],
+            r.sim_at[0],
+            r.sim_at[1],
+            r.sim_at[2]
+        );
+    }
+    // Mean MAE per simulator family.
+    let mut families: Vec<String> = Vec::new();
+    for r in &rows {
+        let fam = r.simulator.split(':').next().unwrap_or("").to_string();
+        if !families.contains(&fam) {
+            families.push(fam);
+        }
+    }
+    for fam in families {
+        let v: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.simulator.split(':').next() == Some(fam.as_str()))
+            .map(|r| r.mae)
+            .collect();
+        println!(
+            "mean MAE vs {fam}: {:.5} over {} curve(s)",
+            v.iter().sum::<f64>() / v.len() as f64,
+            v.len()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_has_the_exact_header_and_one_row_per_point() {
+        let c = Curve::new(
+            "krr",
+            Some(4),
+            SizeUnit::Objects,
+            vec![
+                Point {
+                    size: 10.0,
+                    miss_ratio: 0.5,
+                },
+                Point {
+                    size: 20.0,
+                    miss_ratio: 0.25,
+                },
+            ],
+        );
+        let s = curves_csv(&[c]).unwrap();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "model,k,size,miss_ratio");
+        assert_eq!(lines[1], "krr,4,10,0.500000");
+        assert_eq!(lines.len(), 3);
+    }
+
+    #[test]
+    fn svg_has_one_polyline_per_curve_and_a_legend() {
+        let mk = |k| {
+            Curve::new(
+                "krr",
+                Some(k),
+                SizeUnit::Objects,
+                vec![Point {
+                    size: 1000.0,
+                    miss_ratio: 0.3,
+                }],
+            )
+        };
+        let s = plot_svg(&[mk(1), mk(16)], "t <x>");
+        assert_eq!(s.matches("<polyline").count(), 2);
+        assert!(s.contains("krr K=16"));
+        assert!(s.contains("t &lt;x&gt;"));
+        assert!(s.ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn nice_steps_are_1_2_5_times_powers_of_ten() {
+        assert_eq!(nice_step(100.0, 10), 10.0);
+        assert_eq!(nice_step(760_000.0, 8), 100_000.0);
+        assert_eq!(nice_step(3.0, 8), 0.5);
+        assert_eq!(short_num(250_000.0), "250k");
+        assert_eq!(short_num(1.5e9), "1.5G");
+    }
 }
