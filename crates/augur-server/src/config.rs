@@ -357,6 +357,14 @@ mod tests {
     }
 
     #[test]
+    fn example_config_file_parses_to_defaults() {
+        let text = include_str!("../../../augur.conf.example");
+        let mut c = ServerConfig::default();
+        c.apply_file_contents(text).unwrap();
+        assert_eq!(c, ServerConfig::default());
+    }
+
+    #[test]
     fn get_reflects_apply() {
         let mut c = ServerConfig::default();
         for name in PARAMS {
