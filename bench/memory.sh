@@ -15,12 +15,12 @@ print('%-10s keys=%-8d rss=%7.1f MiB  rss/key=%6.1f B' % (n, keys, pid_rss/2**20
 
 start_augur 7201; A=$LAST_PID
 $GEN "$KEYS" | redis-cli -p 7201 --pipe >/dev/null
-sleep 1
+sleep 3
 report augur "$(rss_bytes $A)" "$(redis-cli -p 7201 dbsize)" "$(info_field 7201 memory used_memory)"
 
 start_redis 7202; R=$LAST_PID
 $GEN "$KEYS" | redis-cli -p 7202 --pipe >/dev/null
-sleep 1
+sleep 3
 report redis "$(rss_bytes $R)" "$(redis-cli -p 7202 dbsize)" "$(info_field 7202 memory used_memory)"
 
 start_memcached 7203 4096; M=$LAST_PID
