@@ -347,6 +347,8 @@ struct Conn {
     stream: BufReader<TcpStream>,
     out: Vec<u8>,
     line: Vec<u8>,
+    /// Value bytes (`a..z` repeating), grown on demand to the largest value sent.
+    pattern: Vec<u8>,
 }
 
 impl Conn {
@@ -359,6 +361,7 @@ impl Conn {
             stream: BufReader::with_capacity(64 * 1024, tcp),
             out: Vec::with_capacity(4096),
             line: Vec::new(),
+            pattern: Vec::new(),
         })
     }
 
@@ -395,8 +398,10 @@ impl Conn {
     /// Appends a value argument of `len` deterministic bytes (`a..z` repeating).
     fn value_arg(&mut self, len: usize) {
         let _ = write!(self.out, "${len}\r\n");
-        self.out.reserve(len + 2);
-        self.out.extend((0..len).map(|i| b'a' + (i % 26) as u8));
+        if self.pattern.len() < len {
+            self.pattern = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+        }
+        self.out.extend_from_slice(&self.pattern[..len]);
         self.out.extend_from_slice(b"\r\n");
     }
 
@@ -903,15 +908,20 @@ pub fn run(args: Args) -> Result<()> {
     let progress = Arc::new(AtomicU64::new(0));
     let show_bar = !args.no_progress && std::io::stdout().is_terminal();
     let bar = if show_bar {
-        let pb = match total_hint {
-            Some(t) => indicatif::ProgressBar::new(t),
-            None => indicatif::ProgressBar::new_spinner(),
+        // Compressed traces have no known length: show a counter instead of a bar.
+        let (pb, template) = match total_hint {
+            Some(t) => (
+                indicatif::ProgressBar::new(t),
+                "[{elapsed_precise}] {wide_bar} {human_pos}/{human_len} ({eta} left)",
+            ),
+            None => (
+                indicatif::ProgressBar::new_spinner(),
+                "{spinner} [{elapsed_precise}] {human_pos} requests",
+            ),
         };
         pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} {per_sec}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         Some(pb)
     } else {
