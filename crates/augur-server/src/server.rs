@@ -12,12 +12,11 @@ use crate::state::{now_ms, ClientMeta, Shared};
 use bytes::{Buf, BytesMut};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Notify;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Buffers grown past this by one big request or reply are released afterwards, so an
@@ -192,21 +191,7 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
     sock.set_nodelay(true)?;
     let maxclients = shared.maxclients.load(Relaxed);
     let id = shared.next_client_id.fetch_add(1, Relaxed);
-    let meta = Arc::new(ClientMeta {
-        id,
-        addr,
-        laddr: sock.local_addr()?,
-        created: std::time::Instant::now(),
-        last_interaction_ms: AtomicU64::new(0),
-        db: AtomicU8::new(0),
-        resp: AtomicU8::new(2),
-        last_cmd: AtomicU32::new(u32::MAX),
-        name: Default::default(),
-        lib_name: Default::default(),
-        lib_ver: Default::default(),
-        killed: AtomicBool::new(false),
-        kill: Notify::new(),
-    });
+    let meta = Arc::new(ClientMeta::new(id, addr, sock.local_addr()?));
     let admitted = {
         let mut clients = shared.clients.lock();
         let room = (clients.len() as u64) < maxclients;

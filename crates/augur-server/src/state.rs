@@ -58,6 +58,24 @@ pub struct ClientMeta {
 }
 
 impl ClientMeta {
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr) -> Self {
+        Self {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            last_interaction_ms: AtomicU64::new(0),
+            db: AtomicU8::new(0),
+            resp: AtomicU8::new(2),
+            last_cmd: AtomicU32::new(u32::MAX),
+            name: Mutex::default(),
+            lib_name: Mutex::default(),
+            lib_ver: Mutex::default(),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+        }
+    }
+
     pub fn idle_secs(&self) -> u64 {
         let now = self.created.elapsed().as_millis() as u64;
         now.saturating_sub(self.last_interaction_ms.load(Relaxed)) / 1000
