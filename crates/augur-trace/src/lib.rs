@@ -153,6 +153,14 @@ mod tests {
     }
 
     #[test]
+    fn readers_can_move_between_threads() {
+        // The simulator and replay client read traces on worker threads.
+        fn send<T: Send>() {}
+        send::<TraceReader>();
+        send::<synth::Synth>();
+    }
+
+    #[test]
     fn op_parsing_is_case_insensitive() {
         assert_eq!(Op::parse("GET"), Some(Op::Get));
         assert_eq!(Op::parse(" Set "), Some(Op::Set));

@@ -125,6 +125,18 @@ fn csv_and_text_files_compressed_or_not() {
     let fake = dir.join("fake.oracleGeneral.bin.zst");
     std::fs::write(&fake, [0u8; 48]).unwrap();
     assert!(augur_trace::load_all(&fake).is_err());
+    // A zstd stream that is corrupt after its magic number is an error, not a panic.
+    let corrupt = dir.join("corrupt.oracleGeneral.bin.zst");
+    let mut bytes = zstd::encode_all(&[7u8; 24 * 100][..], 1).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[4..mid].iter_mut().for_each(|b| *b = !*b);
+    std::fs::write(&corrupt, &bytes).unwrap();
+    assert!(augur_trace::load_all(&corrupt).is_err());
+    // A zstd stream cut short is an error too.
+    let cut = dir.join("cut.oracleGeneral.bin.zst");
+    let full = zstd::encode_all(&[7u8; 24 * 1000][..], 1).unwrap();
+    std::fs::write(&cut, &full[..full.len() - 3]).unwrap();
+    assert!(augur_trace::load_all(&cut).is_err());
     // A missing file is an error.
     assert!(augur_trace::load_all(dir.join("missing.csv")).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
