@@ -7,7 +7,8 @@
 //! the object whose most recent reference happened at time `t` is still live. The LRU
 //! stack distance of a re-reference to an object last seen at `t0` is the number of
 //! live slots at `>= t0` (every object referenced since, plus itself), a suffix sum;
-//! its byte distance is the same suffix sum of sizes. The reference then clears `t0`
+//! its byte distance is the same suffix sum of sizes (the tree then holds each slot's
+//! size instead of 1: one `u64` per node either way, to keep the tree small). The reference then clears `t0`
 //! and sets the current time. Timestamps only grow, so when the tree's capacity is
 //! exhausted the live slots are renumbered `0..M` in order (compaction) into a tree of
 //! capacity `max(2M, 1024)`: O(M) work every >= M references, O(1) amortised, and the
@@ -26,13 +27,6 @@ struct Entry {
     size: u32,
 }
 
-/// One Fenwick node: number of live slots and their total size in its range.
-#[derive(Debug, Clone, Copy, Default)]
-struct Node {
-    count: u64,
-    bytes: u64,
-}
-
 /// Exact LRU stack distances (Olken), by object count or bytes.
 #[derive(Debug, Clone)]
 pub struct Olken {
@@ -40,8 +34,9 @@ pub struct Olken {
     map: KeyMap<Entry>,
     /// Key referenced at each timestamp slot; stale unless `map[key].slot` is that slot.
     slots: Vec<u64>,
-    /// 1-based Fenwick tree over slots `0..capacity` (index `slot + 1`).
-    tree: Vec<Node>,
+    /// 1-based Fenwick tree over slots `0..capacity` (index `slot + 1`) of each live
+    /// slot's weight: 1, or the object's size in byte mode.
+    tree: Vec<u64>,
     live_bytes: u64,
     hist: DistanceHistogram,
     compactions: u64,
@@ -63,7 +58,7 @@ impl Olken {
             unit,
             map: KeyMap::default(),
             slots: Vec::with_capacity(MIN_CAPACITY),
-            tree: vec![Node::default(); MIN_CAPACITY + 1],
+            tree: vec![0; MIN_CAPACITY + 1],
             live_bytes: 0,
             hist: DistanceHistogram::new(max_buckets),
             compactions: 0,
@@ -99,48 +94,56 @@ impl Olken {
     pub fn memory_bytes(&self) -> usize {
         // hashbrown: one control byte plus the (key, entry) pair per bucket.
         let map = self.map.capacity() * (1 + std::mem::size_of::<(u64, Entry)>());
-        map + self.slots.capacity() * 8
-            + self.tree.capacity() * std::mem::size_of::<Node>()
-            + self.hist.counts().len() * 8
+        map + self.slots.capacity() * 8 + self.tree.capacity() * 8 + self.hist.counts().len() * 8
     }
 
     /// The stack distance of a reference to `key` (1 = most recent) in the model's unit,
     /// without recording it or updating the stack; `None` for a first reference.
     pub fn distance_of(&self, key: u64) -> Option<u64> {
         let e = self.map.get(&key)?;
-        let before = self.prefix(e.slot as usize);
-        Some(match self.unit {
-            SizeUnit::Objects => self.map.len() as u64 - before.count,
-            SizeUnit::Bytes => self.live_bytes - before.bytes,
-        })
+        Some(self.total_weight(self.map.len() as u64) - self.prefix(e.slot as usize))
+    }
+
+    /// Weight of an object of `size` bytes in the tree.
+    #[inline]
+    fn weight(&self, size: u32) -> u64 {
+        match self.unit {
+            SizeUnit::Objects => 1,
+            SizeUnit::Bytes => u64::from(size),
+        }
+    }
+
+    /// Total weight of `live` objects.
+    #[inline]
+    fn total_weight(&self, live: u64) -> u64 {
+        match self.unit {
+            SizeUnit::Objects => live,
+            SizeUnit::Bytes => self.live_bytes,
+        }
     }
 
     fn capacity(&self) -> usize {
         self.tree.len() - 1
     }
 
-    /// Sum over slots `0..slot` (exclusive).
+    /// Sum of weights over slots `0..slot` (exclusive).
     #[inline]
-    fn prefix(&self, slot: usize) -> Node {
-        let mut acc = Node::default();
+    fn prefix(&self, slot: usize) -> u64 {
+        let mut acc = 0u64;
         let mut i = slot;
         while i > 0 {
-            let n = self.tree[i];
-            acc.count += n.count;
-            acc.bytes += n.bytes;
+            acc += self.tree[i];
             i &= i - 1;
         }
         acc
     }
 
     #[inline]
-    fn add(&mut self, slot: usize, count: i64, bytes: i64) {
+    fn add(&mut self, slot: usize, delta: u64) {
         let mut i = slot + 1;
         let cap = self.capacity();
         while i <= cap {
-            let n = &mut self.tree[i];
-            n.count = n.count.wrapping_add(count as u64);
-            n.bytes = n.bytes.wrapping_add(bytes as u64);
+            self.tree[i] = self.tree[i].wrapping_add(delta);
             i += i & i.wrapping_neg();
         }
     }
@@ -152,15 +155,15 @@ impl Olken {
         let live = self.map.len();
         let cap = (2 * live).max(MIN_CAPACITY);
         let mut slots = Vec::with_capacity(cap);
-        let mut tree = vec![Node::default(); cap + 1];
+        let mut tree = vec![0u64; cap + 1];
         for (old_slot, &key) in self.slots.iter().enumerate() {
             if let Some(e) = self.map.get_mut(&key) {
                 if e.slot as usize == old_slot {
                     e.slot = slots.len() as u32;
                     slots.push(key);
-                    tree[slots.len()] = Node {
-                        count: 1,
-                        bytes: u64::from(e.size),
+                    tree[slots.len()] = match self.unit {
+                        SizeUnit::Objects => 1,
+                        SizeUnit::Bytes => u64::from(e.size),
                     };
                 }
             }
@@ -169,9 +172,7 @@ impl Olken {
         for i in 1..=cap {
             let parent = i + (i & i.wrapping_neg());
             if parent <= cap {
-                let n = tree[i];
-                tree[parent].count += n.count;
-                tree[parent].bytes += n.bytes;
+                tree[parent] += tree[i];
             }
         }
         self.slots = slots;
@@ -186,43 +187,45 @@ impl MrcModel for Olken {
         }
         let now = self.slots.len();
         self.slots.push(key);
-        match self.map.get(&key).copied() {
-            Some(e) => {
-                let before = self.prefix(e.slot as usize);
-                let d = match self.unit {
-                    SizeUnit::Objects => self.map.len() as u64 - before.count,
-                    SizeUnit::Bytes => self.live_bytes - before.bytes,
+        let live = self.map.len() as u64;
+        // One hash lookup per reference: the entry is updated in place.
+        let prev = match self.map.entry(key) {
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let e = *o.get();
+                *o.get_mut() = Entry {
+                    slot: now as u32,
+                    size,
                 };
+                Some(e)
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Entry {
+                    slot: now as u32,
+                    size,
+                });
+                None
+            }
+        };
+        match prev {
+            Some(e) => {
+                let d = self.total_weight(live) - self.prefix(e.slot as usize);
                 self.hist.record(d);
-                self.add(e.slot as usize, -1, -i64::from(e.size));
-                self.add(now, 1, i64::from(size));
+                let w = self.weight(e.size);
+                self.add(e.slot as usize, w.wrapping_neg());
                 self.live_bytes = self.live_bytes - u64::from(e.size) + u64::from(size);
-                self.map.insert(
-                    key,
-                    Entry {
-                        slot: now as u32,
-                        size,
-                    },
-                );
             }
             None => {
                 self.hist.record_cold();
-                self.add(now, 1, i64::from(size));
                 self.live_bytes += u64::from(size);
-                self.map.insert(
-                    key,
-                    Entry {
-                        slot: now as u32,
-                        size,
-                    },
-                );
             }
         }
+        self.add(now, self.weight(size));
     }
 
     fn delete(&mut self, key: u64) {
         if let Some(e) = self.map.remove(&key) {
-            self.add(e.slot as usize, -1, -i64::from(e.size));
+            let w = self.weight(e.size);
+            self.add(e.slot as usize, w.wrapping_neg());
             self.live_bytes -= u64::from(e.size);
         }
     }
