@@ -307,3 +307,40 @@ fn password_only_auth() {
         g[0]
     );
 }
+
+#[test]
+fn csv_trace_with_sets_and_deletes() {
+    let Some(redis) = Redis::start(&[]) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("augur-replay-csv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ops.csv");
+    // get a: miss+fill; get a: hit; delete a; get a: miss+fill; set b; get b: hit;
+    // get user:7 (string key, hashed): miss+fill of 300 bytes, capped to 50.
+    std::fs::write(&path, "op,key,size\nGET,1,10\nget,1,10\nDELETE,1,\nget,1,10\nset,2,20\nGet,2,20\nget,user:7,300\n")
+        .unwrap();
+    let g = replay_json(&[
+        path.to_str().unwrap(),
+        "--addr",
+        &redis.addr(),
+        "--format",
+        "csv:op=0,key=1,size=2,header",
+        "--connections",
+        "2",
+        "--value-size-cap",
+        "50",
+    ]);
+    let counts: Vec<u64> = [
+        "requests", "gets", "hits", "fills", "sets", "deletes", "errors",
+    ]
+    .iter()
+    .map(|f| u(&g[0], f))
+    .collect();
+    assert_eq!(counts, vec![7, 5, 2, 3, 1, 1, 0]);
+    assert_eq!(redis.command(None, &["STRLEN", "k:1"]).trim(), ":10");
+    assert_eq!(redis.command(None, &["STRLEN", "k:2"]).trim(), ":20");
+    let hashed = format!("k:{}", augur_trace::key_hash(b"user:7"));
+    assert_eq!(redis.command(None, &["STRLEN", &hashed]).trim(), ":50");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
