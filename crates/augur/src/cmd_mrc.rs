@@ -48,12 +48,13 @@ pub struct MrcArgs {
     #[arg(long, value_enum, default_value = "krr")]
     pub model: ModelName,
 
-    /// Sampling sizes K (krr, minisim): one curve per K.
+    /// Sampling sizes K (krr, minisim): one curve per K. minisim simulates Redis's
+    /// pooled K-LRU (`redis-lru:K`) in miniature for each K.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
     pub k: Vec<u32>,
 
     /// Spatial sampling rate R in (0, 1] (krr, shards, minisim); default 1 for krr (every
-    /// key), the model's own default otherwise.
+    /// key), 0.01 for shards and minisim.
     #[arg(long)]
     pub rate: Option<f64>,
 
@@ -132,7 +133,25 @@ struct ModelSpec<'a> {
     unit: SizeUnit,
     k_correction: bool,
     seed: u64,
+    /// Full-scale cache sizes (for minisim, which simulates a fixed grid) and the
+    /// working set (for MIMIR, which profiles a cache plus ghosts covering it).
+    sizes: &'a [u64],
+    working_set: u64,
 }
+
+impl ModelSpec<'_> {
+    /// Whether building the model needs the working set, found by a first pass.
+    fn needs_working_set(name: ModelName) -> bool {
+        matches!(name, ModelName::Mimir | ModelName::Minisim)
+    }
+}
+
+/// Default spatial sampling rate of SHARDS and miniature simulation when `--rate` is
+/// not given (the SHARDS paper's and DLRU's usual 1%).
+const DEFAULT_SAMPLED_RATE: f64 = 0.01;
+
+/// MIMIR's bucket count (the MIMIR paper evaluates B = 100 as its default).
+const MIMIR_BUCKETS: usize = 100;
 
 fn build_model(spec: &ModelSpec) -> Result<Box<dyn MrcModel>> {
     if spec.ks.is_empty() || spec.ks.contains(&0) {
@@ -158,14 +177,87 @@ fn build_model(spec: &ModelSpec) -> Result<Box<dyn MrcModel>> {
             seed: spec.seed,
             ..KrrConfig::default()
         })),
-        ModelName::Shards | ModelName::Mimir | ModelName::Minisim => {
-            bail!(
-                "model {:?} is not wired into the CLI yet (augur_mrc::{{shards, mimir, minisim}} \
-                 were still being written); use olken or krr",
-                spec.name
-            )
+        ModelName::Shards => {
+            let rate = spec.rate.unwrap_or(DEFAULT_SAMPLED_RATE);
+            Box::new(UnitFilter {
+                inner: augur_mrc::shards::Shards::fixed_rate(rate),
+                unit: spec.unit,
+            })
+        }
+        ModelName::Mimir => {
+            if spec.rate.is_some() {
+                bail!("mimir does not sample keys; drop --rate");
+            }
+            // A cache of half the working set with as many ghosts, so the estimated
+            // curve covers the whole working set (MIMIR §2.4).
+            let capacity = (spec.working_set / 2).max(1);
+            Box::new(augur_mrc::mimir::MimirLru::new(
+                augur_mrc::mimir::MimirConfig {
+                    buckets: MIMIR_BUCKETS,
+                    aging: augur_mrc::mimir::Aging::Rounder,
+                    capacity,
+                    ghost_capacity: spec.working_set.saturating_sub(capacity).max(1),
+                    unit: spec.unit,
+                },
+            ))
+        }
+        ModelName::Minisim => {
+            // One miniature Redis (pooled K-LRU) per K and size, as DLRU runs them.
+            let mut m = augur_mrc::minisim::MiniSim::new(
+                spec.rate.unwrap_or(DEFAULT_SAMPLED_RATE),
+                spec.unit,
+                spec.sizes,
+            );
+            for &k in spec.ks {
+                m.add_spec(PolicySpec::RedisLru { k: k as usize }, spec.seed);
+            }
+            Box::new(m)
         }
     })
+}
+
+/// Keeps only the curves in one unit (SHARDS measures objects and bytes at once).
+struct UnitFilter<M> {
+    inner: M,
+    unit: SizeUnit,
+}
+
+impl<M: MrcModel> MrcModel for UnitFilter<M> {
+    fn access(&mut self, key: u64, size: u32) {
+        self.inner.access(key, size)
+    }
+    fn delete(&mut self, key: u64) {
+        self.inner.delete(key)
+    }
+    fn curves(&self) -> Vec<Curve> {
+        let mut v = self.inner.curves();
+        v.retain(|c| c.unit == self.unit);
+        v
+    }
+}
+
+/// `n` whole sizes evenly spaced over (0, max].
+fn size_grid(max: u64, n: usize) -> Vec<u64> {
+    let n = n.max(1) as u64;
+    (1..=n).map(|i| (max * i / n).max(1)).collect()
+}
+
+/// The working set of a trace file by a streaming pass.
+fn footprint_of(path: &Path) -> Result<Footprint> {
+    let reader =
+        augur_trace::open_auto(path).with_context(|| format!("opening {}", path.display()))?;
+    let pb = progress_bar(reader.len_hint());
+    pb.set_message("working set");
+    let mut fp = Footprint::default();
+    for req in reader {
+        let req = req?;
+        if req.op != Op::Delete {
+            fp.add(req.key, req.size);
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    Ok(fp)
 }
 
 fn size_unit(bytes: bool) -> SizeUnit {
@@ -235,7 +327,7 @@ fn feed(path: &Path, model: &mut dyn MrcModel, msg: &str) -> Result<(Footprint, 
             Op::Delete => model.delete(req.key),
         }
         n += 1;
-        if n % 65_536 == 0 {
+        if n & 0xffff == 0 {
             pb.inc(65_536);
         }
     }
@@ -263,6 +355,12 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
         bail!("--points must be at least 1");
     }
     let unit = size_unit(args.bytes);
+    let working_set = if ModelSpec::needs_working_set(args.model) {
+        footprint_of(&args.trace)?.in_unit(unit)
+    } else {
+        0
+    };
+    let sizes = size_grid(working_set, args.points);
     let mut model = build_model(&ModelSpec {
         name: args.model,
         ks: &args.k,
@@ -270,6 +368,8 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
         unit,
         k_correction: !args.no_k_correction,
         seed: args.seed,
+        sizes: &sizes,
+        working_set,
     })?;
     let t0 = Instant::now();
     let (fp, n) = feed(&args.trace, model.as_mut(), "modelling")?;
@@ -498,10 +598,15 @@ fn plot_svg(curves: &[Curve], title: &str) -> String {
 }
 
 /// The simulators that are a model's ground truth: plain K-LRU (KRR Eq. 1) and Redis's
-/// pooled K-LRU for each K of KRR; exact LRU for the LRU models.
+/// pooled K-LRU for each K of KRR; exact LRU for the LRU models; for miniature
+/// simulation the very policy it miniaturises (Redis's pooled K-LRU per K).
 fn reference_policies(model: ModelName, ks: &[u32]) -> Vec<(Option<u32>, PolicySpec)> {
     match model {
-        ModelName::Krr | ModelName::Minisim => ks
+        ModelName::Minisim => ks
+            .iter()
+            .map(|&k| (Some(k), PolicySpec::RedisLru { k: k as usize }))
+            .collect(),
+        ModelName::Krr => ks
             .iter()
             .flat_map(|&k| {
                 let k2 = k as usize;
@@ -538,14 +643,6 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     } else {
         Unit::Objects
     };
-    let mut model = build_model(&ModelSpec {
-        name: args.model,
-        ks: &args.k,
-        rate: args.rate,
-        unit,
-        k_correction: !args.no_k_correction,
-        seed: args.seed,
-    })?;
     // The simulators need the trace in memory; they take every request as a GET filled
     // on a miss, so the model is fed the same stream (a DELETE would have no
     // counterpart in the simulators).
@@ -553,16 +650,27 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
         .with_context(|| format!("reading {}", args.trace.display()))?;
     let trace: Vec<(u64, u32)> = reqs.iter().map(|r| (r.key, r.size)).collect();
     drop(reqs);
-    let t0 = Instant::now();
     let mut fp = Footprint::default();
     for &(k, s) in &trace {
         fp.add(k, s);
+    }
+    let ws = fp.in_unit(unit);
+    let sizes = size_grid(ws, args.sizes);
+    let mut model = build_model(&ModelSpec {
+        name: args.model,
+        ks: &args.k,
+        rate: args.rate,
+        unit,
+        k_correction: !args.no_k_correction,
+        seed: args.seed,
+        sizes: &sizes,
+        working_set: ws,
+    })?;
+    let t0 = Instant::now();
+    for &(k, s) in &trace {
         model.access(k, s);
     }
     let t_model = t0.elapsed().as_secs_f64();
-    let ws = fp.in_unit(unit);
-    let n = args.sizes as u64;
-    let sizes: Vec<u64> = (1..=n).map(|i| (ws * i / n).max(1)).collect();
     let refs = reference_policies(args.model, &args.k);
     let policies: Vec<PolicySpec> = refs.iter().map(|r| r.1).collect();
     let pb = progress_bar(Some((policies.len() * sizes.len() * trace.len()) as u64));
@@ -612,12 +720,12 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
         t_sim
     );
     println!(
-        "{:<8} {:>4} {:<14} {:>9}   {:>23}   {:>23}",
+        "{:<20} {:>4} {:<14} {:>9}   {:>23}   {:>23}",
         "model", "k", "simulator", "MAE", "model mr @25/50/75%", "sim mr @25/50/75%"
     );
     for r in &rows {
         println!(
-            "{:<8} {:>4} {:<14} {:>9.5}   {:>7.4} {:>7.4} {:>7.4}   {:>7.4} {:>7.4} {:>7.4}",
+            "{:<20} {:>4} {:<14} {:>9.5}   {:>7.4} {:>7.4} {:>7.4}   {:>7.4} {:>7.4} {:>7.4}",
             r.model,
             r.k.map(|k| k.to_string()).unwrap_or_default(),
             r.simulator,
