@@ -19,7 +19,11 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 pub static malloc_conf: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 #[derive(Parser)]
-#[command(name = "augur", version, about = "A multi-tenant, self-modelling cache server speaking the Redis protocol")]
+#[command(
+    name = "augur",
+    version,
+    about = "A multi-tenant, self-modelling cache server speaking the Redis protocol"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
