@@ -1,17 +1,31 @@
 //! MIMIR throughput and memory on arc_p3 (3.9M requests, 762k objects), one core, the
 //! trace decoded in memory first. The cache is 50,000 objects (the MIMIR paper's Table 1
-//! size for the P-traces) with 50,000 ghosts; MIMIR runs beside its own exact LRU cache
-//! ([`MimirLru`]), so the figure is "LRU cache + profiler" per request. Also prints the
-//! accuracy against exact LRU over 1..=100,000 objects.
+//! size for the P-traces) with 50,000 ghosts. Two things are timed, each as the best of
+//! `REPS` runs, by wall clock and by this thread's CPU time (`/proc/thread-self/schedstat`,
+//! so other processes on a loaded machine do not dilute the rate):
 //!
-//! `cargo run --release -p augur-mrc --example mimir_speed [trace] [cache_size]`
+//! - **(a) MIMIR alone**: a plain LRU cache is simulated once, untimed, and records the
+//!   upcalls it would make (HIT on a hit; MISS+INSERT on a miss, then one EVICT per
+//!   victim). The timed loop replays that event stream into [`Mimir`]
+//!   ([`Mimir::hit`], [`Mimir::miss_insert`], [`Mimir::evict`]): the profiler's own
+//!   overhead beside a real cache, the MIMIR paper's Fig. 3 / Fig. 7a question. Rates
+//!   are per trace request (and per event).
+//! - **(b) cache + MIMIR**: [`MimirLru`], MIMIR sharing its slab with its own exact LRU
+//!   cache, per request: what an offline profiler of a trace costs.
+//!
+//! Memory: bytes of the per-key structures (slab records + table cells) per tracked key,
+//! and the total heap including DELTA. Accuracy against exact LRU over 1..=N and
+//! 1..=2N objects is printed for both runs (they must agree).
+//!
+//! `cargo run --release -p augur-mrc --example mimir_speed [trace] [cache_size] [reps]`
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 use std::time::Instant;
 
-use augur_mrc::curve::SizeUnit;
-use augur_mrc::mimir::{Aging, MimirConfig, MimirLru};
+use augur_mrc::curve::{Curve, SizeUnit};
+use augur_mrc::mimir::{Aging, Mimir, MimirConfig, MimirLru};
 use augur_mrc::shards::Shards;
 use augur_mrc::MrcModel;
 
@@ -41,19 +55,113 @@ fn thread_cpu_ns() -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
+/// A cache upcall to MIMIR.
+#[derive(Clone, Copy)]
+enum Event {
+    Hit(u64),
+    MissInsert(u64, u32),
+    Evict(u64),
+}
+
+/// The upcalls of an LRU cache of `n` objects over `trace` (HashMap + linked list,
+/// independent of MIMIR's code), and its miss ratio.
+fn lru_events(trace: &[(u64, u32)], n: usize) -> (Vec<Event>, f64) {
+    const NIL: usize = usize::MAX;
+    let mut map: HashMap<u64, usize> = HashMap::with_capacity(n + 1);
+    // (key, prev, next); head = most recent.
+    let mut nodes: Vec<(u64, usize, usize)> = Vec::with_capacity(n + 1);
+    let (mut head, mut tail) = (NIL, NIL);
+    let mut events = Vec::with_capacity(trace.len() * 2);
+    let mut misses = 0usize;
+    for &(k, s) in trace {
+        let i = match map.get(&k) {
+            Some(&i) => {
+                events.push(Event::Hit(k));
+                let (_, p, nx) = nodes[i];
+                if p == NIL {
+                    continue; // already the head
+                }
+                nodes[p].2 = nx;
+                if nx == NIL {
+                    tail = p;
+                } else {
+                    nodes[nx].1 = p;
+                }
+                i
+            }
+            None => {
+                misses += 1;
+                events.push(Event::MissInsert(k, s));
+                let i = if map.len() == n {
+                    let v = tail;
+                    events.push(Event::Evict(nodes[v].0));
+                    map.remove(&nodes[v].0);
+                    tail = nodes[v].1;
+                    nodes[tail].2 = NIL;
+                    nodes[v].0 = k;
+                    v
+                } else {
+                    nodes.push((k, NIL, NIL));
+                    nodes.len() - 1
+                };
+                map.insert(k, i);
+                i
+            }
+        };
+        nodes[i].1 = NIL;
+        nodes[i].2 = head;
+        if head == NIL {
+            tail = i;
+        } else {
+            nodes[head].1 = i;
+        }
+        head = i;
+    }
+    (events, misses as f64 / trace.len() as f64)
+}
+
+/// Runs `f` `reps` times; (best wall seconds, best thread-CPU seconds or NaN, last result).
+fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, f64, T) {
+    let (mut wall, mut cpu, mut last) = (f64::INFINITY, f64::INFINITY, None);
+    for _ in 0..reps {
+        let c0 = thread_cpu_ns();
+        let t = Instant::now();
+        let r = f();
+        wall = wall.min(t.elapsed().as_secs_f64());
+        match (c0, thread_cpu_ns()) {
+            (Some(a), Some(z)) => cpu = cpu.min((z - a) as f64 / 1e9),
+            _ => cpu = f64::NAN,
+        }
+        last = Some(r);
+    }
+    (wall, cpu, last.expect("reps >= 1"))
+}
+
+fn accuracy(c: &Curve, exact: &Curve, n: u64) -> (f64, f64) {
+    (
+        1.0 - c.mae(exact, n as f64, n as usize),
+        1.0 - c.mae(exact, 2.0 * n as f64, 2 * n as usize),
+    )
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let name = args.get(1).map_or("arc_p3", String::as_str);
     let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(50_000);
+    let reps: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(7);
     let trace = load(name);
     let mut exact = Shards::fixed_rate(1.0);
     for &(k, s) in &trace {
         exact.access(k, s);
     }
     let exact = exact.curve(SizeUnit::Objects);
+    let (events, lru_miss) = lru_events(&trace, n as usize);
+    let r = trace.len() as f64;
     println!(
-        "{name}: {} requests, cache {n} objects + {n} ghosts",
-        trace.len()
+        "{name}: {} requests, cache {n} objects + {n} ghosts, LRU miss ratio {lru_miss:.4}, \
+         {} upcalls; best of {reps}; rates in M requests/s, by thread CPU time (wall)",
+        trace.len(),
+        events.len()
     );
     for (aging, b) in [
         (Aging::Rounder, 8),
@@ -61,36 +169,48 @@ fn main() {
         (Aging::Stacker, 8),
         (Aging::Stacker, 128),
     ] {
-        let mut best = f64::INFINITY;
-        let mut best_cpu = f64::INFINITY;
-        let mut last = None;
-        for _ in 0..5 {
-            let mut m = MimirLru::new(MimirConfig::objects(b, aging, n));
-            let cpu = thread_cpu_ns();
-            let t = Instant::now();
+        let cfg = MimirConfig::objects(b, aging, n);
+        let (wall_a, cpu_a, m) = time(reps, || {
+            let mut m = Mimir::new(cfg);
+            for &ev in &events {
+                match ev {
+                    Event::Hit(k) => {
+                        m.hit(k);
+                    }
+                    Event::MissInsert(k, s) => {
+                        m.miss_insert(k, s);
+                    }
+                    Event::Evict(k) => m.evict(k),
+                }
+            }
+            m
+        });
+        let (wall_b, cpu_b, lru) = time(reps, || {
+            let mut m = MimirLru::new(cfg);
             for &(k, s) in &trace {
                 m.request(k, s);
             }
-            best = best.min(t.elapsed().as_secs_f64());
-            if let (Some(a), Some(z)) = (cpu, thread_cpu_ns()) {
-                best_cpu = best_cpu.min((z - a) as f64 / 1e9);
-            }
-            last = Some(m);
-        }
-        let m = last.expect("ran");
-        let c = m.curves().pop().expect("one curve");
-        let acc_n = 1.0 - c.mae(&exact, n as f64, n as usize);
-        let acc_2n = 1.0 - c.mae(&exact, 2.0 * n as f64, 2 * n as usize);
+            m
+        });
+        let (an_a, a2n_a) = accuracy(&m.curve(), &exact, n);
+        let (an_b, a2n_b) = accuracy(&lru.mimir().curve(), &exact, n);
+        assert!((lru.cache_miss_ratio() - lru_miss).abs() < 1e-12);
         println!(
-            "{aging:?} B={b:3}: {:5.1} M requests/s wall, {:5.1} M/s per CPU-second (best of 5), heap {:.1} MB ({:.0} B/tracked key), \
-             LRU miss ratio at {n}: {:.4}, accuracy 1..N {:.2}%, 1..2N {:.2}%",
-            trace.len() as f64 / best / 1e6,
-            trace.len() as f64 / best_cpu / 1e6,
-            m.mimir().heap_bytes() as f64 / 1e6,
-            m.mimir().heap_bytes() as f64 / m.mimir().tracked_keys() as f64,
-            m.cache_miss_ratio(),
-            100.0 * acc_n,
-            100.0 * acc_2n,
+            "{aging:?} B={b:3}: (a) MIMIR alone {:5.1} ({:5.1}) M req/s = {:5.1} M upcalls/s, \
+             (b) cache+MIMIR {:5.1} ({:5.1}) M req/s; {:.1} B/tracked key ({} keys), heap {:.2} MB; \
+             accuracy 1..N {:.2}% / {:.2}%, 1..2N {:.2}% / {:.2}% (a / b)",
+            r / cpu_a / 1e6,
+            r / wall_a / 1e6,
+            events.len() as f64 / cpu_a / 1e6,
+            r / cpu_b / 1e6,
+            r / wall_b / 1e6,
+            m.key_heap_bytes() as f64 / m.tracked_keys() as f64,
+            m.tracked_keys(),
+            m.heap_bytes() as f64 / 1e6,
+            100.0 * an_a,
+            100.0 * an_b,
+            100.0 * a2n_a,
+            100.0 * a2n_b,
         );
     }
 }

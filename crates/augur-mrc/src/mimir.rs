@@ -40,7 +40,6 @@
 //! [`Mimir::mae_bound`].
 
 use crate::curve::{Curve, Point, SizeUnit};
-use crate::shards::U64Map;
 use crate::MrcModel;
 
 /// MIMIR's aging policy (§3.3).
@@ -82,15 +81,31 @@ impl MimirConfig {
 
 const NIL: u32 = u32::MAX;
 
+/// `Entry::tag` bits: the element is a ghost; the slot is free; the rest is the rank.
+const GHOST: u32 = 1 << 31;
+const FREE: u32 = 1 << 30;
+const RANK: u32 = FREE - 1;
+/// ROUNDER's `tail` only grows; when it reaches this, every rank is rebased down by a
+/// multiple of `B` (an O(slab) pass once per 2^29 agings), so ranks fit in 30 bits.
+const REBASE_AT: u32 = 1 << 29;
+
+/// One tracked key (cached or ghost): 24 bytes, no heap allocation. `prev`/`next` link
+/// it into the cached LRU list or the ghost list (`next` also chains free slots).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     key: u64,
-    rank: u64,
     prev: u32,
     next: u32,
+    /// Rank (bucket tag, §3.1 (1)) in the low 30 bits, plus `GHOST` / `FREE`.
+    tag: u32,
     size: u32,
-    ghost: bool,
-    live: bool,
+}
+
+impl Entry {
+    #[inline]
+    fn ghost(&self) -> bool {
+        self.tag & GHOST != 0
+    }
 }
 
 /// A doubly linked list through `Entry::prev/next`, head = most recent.
@@ -105,6 +120,129 @@ impl List {
         head: NIL,
         tail: NIL,
     };
+}
+
+/// 32 well-mixed bits of a `u64` key: one 64x64->128 multiply, folded.
+#[inline]
+fn hash32(key: u64) -> u32 {
+    let p = u128::from(key ^ 0x2d35_8dcc_aa6c_78a5).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let f = (p >> 64) as u64 ^ p as u64;
+    (f >> 32) as u32
+}
+
+/// Asks the CPU to start loading `r`'s cache line (a hint; no effect elsewhere than
+/// x86_64).
+#[inline(always)]
+fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` only hints the cache and never faults (here the address is
+    // even a live reference); its sole requirement is SSE, part of the x86_64 baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+            (r as *const T).cast(),
+        )
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
+/// Key -> slab slot index: open addressing with linear probing over 8-byte cells
+/// `hash32 << 32 | slot` (the key itself is checked in the slab, which the caller reads
+/// next anyway), so a lookup-or-insert is one probe sequence, usually one cache line.
+/// The home cell is the hash's top bits; deletion shifts later cells back (no
+/// tombstones). Load is kept at most 4/5.
+#[derive(Debug, Clone)]
+struct Table {
+    cells: Vec<u64>,
+    shift: u32,
+    mask: usize,
+    len: usize,
+}
+
+const EMPTY: u64 = u64::MAX;
+
+impl Table {
+    fn with_keys(keys: usize) -> Self {
+        let cap = (2 * keys + 1).next_power_of_two().max(16);
+        Self {
+            cells: vec![EMPTY; cap],
+            shift: 32 - cap.trailing_zeros(),
+            mask: cap - 1,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn home(&self, h: u32) -> usize {
+        (h >> self.shift) as usize
+    }
+
+    /// `Ok(cell)` holding `key`, or `Err(cell)`: the empty cell where it would go.
+    #[inline]
+    fn find(&self, key: u64, h: u32, slab: &[Entry]) -> Result<usize, usize> {
+        let mut i = self.home(h);
+        loop {
+            let c = self.cells[i];
+            if c == EMPTY {
+                return Err(i);
+            }
+            if (c >> 32) as u32 == h && slab[c as u32 as usize].key == key {
+                return Ok(i);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    #[inline]
+    fn slot(&self, cell: usize) -> u32 {
+        self.cells[cell] as u32
+    }
+
+    /// Fills the empty `cell` returned by [`Table::find`].
+    #[inline]
+    fn insert_at(&mut self, cell: usize, h: u32, slot: u32) {
+        self.cells[cell] = u64::from(h) << 32 | u64::from(slot);
+        self.len += 1;
+        if self.len * 5 > self.cells.len() * 4 {
+            self.grow();
+        }
+    }
+
+    /// Empties `cell`, shifting back the cells of its probe run.
+    #[inline]
+    fn remove_at(&mut self, cell: usize) {
+        let mut hole = cell;
+        let mut j = cell;
+        loop {
+            j = (j + 1) & self.mask;
+            let c = self.cells[j];
+            if c == EMPTY {
+                break;
+            }
+            let home = self.home((c >> 32) as u32);
+            if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(hole) & self.mask) {
+                self.cells[hole] = c;
+                hole = j;
+            }
+        }
+        self.cells[hole] = EMPTY;
+        self.len -= 1;
+    }
+
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.cells);
+        let cap = old.len() * 2;
+        self.cells = vec![EMPTY; cap];
+        self.shift = 32 - cap.trailing_zeros();
+        self.mask = cap - 1;
+        for c in old.into_iter().filter(|&c| c != EMPTY) {
+            let mut i = self.home((c >> 32) as u32);
+            while self.cells[i] != EMPTY {
+                i = (i + 1) & self.mask;
+            }
+            self.cells[i] = c;
+        }
+    }
 }
 
 /// The hit histogram: piecewise-linear DELTA over bins of width `g` up to the covered
@@ -170,22 +308,24 @@ impl Delta {
 
 /// MIMIR's HRC estimator with its ghost list, driven by a cache through the paper's
 /// HIT / MISS / INSERT / DELETE upcalls (§2.1, Fig. 1): [`Mimir::hit`],
-/// [`Mimir::miss`], [`Mimir::insert`], [`Mimir::evict`] and [`Mimir::delete`].
+/// [`Mimir::miss`], [`Mimir::insert`], [`Mimir::evict`] and [`Mimir::delete`], plus
+/// [`Mimir::miss_insert`] (MISS then INSERT of the same key in one table probe).
 ///
-/// MIMIR keeps its own rank tags in a slab indexed by key (the solid-line variant of
-/// Fig. 1); [`MimirLru`] reuses the same slab as its LRU cache so a request costs one
-/// hash lookup.
+/// MIMIR keeps its own rank tags in a slab indexed through an open-addressing table
+/// (the solid-line variant of Fig. 1); [`MimirLru`] reuses the same slab as its LRU
+/// cache so a request costs one table probe (plus one to forget the oldest ghost).
 #[derive(Debug, Clone)]
 pub struct Mimir {
     cfg: MimirConfig,
-    b: u64,
+    b: u32,
     /// `B - 1` when B is a power of two (bucket index by mask, no division on the
     /// request path), else 0.
-    mask: u64,
+    mask: u32,
     /// Per-bucket sizes, indexed by `rank % B`.
     buckets: Vec<u64>,
-    tail: u64,
+    tail: u32,
     share: u64,
+    objects: bool,
     delta: Delta,
     /// References counted (hits, ghost hits and misses).
     requests: f64,
@@ -195,9 +335,10 @@ pub struct Mimir {
     avg_sum: f64,
     avg_n: u64,
     avg_dist: f64,
-    map: U64Map<u32>,
+    table: Table,
     slab: Vec<Entry>,
-    free: Vec<u32>,
+    /// Head of the free-slot chain (through `Entry::next`).
+    free: u32,
     cached: List,
     ghosts: List,
     cached_used: u64,
@@ -206,8 +347,16 @@ pub struct Mimir {
 
 impl Mimir {
     pub fn new(cfg: MimirConfig) -> Self {
-        let b = cfg.buckets.max(2) as u64;
+        let b = cfg.buckets.clamp(2, 1 << 20) as u32;
         let cover = cfg.capacity + cfg.ghost_capacity;
+        let objects = cfg.unit == SizeUnit::Objects;
+        // Objects: the table never holds more than capacity + ghosts + 1 keys; bytes:
+        // start small and grow.
+        let keys = if objects {
+            cover.saturating_add(2).min(1 << 24) as usize
+        } else {
+            1024
+        };
         Self {
             cfg,
             b,
@@ -215,16 +364,17 @@ impl Mimir {
             buckets: vec![0; b as usize],
             // ROUNDER advances it; STACKER keeps it at bucket 0 (§3.3).
             tail: 0,
-            share: cover.div_ceil(b).max(1),
+            share: cover.div_ceil(u64::from(b)).max(1),
+            objects,
             delta: Delta::new(cover),
             requests: 0.0,
             width_sum: 0.0,
             avg_sum: 0.0,
             avg_n: 0,
             avg_dist: 0.0,
-            map: U64Map::default(),
+            table: Table::with_keys(keys),
             slab: Vec::new(),
-            free: Vec::new(),
+            free: NIL,
             cached: List::EMPTY,
             ghosts: List::EMPTY,
             cached_used: 0,
@@ -253,30 +403,33 @@ impl Mimir {
 
     /// Number of tracked keys (cached and ghosts).
     pub fn tracked_keys(&self) -> usize {
-        self.map.len()
+        self.table.len
     }
 
-    /// Bytes of heap memory held by the tracking structures (slab, hash table, DELTA,
-    /// buckets), an estimate from their capacities.
+    /// Bytes of heap memory held by the per-key structures (slab of 24-byte records
+    /// and the 8-byte-cell table), from their capacities.
+    pub fn key_heap_bytes(&self) -> usize {
+        self.slab.capacity() * std::mem::size_of::<Entry>() + self.table.cells.len() * 8
+    }
+
+    /// Bytes of heap memory held by all the tracking structures: per-key ones plus
+    /// DELTA and the buckets.
     pub fn heap_bytes(&self) -> usize {
-        self.slab.capacity() * std::mem::size_of::<Entry>()
-            + self.free.capacity() * 4
-            + self.map.capacity() * (8 + 4 + 1) // key, slot, control byte
-            + self.delta.slope.len() * 16
-            + self.buckets.len() * 8
+        self.key_heap_bytes() + self.delta.slope.len() * 16 + self.buckets.len() * 8
     }
 
     #[inline]
     fn cost(&self, size: u32) -> u64 {
-        match self.cfg.unit {
-            SizeUnit::Objects => 1,
-            SizeUnit::Bytes => u64::from(size),
+        if self.objects {
+            1
+        } else {
+            u64::from(size)
         }
     }
 
     /// Index in `buckets` of the bucket with rank tag `rank` (`rank mod B`).
     #[inline]
-    fn idx(&self, rank: u64) -> usize {
+    fn idx(&self, rank: u32) -> usize {
         (if self.mask != 0 {
             rank & self.mask
         } else {
@@ -285,38 +438,40 @@ impl Mimir {
     }
 
     #[inline]
-    fn head_rank(&self) -> u64 {
+    fn head_rank(&self) -> u32 {
         self.tail + self.b - 1
     }
 
-    // ---- linked lists ------------------------------------------------------------
+    // ---- slab and linked lists ---------------------------------------------------
 
-    fn unlink(&mut self, slot: u32) {
-        let e = self.slab[slot as usize];
-        let list = if e.ghost {
+    #[inline]
+    fn list(&mut self, ghost: bool) -> &mut List {
+        if ghost {
             &mut self.ghosts
         } else {
             &mut self.cached
-        };
+        }
+    }
+
+    #[inline]
+    fn unlink(&mut self, slot: u32) {
+        let e = self.slab[slot as usize];
         if e.prev == NIL {
-            list.head = e.next;
+            self.list(e.ghost()).head = e.next;
         } else {
             self.slab[e.prev as usize].next = e.next;
         }
         if e.next == NIL {
-            list.tail = e.prev;
+            self.list(e.ghost()).tail = e.prev;
         } else {
             self.slab[e.next as usize].prev = e.prev;
         }
     }
 
+    #[inline]
     fn push_front(&mut self, slot: u32) {
-        let ghost = self.slab[slot as usize].ghost;
-        let list = if ghost {
-            &mut self.ghosts
-        } else {
-            &mut self.cached
-        };
+        let ghost = self.slab[slot as usize].ghost();
+        let list = self.list(ghost);
         let old = list.head;
         list.head = slot;
         if old == NIL {
@@ -329,73 +484,89 @@ impl Mimir {
         e.next = old;
     }
 
-    fn alloc(&mut self, key: u64, size: u32) -> u32 {
-        let slot = self.alloc_unmapped(key, size);
-        self.map.insert(key, slot);
-        slot
-    }
-
-    /// A slot for `key`, not yet entered in the map.
+    /// A slot for `key` (not entered in the table), reusing a freed one if any.
     #[inline]
-    fn alloc_unmapped(&mut self, key: u64, size: u32) -> u32 {
+    fn alloc(&mut self, key: u64, size: u32) -> u32 {
         let e = Entry {
             key,
-            rank: 0,
             prev: NIL,
             next: NIL,
+            tag: 0,
             size,
-            ghost: false,
-            live: true,
         };
-        match self.free.pop() {
-            Some(s) => {
-                self.slab[s as usize] = e;
-                s
-            }
-            None => {
-                self.slab.push(e);
-                (self.slab.len() - 1) as u32
-            }
+        if self.free != NIL {
+            let s = self.free;
+            self.free = self.slab[s as usize].next;
+            self.slab[s as usize] = e;
+            s
+        } else {
+            self.slab.push(e);
+            (self.slab.len() - 1) as u32
         }
     }
 
+    /// Frees `slot`, whose key is in table cell `cell`.
+    #[inline]
+    fn release_at(&mut self, slot: u32, cell: usize) {
+        self.table.remove_at(cell);
+        let e = &mut self.slab[slot as usize];
+        e.tag = FREE;
+        e.next = self.free;
+        self.free = slot;
+    }
+
+    /// Frees `slot`, looking its key up in the table.
+    #[inline]
     fn release(&mut self, slot: u32) {
         let key = self.slab[slot as usize].key;
-        self.slab[slot as usize].live = false;
-        self.map.remove(&key);
-        self.free.push(slot);
+        let cell = self
+            .table
+            .find(key, hash32(key), &self.slab)
+            .expect("a live slot's key is in the table");
+        self.release_at(slot, cell);
     }
 
     // ---- the bucketed stack (Algorithm B) ----------------------------------------
 
-    /// ROUNDER's lazy fix-up: a rank below `tail` means the tail bucket.
+    /// ROUNDER's lazy fix-up (Algorithm B lines 3-4): a rank below `tail` means the
+    /// tail bucket.
     #[inline]
-    fn current_rank(&mut self, slot: u32) -> u64 {
+    fn current_rank(&mut self, slot: u32) -> u32 {
+        let tail = self.tail;
         let e = &mut self.slab[slot as usize];
-        if e.rank < self.tail {
-            e.rank = self.tail;
+        let r = e.tag & RANK;
+        if r < tail {
+            e.tag = (e.tag & !RANK) | tail;
+            tail
+        } else {
+            r
         }
-        e.rank
+    }
+
+    /// Sum of `n` consecutive buckets of the circular array from index `i`, as (at
+    /// most) two contiguous slices, which the compiler vectorises.
+    #[inline]
+    fn circ_sum(&self, i: usize, n: usize) -> u64 {
+        let bm = self.buckets.len();
+        if i + n <= bm {
+            self.buckets[i..i + n].iter().sum()
+        } else {
+            self.buckets[i..].iter().sum::<u64>() + self.buckets[..i + n - bm].iter().sum::<u64>()
+        }
     }
 
     /// `get-stack-dist`: sizes of the buckets above `rank`'s and of its own. Sums from
-    /// whichever end of the circular array is nearer, so it costs at most B/2 steps.
+    /// whichever end of the circular array is nearer, so it reads at most B/2 buckets.
     #[inline]
-    fn stack_dist(&self, rank: u64) -> (u64, u64) {
-        let bm = self.b as usize;
-        let own = self.buckets[self.idx(rank)];
+    fn stack_dist(&self, rank: u32) -> (u64, u64) {
+        let i = self.idx(rank);
+        let own = self.buckets[i];
         let above_n = (self.head_rank() - rank) as usize;
-        let start = if above_n <= bm / 2 {
-            let mut s = 0;
-            for r in rank + 1..=self.head_rank() {
-                s += self.buckets[self.idx(r)];
-            }
-            s
+        let start = if above_n <= self.buckets.len() / 2 {
+            self.circ_sum((i + 1) % self.buckets.len(), above_n)
         } else {
-            let mut below = 0;
-            for r in self.tail..rank {
-                below += self.buckets[self.idx(r)];
-            }
+            let below_n = (rank - self.tail) as usize;
+            let below = self.circ_sum(self.idx(self.tail), below_n);
             self.stack_total() - below - own
         };
         (start, start + own)
@@ -428,6 +599,7 @@ impl Mimir {
 
     /// Puts the element in `slot` (already out of any bucket) into the head bucket,
     /// aging first if the head bucket holds its fair share (Algorithm B lines 9-13).
+    #[inline]
     fn move_to_head(&mut self, slot: u32) {
         let cost = self.cost(self.slab[slot as usize].size);
         let h = self.idx(self.head_rank());
@@ -435,7 +607,8 @@ impl Mimir {
             self.age(slot);
         }
         let head = self.head_rank();
-        self.slab[slot as usize].rank = head;
+        let e = &mut self.slab[slot as usize];
+        e.tag = (e.tag & !RANK) | head;
         let i = self.idx(head);
         self.buckets[i] += cost;
     }
@@ -450,9 +623,27 @@ impl Mimir {
                 self.tail += 1;
                 let h = self.idx(self.head_rank());
                 self.buckets[h] = 0;
+                if self.tail >= REBASE_AT {
+                    self.rebase();
+                }
             }
             Aging::Stacker => self.age_stacker(moving),
         }
+    }
+
+    /// ROUNDER: lowers `tail` and every rank by the same multiple of `B` (ranks below
+    /// `tail` first mapped to it), which changes no bucket index.
+    #[cold]
+    fn rebase(&mut self) {
+        let tail = self.tail;
+        let by = tail - tail % self.b;
+        for e in &mut self.slab {
+            if e.tag & FREE == 0 {
+                let r = (e.tag & RANK).max(tail) - by;
+                e.tag = (e.tag & GHOST) | r;
+            }
+        }
+        self.tail -= by;
     }
 
     /// Algorithm C with `tail` fixed at 0: find the bucket `bk` that holds the average
@@ -484,19 +675,22 @@ impl Mimir {
         // shifted buckets i..B include every element more recent than the average.
         let bk = (1..=bk.max(1))
             .min_by_key(|&i| self.buckets[i - 1] + self.buckets[i])
-            .expect("B >= 2") as u64;
+            .expect("B >= 2") as u32;
         for i in bk as usize..bm {
             let v = self.buckets[i];
             self.buckets[i - 1] += v;
             self.buckets[i] = 0;
         }
+        // Free slots have FREE set, so their rank field reads >= 2^30 > bk: test the
+        // flag first. Ranks >= bk >= 1 lose 1 without borrowing from the flags.
         for (i, e) in self.slab.iter_mut().enumerate() {
-            if e.live && e.rank >= bk && i as u32 != moving {
-                e.rank -= 1;
+            if e.tag & FREE == 0 && e.tag & RANK >= bk && i as u32 != moving {
+                e.tag -= 1;
             }
         }
     }
 
+    #[inline]
     fn drop_from_bucket(&mut self, slot: u32) {
         let rank = self.current_rank(slot);
         let cost = self.cost(self.slab[slot as usize].size);
@@ -505,6 +699,7 @@ impl Mimir {
     }
 
     /// Drops the oldest ghosts while the ghost list is over its capacity.
+    #[inline]
     fn trim_ghosts(&mut self) {
         while self.ghost_used > self.cfg.ghost_capacity {
             let slot = self.ghosts.tail;
@@ -518,26 +713,59 @@ impl Mimir {
         }
     }
 
+    /// Starts loading what the next eviction and ghost drop will touch, while the
+    /// cache line holding it is not yet needed: the entries that become the list tails
+    /// after them, the oldest ghost's table cell (to remove it) and, with
+    /// `victim_cell`, the LRU victim's table cell (for an [`Mimir::evict`] upcall).
+    #[inline]
+    fn prefetch_next(&self, victim_cell: bool) {
+        let g = self.ghosts.tail;
+        if g != NIL {
+            let e = &self.slab[g as usize];
+            prefetch(&self.table.cells[self.table.home(hash32(e.key))]);
+            if e.prev != NIL {
+                prefetch(&self.slab[e.prev as usize]);
+            }
+        }
+        let t = self.cached.tail;
+        if t != NIL {
+            let e = &self.slab[t as usize];
+            if victim_cell {
+                prefetch(&self.table.cells[self.table.home(hash32(e.key))]);
+            }
+            if e.prev != NIL {
+                prefetch(&self.slab[e.prev as usize]);
+            }
+        }
+    }
+
     // ---- the paper's API ---------------------------------------------------------
 
     /// HIT(e): the cache served `key`. Returns false (and counts nothing) if MIMIR does
     /// not know `key` as cached.
     pub fn hit(&mut self, key: u64) -> bool {
-        match self.map.get(&key) {
-            Some(&slot) if !self.slab[slot as usize].ghost => {
+        match self.table.find(key, hash32(key), &self.slab) {
+            Ok(cell) => {
+                let slot = self.table.slot(cell);
+                if self.slab[slot as usize].ghost() {
+                    return false;
+                }
                 self.requests += 1.0;
                 self.hit_slot(slot);
                 true
             }
-            _ => false,
+            Err(_) => false,
         }
     }
 
+    #[inline]
     fn hit_slot(&mut self, slot: u32) {
         self.record_hit(slot);
         self.move_to_head(slot);
-        self.unlink(slot);
-        self.push_front(slot);
+        if self.cached.head != slot {
+            self.unlink(slot);
+            self.push_front(slot);
+        }
     }
 
     /// MISS(e): the cache missed `key`. If `key` is a ghost, the reference is counted
@@ -546,28 +774,76 @@ impl Mimir {
     /// Returns whether it was a ghost hit.
     pub fn miss(&mut self, key: u64) -> bool {
         self.requests += 1.0;
-        match self.map.get(&key) {
-            Some(&slot) if self.slab[slot as usize].ghost => {
+        if let Ok(cell) = self.table.find(key, hash32(key), &self.slab) {
+            let slot = self.table.slot(cell);
+            let e = self.slab[slot as usize];
+            if e.ghost() {
                 self.record_hit(slot);
                 self.unlink(slot);
-                self.ghost_used -= self.cost(self.slab[slot as usize].size);
-                self.release(slot);
-                true
+                self.ghost_used -= self.cost(e.size);
+                self.release_at(slot, cell);
+                return true;
             }
-            _ => false,
+        }
+        false
+    }
+
+    /// MISS(e) followed by INSERT(e) of `size` bytes (the cache filled the key it
+    /// missed), with one table probe: a ghost is counted as a hit at its distance and
+    /// becomes the cached head element in place. Returns whether it was a ghost hit.
+    #[inline]
+    pub fn miss_insert(&mut self, key: u64, size: u32) -> bool {
+        self.requests += 1.0;
+        let h = hash32(key);
+        match self.table.find(key, h, &self.slab) {
+            Ok(cell) => {
+                let slot = self.table.slot(cell);
+                let e = self.slab[slot as usize];
+                let was_ghost = e.ghost();
+                if was_ghost {
+                    self.record_hit(slot);
+                    self.unlink(slot);
+                    self.ghost_used -= self.cost(e.size);
+                } else {
+                    // Tracked as cached although the cache missed it: re-stored.
+                    self.drop_from_bucket(slot);
+                    self.unlink(slot);
+                    self.cached_used -= self.cost(e.size);
+                }
+                let e = &mut self.slab[slot as usize];
+                e.tag &= !GHOST;
+                e.size = size;
+                self.insert_slot(slot);
+                was_ghost
+            }
+            Err(cell) => {
+                let slot = self.alloc(key, size);
+                self.table.insert_at(cell, h, slot);
+                self.insert_slot(slot);
+                false
+            }
         }
     }
 
     /// INSERT(e): the cache stored `key` of `size` bytes; it enters the head bucket.
     /// A key MIMIR already tracks is first taken out of the stack.
     pub fn insert(&mut self, key: u64, size: u32) {
-        if self.map.contains_key(&key) {
-            self.delete(key);
-        }
+        let h = hash32(key);
+        let cell = match self.table.find(key, h, &self.slab) {
+            Ok(_) => {
+                self.delete(key);
+                self.table
+                    .find(key, h, &self.slab)
+                    .expect_err("deleted key")
+            }
+            Err(cell) => cell,
+        };
         let slot = self.alloc(key, size);
+        self.table.insert_at(cell, h, slot);
         self.insert_slot(slot);
     }
 
+    #[inline]
     fn insert_slot(&mut self, slot: u32) {
         self.move_to_head(slot);
         self.push_front(slot);
@@ -578,13 +854,23 @@ impl Mimir {
     /// evicted, so just below every cached element, which is where its bucket is), and
     /// the oldest ghosts beyond the ghost capacity are dropped.
     pub fn evict(&mut self, key: u64) {
-        if let Some(&slot) = self.map.get(&key) {
-            if !self.slab[slot as usize].ghost {
-                self.evict_slot(slot);
+        if let Ok(cell) = self.table.find(key, hash32(key), &self.slab) {
+            let slot = self.table.slot(cell);
+            if !self.slab[slot as usize].ghost() {
+                if self.cfg.ghost_capacity == 0 {
+                    self.unlink(slot);
+                    self.cached_used -= self.cost(self.slab[slot as usize].size);
+                    self.drop_from_bucket(slot);
+                    self.release_at(slot, cell);
+                } else {
+                    self.evict_slot(slot);
+                }
+                self.prefetch_next(true);
             }
         }
     }
 
+    #[inline]
     fn evict_slot(&mut self, slot: u32) {
         self.unlink(slot);
         let cost = self.cost(self.slab[slot as usize].size);
@@ -594,7 +880,7 @@ impl Mimir {
             self.release(slot);
             return;
         }
-        self.slab[slot as usize].ghost = true;
+        self.slab[slot as usize].tag |= GHOST;
         self.ghost_used += cost;
         self.push_front(slot);
         self.trim_ghosts();
@@ -603,16 +889,18 @@ impl Mimir {
     /// DELETE(e): `key` is gone for good (deleted by a client, or expired): it leaves
     /// its bucket whether cached or ghost.
     pub fn delete(&mut self, key: u64) {
-        if let Some(&slot) = self.map.get(&key) {
+        if let Ok(cell) = self.table.find(key, hash32(key), &self.slab) {
+            let slot = self.table.slot(cell);
             self.drop_from_bucket(slot);
             self.unlink(slot);
-            let cost = self.cost(self.slab[slot as usize].size);
-            if self.slab[slot as usize].ghost {
+            let e = self.slab[slot as usize];
+            let cost = self.cost(e.size);
+            if e.ghost() {
                 self.ghost_used -= cost;
             } else {
                 self.cached_used -= cost;
             }
-            self.release(slot);
+            self.release_at(slot, cell);
         }
     }
 
@@ -691,42 +979,44 @@ impl MimirLru {
         1.0 - self.hits as f64 / self.requests as f64
     }
 
-    /// One GET of `key` (filled on a miss); true on a cache hit.
+    /// One GET of `key` (filled on a miss); true on a cache hit. One table probe finds
+    /// the key or the cell where it goes.
     #[inline]
     pub fn request(&mut self, key: u64, size: u32) -> bool {
         self.requests += 1;
         let m = &mut self.m;
         m.requests += 1.0;
-        match m.map.get(&key) {
-            Some(&slot) if !m.slab[slot as usize].ghost && m.slab[slot as usize].size == size => {
-                m.hit_slot(slot);
-                self.hits += 1;
-                true
-            }
-            Some(&slot) => {
+        let h = hash32(key);
+        match m.table.find(key, h, &m.slab) {
+            Ok(cell) => {
+                let slot = m.table.slot(cell);
                 let e = m.slab[slot as usize];
-                if e.ghost {
-                    // MISS on a ghost: counted at its distance, then re-inserted.
-                    m.record_hit(slot);
-                    m.unlink(slot);
+                if !e.ghost() && e.size == size {
+                    m.hit_slot(slot);
+                    self.hits += 1;
+                    return true;
+                }
+                // MISS on a ghost (counted at its distance, then re-inserted), or a
+                // cached key whose size changed (a hit at its distance, then re-stored
+                // at the new size).
+                m.record_hit(slot);
+                m.unlink(slot);
+                if e.ghost() {
                     m.ghost_used -= m.cost(e.size);
                 } else {
-                    // A cached key whose size changed: a hit at its distance, then
-                    // re-stored at the new size.
-                    m.record_hit(slot);
-                    m.unlink(slot);
                     m.cached_used -= m.cost(e.size);
                     self.hits += 1;
                 }
-                m.slab[slot as usize].ghost = false;
-                m.slab[slot as usize].size = size;
+                let s = &mut m.slab[slot as usize];
+                s.tag &= !GHOST;
+                s.size = size;
                 m.insert_slot(slot);
                 self.make_room();
-                !e.ghost
+                !e.ghost()
             }
-            None => {
-                let slot = m.alloc_unmapped(key, size);
-                m.map.insert(key, slot);
+            Err(cell) => {
+                let slot = m.alloc(key, size);
+                m.table.insert_at(cell, h, slot);
                 m.insert_slot(slot);
                 self.make_room();
                 false
@@ -744,6 +1034,7 @@ impl MimirLru {
             }
             m.evict_slot(victim);
         }
+        m.prefetch_next(false);
     }
 }
 
