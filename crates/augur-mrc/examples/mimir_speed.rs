@@ -17,7 +17,8 @@
 //! and the total heap including DELTA. Accuracy against exact LRU over 1..=N and
 //! 1..=2N objects is printed for both runs (they must agree).
 //!
-//! `cargo run --release -p augur-mrc --example mimir_speed [trace] [cache_size] [reps]`
+//! `cargo run --release -p augur-mrc --example mimir_speed [trace] [cache_size] [reps] [only]`
+//! (`only`: run just the configurations whose name, e.g. `Rounder B=8`, contains it).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -54,6 +55,9 @@ fn thread_cpu_ns() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     s.split_whitespace().next()?.parse().ok()
 }
+
+/// (b'): requests ahead whose key is passed to [`MimirLru::prefetch`].
+const LOOKAHEAD: usize = 8;
 
 /// A cache upcall to MIMIR.
 #[derive(Clone, Copy)]
@@ -149,6 +153,7 @@ fn main() {
     let name = args.get(1).map_or("arc_p3", String::as_str);
     let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(50_000);
     let reps: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(7);
+    let only = args.get(4).map_or("", String::as_str);
     let trace = load(name);
     let mut exact = Shards::fixed_rate(1.0);
     for &(k, s) in &trace {
@@ -169,6 +174,9 @@ fn main() {
         (Aging::Stacker, 8),
         (Aging::Stacker, 128),
     ] {
+        if !format!("{aging:?} B={b}").contains(only) {
+            continue;
+        }
         let cfg = MimirConfig::objects(b, aging, n);
         let (wall_a, cpu_a, m) = time(reps, || {
             let mut m = Mimir::new(cfg);
@@ -192,18 +200,30 @@ fn main() {
             }
             m
         });
+        let (wall_c, cpu_c, _) = time(reps, || {
+            let mut m = MimirLru::new(cfg);
+            for (i, &(k, s)) in trace.iter().enumerate() {
+                if let Some(&(next, _)) = trace.get(i + LOOKAHEAD) {
+                    m.prefetch(next);
+                }
+                m.request(k, s);
+            }
+            m
+        });
         let (an_a, a2n_a) = accuracy(&m.curve(), &exact, n);
         let (an_b, a2n_b) = accuracy(&lru.mimir().curve(), &exact, n);
         assert!((lru.cache_miss_ratio() - lru_miss).abs() < 1e-12);
         println!(
             "{aging:?} B={b:3}: (a) MIMIR alone {:5.1} ({:5.1}) M req/s = {:5.1} M upcalls/s, \
-             (b) cache+MIMIR {:5.1} ({:5.1}) M req/s; {:.1} B/tracked key ({} keys), heap {:.2} MB; \
+             (b) cache+MIMIR {:5.1} ({:5.1}) M req/s, with prefetch {:5.1} ({:5.1}); {:.1} B/tracked key ({} keys), heap {:.2} MB; \
              accuracy 1..N {:.2}% / {:.2}%, 1..2N {:.2}% / {:.2}% (a / b)",
             r / cpu_a / 1e6,
             r / wall_a / 1e6,
             events.len() as f64 / cpu_a / 1e6,
             r / cpu_b / 1e6,
             r / wall_b / 1e6,
+            r / cpu_c / 1e6,
+            r / wall_c / 1e6,
             m.key_heap_bytes() as f64 / m.tracked_keys() as f64,
             m.tracked_keys(),
             m.heap_bytes() as f64 / 1e6,

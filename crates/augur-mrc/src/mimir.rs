@@ -713,30 +713,39 @@ impl Mimir {
         }
     }
 
-    /// Starts loading what the next eviction and ghost drop will touch, while the
-    /// cache line holding it is not yet needed: the entries that become the list tails
-    /// after them, the oldest ghost's table cell (to remove it) and, with
-    /// `victim_cell`, the LRU victim's table cell (for an [`Mimir::evict`] upcall).
+    /// Starts loading what the next evictions and ghost drops will touch, two steps
+    /// ahead (the entry that is the list tail's predecessor was itself prefetched one
+    /// step ago, so reading it here is cheap): the entries two places from the list
+    /// tails, the table cell of the next ghost to drop and, with `victim_cell`, of the
+    /// next LRU victim (for an [`Mimir::evict`] upcall).
     #[inline]
     fn prefetch_next(&self, victim_cell: bool) {
-        let g = self.ghosts.tail;
-        if g != NIL {
-            let e = &self.slab[g as usize];
-            prefetch(&self.table.cells[self.table.home(hash32(e.key))]);
-            if e.prev != NIL {
-                prefetch(&self.slab[e.prev as usize]);
+        for (t, cell) in [(self.ghosts.tail, true), (self.cached.tail, victim_cell)] {
+            if t == NIL {
+                continue;
             }
-        }
-        let t = self.cached.tail;
-        if t != NIL {
             let e = &self.slab[t as usize];
-            if victim_cell {
+            if cell {
                 prefetch(&self.table.cells[self.table.home(hash32(e.key))]);
             }
             if e.prev != NIL {
-                prefetch(&self.slab[e.prev as usize]);
+                let p = &self.slab[e.prev as usize];
+                if cell {
+                    prefetch(&self.table.cells[self.table.home(hash32(p.key))]);
+                }
+                if p.prev != NIL {
+                    prefetch(&self.slab[p.prev as usize]);
+                }
             }
         }
+    }
+
+    /// A hint that `key` will be looked up soon: starts loading its table cell. A cache
+    /// server that knows upcoming keys (pipelined or multi-key requests) can call it a
+    /// few requests ahead to overlap the lookup's cache miss with other work.
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        prefetch(&self.table.cells[self.table.home(hash32(key))]);
     }
 
     // ---- the paper's API ---------------------------------------------------------
@@ -969,6 +978,12 @@ impl MimirLru {
     /// The estimator.
     pub fn mimir(&self) -> &Mimir {
         &self.m
+    }
+
+    /// [`Mimir::prefetch`]: `key` will be requested soon.
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        self.m.prefetch(key);
     }
 
     /// Miss ratio of the internal LRU cache itself (at its capacity).
