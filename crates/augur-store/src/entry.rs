@@ -67,13 +67,22 @@ impl Entry {
         e
     }
 
+    /// Bytes requested from the allocator for an entry of this shape.
+    pub fn block_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
+        HEADER
+            + if ttl { TTL_BLOCK } else { 0 }
+            + if key_len > SHORT_KEY_MAX {
+                LONG_KEY_BLOCK
+            } else {
+                0
+            }
+            + key_len
+            + value_len
+    }
+
     fn alloc_uninit(db: u8, key_len: usize, value_len: usize, ttl: bool, atime: u32) -> Entry {
         let long = key_len > SHORT_KEY_MAX;
-        let size = HEADER
-            + if ttl { TTL_BLOCK } else { 0 }
-            + if long { LONG_KEY_BLOCK } else { 0 }
-            + key_len
-            + value_len;
+        let size = Self::block_size(key_len, value_len, ttl);
         // SAFETY: plain malloc; the result is checked for null below.
         let raw = unsafe { tikv_jemalloc_sys::malloc(size) } as *mut u8;
         let Some(ptr) = NonNull::new(raw) else {

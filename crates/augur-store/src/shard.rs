@@ -27,10 +27,12 @@
 //!
 //! # Eviction
 //!
-//! As Redis (`performEvictions`): before a write, if the shard is over its budget, evict
-//! until it is not (the write may then overshoot by its own size, as in Redis); if
-//! nothing can be evicted the write fails with OOM. The victim choice is
-//! [`augur_sim::policy`]'s code, the same code the offline simulator runs.
+//! Like Redis (`performEvictions`), eviction runs before a write, and a write for which
+//! nothing can be evicted fails with OOM. Unlike Redis, which evicts until it is under
+//! the limit and then lets the command overshoot, the shard evicts until the block the
+//! write will allocate fits, so it never ends above its budget (with many shards, Redis's
+//! way would overshoot by up to one value per shard); the simulators do the same. The
+//! victim choice is [`augur_sim::policy`]'s code, the same code the simulators run.
 
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
@@ -207,7 +209,11 @@ impl Shard {
         if key.len() > MAX_LEN || value.len() > MAX_LEN {
             return Err(WriteError::TooLarge);
         }
-        self.make_room()?;
+        // Room for the block this write may allocate (an upper bound: a replaced value
+        // frees its old block too), so the shard never ends above its budget.
+        self.make_room(
+            Entry::block_size(key.len(), value.len(), matches!(ttl, SetTtl::At(_))) as u64,
+        )?;
         let now = self.tick();
         let h = db_hash(key_hash(key), db);
         match self.find_live_pos(db, key, h, now_ms) {
@@ -324,7 +330,7 @@ impl Shard {
 
     /// Evicts until within budget (used after CONFIG SET maxmemory lowers the limit).
     pub(crate) fn enforce_limit(&mut self) {
-        let _ = self.make_room();
+        let _ = self.make_room(0);
         self.publish();
     }
 
@@ -629,11 +635,15 @@ impl Shard {
         }
     }
 
-    /// Evicts until within the shard's budget. Fails with OOM under noeviction or when
-    /// the policy finds nothing it may evict.
-    fn make_room(&mut self) -> Result<(), WriteError> {
-        let limit = self.config.shard_limit();
-        if limit == 0 || self.used() <= limit {
+    /// Evicts until `incoming` more bytes fit in the shard's budget. Fails with OOM under
+    /// noeviction or when the policy finds nothing it may evict.
+    fn make_room(&mut self, incoming: u64) -> Result<(), WriteError> {
+        let budget = self.config.shard_limit();
+        if budget == 0 {
+            return Ok(());
+        }
+        let limit = budget.saturating_sub(incoming);
+        if self.used() <= limit {
             return Ok(());
         }
         let policy = self.config.policy();
