@@ -188,7 +188,9 @@ fn main() {
                     krr[i].mae_at_points(&redis),
                     raw[i].mae_at_points(&klru),
                     raw[i].mae_at_points(&redis),
-                    sampled.as_ref().map_or(f64::NAN, |s| s[i].mae_at_points(&klru)),
+                    sampled
+                        .as_ref()
+                        .map_or(f64::NAN, |s| s[i].mae_at_points(&klru)),
                     sampled
                         .as_ref()
                         .map_or(f64::NAN, |s| s[i].mae_at_points(&redis)),
