@@ -151,6 +151,55 @@ impl Table {
         None
     }
 
+    /// Like [`Table::find`], but when the entry is absent also returns where an insert
+    /// would put it: the empty word that ended the probe (None if the probe ran off the
+    /// end). A write looks up its key and, on a miss, inserts without probing twice.
+    #[inline]
+    pub fn find_or_vacancy(
+        &self,
+        h: u64,
+        mut eq: impl FnMut(Entry) -> bool,
+    ) -> Result<usize, Option<usize>> {
+        if self.cap == 0 {
+            return Err(None);
+        }
+        let tag = tag_of(h);
+        let mut pos = self.home(h);
+        while let Some(&w) = self.words.get(pos) {
+            if w == 0 {
+                return Err(Some(pos));
+            }
+            if w >> PTR_BITS == tag && eq(entry_of(w)) {
+                return Ok(pos);
+            }
+            pos += 1;
+        }
+        Err(None)
+    }
+
+    /// Inserts an entry known to be absent at `vacancy` from [`Table::find_or_vacancy`]
+    /// (the table unchanged since) when no resize is due; otherwise as [`Table::insert`].
+    pub fn insert_at_vacancy(
+        &mut self,
+        h: u64,
+        e: Entry,
+        vacancy: Option<usize>,
+        hash_of: &impl Fn(Entry) -> u64,
+    ) -> usize {
+        match vacancy {
+            Some(pos)
+                if (self.len + 1) * 100 <= self.cap * MAX_LOAD
+                    && self.words.get(pos) == Some(&0) =>
+            {
+                debug_assert!(pos >= self.home(h));
+                self.words[pos] = Self::addr(e) | (tag_of(h) << PTR_BITS);
+                self.len += 1;
+                pos
+            }
+            _ => self.insert(h, e, hash_of),
+        }
+    }
+
     /// Inserts an entry known to be absent; returns its position. `hash_of` recomputes
     /// the hash of a stored entry when the table must be rebuilt.
     pub fn insert(&mut self, h: u64, e: Entry, hash_of: &impl Fn(Entry) -> u64) -> usize {

@@ -216,14 +216,26 @@ impl Shard {
         )?;
         let now = self.tick();
         let h = db_hash(key_hash(key), db);
-        match self.find_live_pos(db, key, h, now_ms) {
-            Some(pos) => self.replace(pos, value, ttl, now),
-            None => {
+        let found = match self
+            .table
+            .find_or_vacancy(h, |e| e.db() == db && e.key() == key)
+        {
+            Ok(pos) if self.entry(pos).expire_at().is_some_and(|at| now_ms > at) => {
+                // Expired: it goes, and the write inserts afresh (probing again).
+                self.remove_at(pos);
+                self.expired += 1;
+                Err(None)
+            }
+            other => other,
+        };
+        match found {
+            Ok(pos) => self.replace(pos, value, ttl, now),
+            Err(vacancy) => {
                 let expire = match ttl {
                     SetTtl::At(at) => Some(at),
                     SetTtl::Clear | SetTtl::Keep => None,
                 };
-                self.insert_new(db, key, value, expire, now, h);
+                self.insert_new(db, key, value, expire, now, h, vacancy);
             }
         }
         self.publish();
@@ -506,6 +518,9 @@ impl Shard {
             .map(|pos| self.entry(pos))
     }
 
+    /// Inserts an absent key; `vacancy` is where the failed lookup ended (see
+    /// [`Table::find_or_vacancy`]).
+    #[allow(clippy::too_many_arguments)]
     fn insert_new(
         &mut self,
         db: u8,
@@ -514,6 +529,7 @@ impl Shard {
         expire: Option<u64>,
         now: u32,
         h: u64,
+        vacancy: Option<usize>,
     ) {
         let ttl = expire.map(|at| (at, self.volatile.len() as u32));
         let e = Entry::new(db, key, value, ttl, now);
@@ -523,7 +539,7 @@ impl Shard {
             self.expires_per_db[db as usize] += 1;
         }
         self.keys_per_db[db as usize] += 1;
-        self.table.insert(h, e, &entry_hash);
+        self.table.insert_at_vacancy(h, e, vacancy, &entry_hash);
     }
 
     /// Replaces the value (and maybe the TTL) of the entry at `pos`.

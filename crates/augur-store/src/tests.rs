@@ -400,3 +400,26 @@ fn random_key_is_roughly_uniform_over_a_db() {
     assert!(chi2 < 27.9, "chi2 {chi2} {counts:?}");
     assert_eq!(s.random_key(3, 0), None);
 }
+
+#[test]
+fn set_over_an_expired_key_counts_the_expiry_and_starts_fresh() {
+    let s = store(0, EvictionPolicy::NoEviction, 1);
+    for i in 0..200u32 {
+        let k = format!("k{i}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), b"old", SetTtl::At(1000), 0)
+            .unwrap();
+    }
+    for i in 0..200u32 {
+        let k = format!("k{i}");
+        s.lock_key(k.as_bytes())
+            .set(0, k.as_bytes(), b"new", SetTtl::Keep, 2000)
+            .unwrap();
+    }
+    check_all(&s);
+    assert_eq!(s.stats().expired_keys, 200);
+    let mut g = s.lock_key(b"k7");
+    assert_eq!(g.peek(0, b"k7", 2000), Some(&b"new"[..]));
+    // KEEPTTL on an expired key keeps nothing: the fresh key is persistent.
+    assert_eq!(g.ttl(0, b"k7", 2000), TtlState::Persistent);
+}
