@@ -870,6 +870,15 @@ impl Mimir {
     /// evicted, so just below every cached element, which is where its bucket is), and
     /// the oldest ghosts beyond the ghost capacity are dropped.
     pub fn evict(&mut self, key: u64) {
+        // A cache evicts its LRU item, which is the tail of MIMIR's cached list (the
+        // same order): then the table probe is not needed. An unknown key or a ghost is
+        // never the cached tail, so this changes no result.
+        let t = self.cached.tail;
+        if t != NIL && self.slab[t as usize].key == key && self.cfg.ghost_capacity != 0 {
+            self.evict_slot(t);
+            self.prefetch_next(false);
+            return;
+        }
         if let Ok(cell) = self.table.find(key, hash32(key), &self.slab) {
             let slot = self.table.slot(cell);
             if !self.slab[slot as usize].ghost() {
