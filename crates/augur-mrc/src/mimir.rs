@@ -200,6 +200,22 @@ impl Table {
         }
     }
 
+    /// The cell of the live `slot`, whose key hashes to `h` (compares slot numbers, so
+    /// reads no slab record).
+    #[inline]
+    fn find_slot(&self, h: u32, slot: u32) -> usize {
+        let want = u64::from(h) << 32 | u64::from(slot);
+        let mut i = self.home(h);
+        loop {
+            let c = self.cells[i];
+            if c == want {
+                return i;
+            }
+            assert!(c != EMPTY, "a live slot's key is in the table");
+            i = (i + 1) & self.mask;
+        }
+    }
+
     #[inline]
     fn slot(&self, cell: usize) -> u32 {
         self.cells[cell] as u32
@@ -257,8 +273,8 @@ impl Table {
 #[derive(Debug, Clone)]
 struct Delta {
     g: f64,
-    slope: Vec<f64>,
-    offset: Vec<f64>,
+    /// Per bin, (slope, offset) side by side so a kink touches one cache line.
+    bins: Vec<[f64; 2]>,
 }
 
 impl Delta {
@@ -270,17 +286,16 @@ impl Delta {
         let bins = cover.min(Self::MAX_BINS);
         Self {
             g: cover as f64 / bins as f64,
-            slope: vec![0.0; bins as usize],
-            offset: vec![0.0; bins as usize],
+            bins: vec![[0.0; 2]; bins as usize],
         }
     }
 
     #[inline]
     fn kink(&mut self, at: f64, c: f64) {
         let i = (at / self.g) as usize;
-        if i < self.slope.len() {
-            self.slope[i] += c;
-            self.offset[i] += c * at;
+        if let Some(bin) = self.bins.get_mut(i) {
+            bin[0] += c;
+            bin[1] += c * at;
         }
     }
 
@@ -295,21 +310,16 @@ impl Delta {
     /// Cumulative hits at each bin's upper boundary.
     fn cumulative(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
         let (mut s, mut o) = (0.0, 0.0);
-        self.slope
-            .iter()
-            .zip(&self.offset)
-            .enumerate()
-            .map(move |(i, (&c, &d))| {
-                s += c;
-                o += d;
-                let x = (i + 1) as f64 * self.g;
-                (x, x * s - o)
-            })
+        self.bins.iter().enumerate().map(move |(i, &[c, d])| {
+            s += c;
+            o += d;
+            let x = (i + 1) as f64 * self.g;
+            (x, x * s - o)
+        })
     }
 
     fn scale(&mut self, f: f64) {
-        self.slope.iter_mut().for_each(|v| *v *= f);
-        self.offset.iter_mut().for_each(|v| *v *= f);
+        self.bins.iter_mut().flatten().for_each(|v| *v *= f);
     }
 }
 
@@ -380,7 +390,8 @@ impl Mimir {
             avg_n: 0,
             avg_dist: 0.0,
             table: Table::with_keys(keys),
-            slab: Vec::new(),
+            // Objects: at most `keys` slots, allocated once (no doubling slack).
+            slab: Vec::with_capacity(if objects { keys } else { 0 }),
             free: NIL,
             cached: List::EMPTY,
             ghosts: List::EMPTY,
@@ -422,7 +433,7 @@ impl Mimir {
     /// Bytes of heap memory held by all the tracking structures: per-key ones plus
     /// DELTA and the buckets.
     pub fn heap_bytes(&self) -> usize {
-        self.key_heap_bytes() + self.delta.slope.len() * 16 + self.buckets.len() * 8
+        self.key_heap_bytes() + self.delta.bins.len() * 16 + self.buckets.len() * 8
     }
 
     #[inline]
@@ -525,11 +536,9 @@ impl Mimir {
     /// Frees `slot`, looking its key up in the table.
     #[inline]
     fn release(&mut self, slot: u32) {
-        let key = self.slab[slot as usize].key;
         let cell = self
             .table
-            .find(key, hash32(key), &self.slab)
-            .expect("a live slot's key is in the table");
+            .find_slot(hash32(self.slab[slot as usize].key), slot);
         self.release_at(slot, cell);
     }
 
@@ -732,7 +741,9 @@ impl Mimir {
                 continue;
             }
             let e = &self.slab[t as usize];
-            if cell {
+            // The tail's own cell was prefetched one step ago as its predecessor's,
+            // except for an EVICT upcall of a key that is not the cached tail.
+            if cell && t == self.cached.tail {
                 prefetch(&self.table.cells[self.table.home(hash32(e.key))]);
             }
             if e.prev != NIL {
