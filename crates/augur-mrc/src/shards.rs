@@ -27,8 +27,7 @@
 //! marks lie after the key's previous timestamp. Timestamps are compacted when they run
 //! out, which keeps memory proportional to the live keys.
 
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BinaryHeap;
 
 use crate::curve::{Curve, Point, SizeUnit};
 use crate::MrcModel;
@@ -38,16 +37,9 @@ use crate::MrcModel;
 /// even below rate 1e-6.
 pub const MODULUS: u64 = 1 << 32;
 
-/// SplitMix64's finaliser (Steele et al.): a bijective 64-bit mixer whose output bits
-/// all depend on all input bits, so sequential keys (block numbers) spread uniformly.
-/// SHARDS needs the sampling decision to be independent of the key's value.
-#[inline]
-pub fn key_hash(key: u64) -> u64 {
-    let mut z = key.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+/// The 64-bit mixer used for spatial sampling: the crate's [`crate::mix64`] (SplitMix64's
+/// finaliser), under the name SHARDS' callers use.
+pub use crate::mix64 as key_hash;
 
 /// `hash(key) mod P` for [`MODULUS`] `P` (the top bits of [`key_hash`]).
 #[inline]
@@ -55,30 +47,8 @@ pub fn sample_value(key: u64) -> u64 {
     key_hash(key) >> 32
 }
 
-/// A `Hasher` for `u64` keys built on [`key_hash`]: SipHash is several times slower and
-/// its flooding resistance buys nothing for trace ids.
-#[derive(Default, Clone, Copy)]
-pub struct U64Hasher(u64);
-
-impl Hasher for U64Hasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = key_hash(self.0 ^ u64::from(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, k: u64) {
-        self.0 = key_hash(self.0 ^ k);
-    }
-}
-
-/// A hash map keyed by `u64` using [`U64Hasher`].
-pub type U64Map<V> = HashMap<u64, V, BuildHasherDefault<U64Hasher>>;
+/// A hash map keyed by `u64` ids (the crate's [`crate::KeyMap`]).
+pub type U64Map<V> = crate::KeyMap<V>;
 
 /// The spatial filter `hash(key) mod P < T` (SHARDS §3; kRedis §2.7; DLRU Eq. 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
