@@ -9,7 +9,9 @@
 //!   victim). The timed loop replays that event stream into [`Mimir`]
 //!   ([`Mimir::hit`], [`Mimir::miss_insert`], [`Mimir::evict`]): the profiler's own
 //!   overhead beside a real cache, the MIMIR paper's Fig. 3 / Fig. 7a question. Rates
-//!   are per trace request (and per event).
+//!   are per trace request (and per event). "with prefetch" is the same replay passing
+//!   the key of the HIT / MISS+INSERT `LOOKAHEAD` upcalls ahead to [`Mimir::prefetch`]
+//!   (a cache that knows upcoming keys, e.g. pipelined requests); both give one curve.
 //! - **(b) cache + MIMIR**: [`MimirLru`], MIMIR sharing its slab with its own exact LRU
 //!   cache, per request: what an offline profiler of a trace costs.
 //!
