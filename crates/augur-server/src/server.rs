@@ -219,6 +219,9 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
     let mut client = Client::new(meta.clone(), authenticated);
     let mut parser = Parser::new(shared.proto_max_bulk_len.load(Relaxed) as usize);
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    // One kill notification future for the connection's life: creating one per read
+    // would register and unregister a waiter (under Notify's lock) on every request.
+    let mut killed = std::pin::pin!(meta.kill.notified());
 
     loop {
         // Make room for the next read: at least a chunk, more for a big announced bulk.
@@ -230,7 +233,7 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
         let n = tokio::select! {
             biased;
             r = sock.read_buf(&mut rbuf) => r?,
-            _ = meta.kill.notified() => 0,
+            _ = &mut killed => 0,
         };
         if n == 0 || meta.killed.load(Relaxed) {
             return Ok(());
