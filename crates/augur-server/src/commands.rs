@@ -1185,11 +1185,11 @@ fn config_command(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, a
         "resetstat" => {
             shared.store.reset_stats();
             let k = &shared.counters;
-            k.total_commands_processed.store(0, Relaxed);
+            k.total_commands_processed.reset();
             k.total_connections_received.store(0, Relaxed);
             k.rejected_connections.store(0, Relaxed);
-            k.net_input_bytes.store(0, Relaxed);
-            k.net_output_bytes.store(0, Relaxed);
+            k.net_input_bytes.reset();
+            k.net_output_bytes.reset();
             c.out.ok();
         }
         "rewrite" => c

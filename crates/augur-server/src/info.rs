@@ -113,17 +113,14 @@ fn section_text(shared: &Shared, section: &str, o: &mut String) {
             );
             line!(
                 "total_commands_processed:{}",
-                k.total_commands_processed.load(Relaxed)
+                k.total_commands_processed.load()
             );
             line!(
                 "instantaneous_ops_per_sec:{}",
                 k.instantaneous_ops.load(Relaxed)
             );
-            line!("total_net_input_bytes:{}", k.net_input_bytes.load(Relaxed));
-            line!(
-                "total_net_output_bytes:{}",
-                k.net_output_bytes.load(Relaxed)
-            );
+            line!("total_net_input_bytes:{}", k.net_input_bytes.load());
+            line!("total_net_output_bytes:{}", k.net_output_bytes.load());
             line!(
                 "rejected_connections:{}",
                 k.rejected_connections.load(Relaxed)

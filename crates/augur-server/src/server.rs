@@ -141,7 +141,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 /// Periodic work at `hz`: active expiry, idle-client timeouts, ops/sec sampling.
 async fn cron(shared: Arc<Shared>) {
-    let mut last_cmds = shared.counters.total_commands_processed.load(Relaxed);
+    let mut last_cmds = shared.counters.total_commands_processed.load();
     let mut last_t = std::time::Instant::now();
     let mut ticks: u64 = 0;
     loop {
@@ -163,7 +163,7 @@ async fn cron(shared: Arc<Shared>) {
                     }
                 }
             }
-            let cmds = shared.counters.total_commands_processed.load(Relaxed);
+            let cmds = shared.counters.total_commands_processed.load();
             let secs = last_t.elapsed().as_secs_f64().max(1e-3);
             shared.counters.instantaneous_ops.store(
                 (cmds.saturating_sub(last_cmds) as f64 / secs) as u64,
@@ -265,17 +265,13 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
         rbuf.advance(consumed);
 
         let counters = &shared.counters;
-        counters.net_input_bytes.fetch_add(n as u64, Relaxed);
+        counters.net_input_bytes.add(n as u64);
         if client.commands > 0 {
-            counters
-                .total_commands_processed
-                .fetch_add(client.commands, Relaxed);
+            counters.total_commands_processed.add(client.commands);
             client.commands = 0;
         }
         if !client.out.buf.is_empty() {
-            counters
-                .net_output_bytes
-                .fetch_add(client.out.buf.len() as u64, Relaxed);
+            counters.net_output_bytes.add(client.out.buf.len() as u64);
             sock.write_all(&client.out.buf).await?;
             client.out.buf.clear();
             if client.out.buf.capacity() > KEEP_BUFFER {

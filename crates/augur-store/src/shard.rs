@@ -36,12 +36,12 @@
 
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
-use crate::store::{key_hash, SharedConfig};
+use crate::store::{key_hash, SharedConfig, UsedCell};
 use crate::EvictionPolicy;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// How a write treats the key's time to live.
@@ -115,7 +115,7 @@ pub struct Shard {
     /// Sum of the entries' usable sizes.
     entry_bytes: u64,
     /// `used()` published for lock-free reads by `Store::used_memory`.
-    published_used: Arc<AtomicU64>,
+    published_used: Arc<UsedCell>,
     keys_per_db: Vec<u64>,
     expires_per_db: Vec<u64>,
     pool: EvictionPool<PoolKey>,
@@ -134,7 +134,7 @@ unsafe impl Send for Shard {}
 impl Shard {
     pub(crate) fn new(
         config: Arc<SharedConfig>,
-        published_used: Arc<AtomicU64>,
+        published_used: Arc<UsedCell>,
         seed: u64,
     ) -> Shard {
         let dbs = config.databases;
@@ -481,7 +481,7 @@ impl Shard {
     }
 
     fn publish(&self) {
-        self.published_used.store(self.used(), Ordering::Relaxed);
+        self.published_used.0.store(self.used(), Ordering::Relaxed);
     }
 
     #[inline]
@@ -818,7 +818,7 @@ impl Shard {
         assert_eq!(keys, self.keys_per_db, "per-db key counts");
         assert_eq!(expires, self.expires_per_db, "per-db expire counts");
         assert_eq!(
-            self.published_used.load(Ordering::Relaxed),
+            self.published_used.0.load(Ordering::Relaxed),
             self.used(),
             "published used"
         );

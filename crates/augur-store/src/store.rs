@@ -84,6 +84,13 @@ pub(crate) fn key_hash(key: &[u8]) -> u64 {
     hasher().hash_one(key)
 }
 
+/// A shard's published `used()` on cache lines of its own: every write stores to it,
+/// and unpadded, neighbouring shards' counters (written by different cores) would share
+/// a line.
+#[repr(align(128))]
+#[derive(Default)]
+pub(crate) struct UsedCell(pub(crate) AtomicU64);
+
 /// A shard padded to its own cache lines so two cores locking neighbours don't contend.
 #[repr(align(128))]
 struct PaddedShard(Mutex<Shard>);
@@ -112,7 +119,7 @@ impl MultiLock<'_> {
 
 pub struct Store {
     shards: Box<[PaddedShard]>,
-    used: Box<[Arc<AtomicU64>]>,
+    used: Box<[Arc<UsedCell>]>,
     config: Arc<SharedConfig>,
     shard_bits: u32,
 }
@@ -127,7 +134,7 @@ impl Store {
             shards: n,
             databases: config.databases.clamp(1, 256),
         });
-        let used: Box<[Arc<AtomicU64>]> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
+        let used: Box<[Arc<UsedCell>]> = (0..n).map(|_| Arc::new(UsedCell::default())).collect();
         let shards = (0..n)
             .map(|i| {
                 PaddedShard(Mutex::new(Shard::new(
@@ -225,7 +232,7 @@ impl Store {
 
     /// Bytes charged to stored data: allocator usable sizes plus index overhead.
     pub fn used_memory(&self) -> u64 {
-        self.used.iter().map(|u| u.load(Ordering::Relaxed)).sum()
+        self.used.iter().map(|u| u.0.load(Ordering::Relaxed)).sum()
     }
 
     /// Whether a write must be refused up front (noeviction and over maxmemory). Write
