@@ -131,24 +131,25 @@ impl Table {
         (w != 0).then(|| entry_of(w))
     }
 
-    /// Position of the entry with hash `h` for which `eq` holds.
-    #[inline]
-    pub fn find(&self, h: u64, mut eq: impl FnMut(Entry) -> bool) -> Option<usize> {
-        if self.cap == 0 {
+    /// A uniformly random occupied position (None if empty): positions are drawn until
+    /// one is occupied, so every entry is equally likely (see the module docs).
+    pub fn random_occupied<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> Option<usize> {
+        if self.len == 0 {
             return None;
         }
-        let tag = tag_of(h);
-        let mut pos = self.home(h);
-        while let Some(&w) = self.words.get(pos) {
-            if w == 0 {
-                return None;
-            }
-            if w >> PTR_BITS == tag && eq(entry_of(w)) {
+        let n = self.words.len();
+        loop {
+            let pos = rng.gen_range(0..n);
+            if self.words[pos] != 0 {
                 return Some(pos);
             }
-            pos += 1;
         }
-        None
+    }
+
+    /// Position of the entry with hash `h` for which `eq` holds.
+    #[inline]
+    pub fn find(&self, h: u64, eq: impl FnMut(Entry) -> bool) -> Option<usize> {
+        self.find_or_vacancy(h, eq).ok()
     }
 
     /// Like [`Table::find`], but when the entry is absent also returns where an insert

@@ -216,18 +216,7 @@ impl Shard {
         )?;
         let now = self.tick();
         let h = db_hash(key_hash(key), db);
-        let found = match self
-            .table
-            .find_or_vacancy(h, |e| e.db() == db && e.key() == key)
-        {
-            Ok(pos) if self.entry(pos).expire_at().is_some_and(|at| now_ms > at) => {
-                // Expired: it goes, and the write inserts afresh (probing again).
-                self.remove_at(pos);
-                self.expired += 1;
-                Err(None)
-            }
-            other => other,
-        };
+        let found = self.find_live_pos(db, key, h, now_ms);
         match found {
             Ok(pos) => self.replace(pos, value, ttl, now),
             Err(vacancy) => {
@@ -246,12 +235,12 @@ impl Shard {
     pub fn delete(&mut self, db: u8, key: &[u8], now_ms: u64) -> bool {
         let h = db_hash(key_hash(key), db);
         match self.find_live_pos(db, key, h, now_ms) {
-            Some(pos) => {
+            Ok(pos) => {
                 self.remove_at(pos);
                 self.publish();
                 true
             }
-            None => false,
+            Err(_) => false,
         }
     }
 
@@ -277,7 +266,7 @@ impl Shard {
     /// An `at_ms` not in the future deletes the key (and still returns true), as Redis does.
     pub fn set_expire(&mut self, db: u8, key: &[u8], at_ms: Option<u64>, now_ms: u64) -> bool {
         let h = db_hash(key_hash(key), db);
-        let Some(pos) = self.find_live_pos(db, key, h, now_ms) else {
+        let Ok(pos) = self.find_live_pos(db, key, h, now_ms) else {
             return false;
         };
         let e = self.entry(pos);
@@ -489,8 +478,12 @@ impl Shard {
         self.table.at(pos).expect("position is occupied")
     }
 
-    fn find_pos(&self, db: u8, key: &[u8], h: u64) -> Option<usize> {
-        self.table.find(h, |e| e.db() == db && e.key() == key)
+    /// The position of a pooled eviction candidate (database byte + key), if indexed.
+    fn find_pooled(table: &Table, id: &PoolKey) -> Option<usize> {
+        let (db, key) = (id[0], &id[1..]);
+        table.find(db_hash(key_hash(key), db), |e| {
+            e.db() == db && e.key() == key
+        })
     }
 
     /// Position of an entry known to be indexed.
@@ -501,20 +494,31 @@ impl Shard {
     }
 
     /// The position of a live (unexpired) key; an expired one is removed on the way.
-    fn find_live_pos(&mut self, db: u8, key: &[u8], h: u64, now_ms: u64) -> Option<usize> {
-        let pos = self.find_pos(db, key, h)?;
+    /// When absent, `Err` carries where an insert would go (the probe's vacancy; None if
+    /// unknown, e.g. after removing an expired entry), so a write probes once.
+    fn find_live_pos(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        h: u64,
+        now_ms: u64,
+    ) -> Result<usize, Option<usize>> {
+        let pos = self
+            .table
+            .find_or_vacancy(h, |e| e.db() == db && e.key() == key)?;
         if self.entry(pos).expire_at().is_some_and(|at| now_ms > at) {
             self.remove_at(pos);
             self.expired += 1;
             self.publish();
-            return None;
+            return Err(None);
         }
-        Some(pos)
+        Ok(pos)
     }
 
     fn find_live(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<Entry> {
         let h = db_hash(key_hash(key), db);
         self.find_live_pos(db, key, h, now_ms)
+            .ok()
             .map(|pos| self.entry(pos))
     }
 
@@ -620,16 +624,7 @@ impl Shard {
     }
 
     fn random_position(&mut self) -> Option<usize> {
-        if self.table.len() == 0 {
-            return None;
-        }
-        let n = self.table.positions();
-        loop {
-            let pos = self.rng.gen_range(0..n);
-            if self.table.at(pos).is_some() {
-                return Some(pos);
-            }
-        }
+        self.table.random_occupied(&mut self.rng)
     }
 
     fn random_position_of_db(&mut self, db: u8) -> Option<usize> {
@@ -690,10 +685,7 @@ impl Shard {
                         by_ttl: policy == EvictionPolicy::VolatileTtl,
                     };
                     select_victim_pooled(&mut self.pool, &mut candidates, k, &mut self.rng)
-                        .and_then(|id| {
-                            let (db, key) = (id[0], &id[1..]);
-                            self.find_pos(db, key, db_hash(key_hash(key), db))
-                        })
+                        .and_then(|id| Self::find_pooled(&self.table, &id))
                 }
             };
             match victim {
@@ -748,13 +740,8 @@ impl Candidates for Sampled<'_> {
         let e = if self.from_volatile {
             self.volatile[rng.gen_range(0..self.volatile.len())]
         } else {
-            // Uniform over entries: every occupied position is equally likely.
-            let n = self.table.positions();
-            loop {
-                if let Some(e) = self.table.at(rng.gen_range(0..n)) {
-                    break e;
-                }
-            }
+            let pos = self.table.random_occupied(rng)?;
+            self.table.at(pos)?
         };
         let score = if self.by_ttl {
             // Soonest expiry first: Redis uses ULLONG_MAX - expire as the "idle" score.
@@ -766,11 +753,7 @@ impl Candidates for Sampled<'_> {
     }
 
     fn contains(&self, id: &PoolKey) -> bool {
-        let (db, key) = (id[0], &id[1..]);
-        self.table
-            .find(db_hash(key_hash(key), db), |e| {
-                e.db() == db && e.key() == key
-            })
+        Shard::find_pooled(self.table, id)
             // Like Redis (which looks the key up in `db->expires` for volatile policies),
             // a candidate whose TTL was removed since it was pooled is no longer eligible.
             .is_some_and(|pos| {
@@ -795,9 +778,11 @@ impl Shard {
                 "entry not findable"
             );
             assert_eq!(
-                self.find_pos(e.db(), e.key(), entry_hash(e))
+                self.table
+                    .find(entry_hash(e), |x| x.db() == e.db() && x.key() == e.key())
                     .map(|p| self.entry(p)),
-                Some(e)
+                Some(e),
+                "entry not findable by its key"
             );
             bytes += e.usable_size() as u64;
             keys[e.db() as usize] += 1;
