@@ -39,8 +39,9 @@ pub enum ModelName {
     Minisim,
 }
 
+/// The trace and model arguments both `augur mrc` and `augur mrc-compare` take.
 #[derive(clap::Args)]
-pub struct MrcArgs {
+pub struct ModelArgs {
     /// Trace file (oracleGeneral, CSV or text; zstd-compressed or not).
     pub trace: PathBuf,
 
@@ -62,6 +63,39 @@ pub struct MrcArgs {
     #[arg(long)]
     pub bytes: bool,
 
+    /// Run KRR with K itself instead of the paper's K' = K^1.4 correction (§3.1).
+    #[arg(long)]
+    pub no_k_correction: bool,
+
+    /// Seed of the model's (and the simulators') random generators.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+impl ModelArgs {
+    fn unit(&self) -> SizeUnit {
+        size_unit(self.bytes)
+    }
+
+    fn spec<'a>(&'a self, sizes: &'a [u64], working_set: u64) -> ModelSpec<'a> {
+        ModelSpec {
+            name: self.model,
+            ks: &self.k,
+            rate: self.rate,
+            unit: self.unit(),
+            k_correction: !self.no_k_correction,
+            seed: self.seed,
+            sizes,
+            working_set,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct MrcArgs {
+    #[command(flatten)]
+    pub common: ModelArgs,
+
     /// Number of points per curve, evenly spaced over (0, working set].
     #[arg(long, default_value_t = 100)]
     pub points: usize,
@@ -77,36 +111,12 @@ pub struct MrcArgs {
     /// Draw the curves as an SVG plot here.
     #[arg(long)]
     pub plot: Option<PathBuf>,
-
-    /// Run KRR with K itself instead of the paper's K' = K^1.4 correction (§3.1).
-    #[arg(long)]
-    pub no_k_correction: bool,
-
-    /// Seed of the model's random generator.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
 }
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
-    /// Trace file (oracleGeneral, CSV or text; zstd-compressed or not).
-    pub trace: PathBuf,
-
-    /// The model to judge.
-    #[arg(long, value_enum, default_value = "krr")]
-    pub model: ModelName,
-
-    /// Sampling sizes K (krr, minisim).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
-    pub k: Vec<u32>,
-
-    /// Spatial sampling rate R of the model.
-    #[arg(long)]
-    pub rate: Option<f64>,
-
-    /// Compare byte-level curves (capacity in bytes).
-    #[arg(long)]
-    pub bytes: bool,
+    #[command(flatten)]
+    pub common: ModelArgs,
 
     /// Number of simulated cache sizes, evenly spaced up to the working set.
     #[arg(long, default_value_t = 40)]
@@ -115,14 +125,6 @@ pub struct CompareArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-
-    /// Run KRR with K instead of K^1.4.
-    #[arg(long)]
-    pub no_k_correction: bool,
-
-    /// Seed of the model's and the simulators' random generators.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
 }
 
 /// Settings shared by both commands for building a model.
@@ -354,25 +356,16 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
     if args.points == 0 {
         bail!("--points must be at least 1");
     }
-    let unit = size_unit(args.bytes);
-    let working_set = if ModelSpec::needs_working_set(args.model) {
-        footprint_of(&args.trace)?.in_unit(unit)
+    let unit = size_unit(args.common.bytes);
+    let working_set = if ModelSpec::needs_working_set(args.common.model) {
+        footprint_of(&args.common.trace)?.in_unit(unit)
     } else {
         0
     };
     let sizes = size_grid(working_set, args.points);
-    let mut model = build_model(&ModelSpec {
-        name: args.model,
-        ks: &args.k,
-        rate: args.rate,
-        unit,
-        k_correction: !args.no_k_correction,
-        seed: args.seed,
-        sizes: &sizes,
-        working_set,
-    })?;
+    let mut model = build_model(&args.common.spec(&sizes, working_set))?;
     let t0 = Instant::now();
-    let (fp, n) = feed(&args.trace, model.as_mut(), "modelling")?;
+    let (fp, n) = feed(&args.common.trace, model.as_mut(), "modelling")?;
     let elapsed = t0.elapsed().as_secs_f64();
     let ws = fp.in_unit(unit) as f64;
     let curves: Vec<Curve> = model
@@ -408,11 +401,11 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
     if let Some(p) = &args.plot {
         let title = format!(
             "{} — {}",
-            args.trace.file_name().map_or_else(
-                || args.trace.display().to_string(),
+            args.common.trace.file_name().map_or_else(
+                || args.common.trace.display().to_string(),
                 |f| f.to_string_lossy().into_owned()
             ),
-            format!("{:?}", args.model).to_lowercase()
+            format!("{:?}", args.common.model).to_lowercase()
         );
         std::fs::write(p, plot_svg(&curves, &title))
             .with_context(|| format!("writing {}", p.display()))?;
@@ -637,8 +630,8 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     if args.sizes == 0 {
         bail!("--sizes must be at least 1");
     }
-    let unit = size_unit(args.bytes);
-    let sim_unit = if args.bytes {
+    let unit = size_unit(args.common.bytes);
+    let sim_unit = if args.common.bytes {
         Unit::Bytes
     } else {
         Unit::Objects
@@ -646,8 +639,8 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     // The simulators need the trace in memory; they take every request as a GET filled
     // on a miss, so the model is fed the same stream (a DELETE would have no
     // counterpart in the simulators).
-    let reqs = augur_trace::load_all(&args.trace)
-        .with_context(|| format!("reading {}", args.trace.display()))?;
+    let reqs = augur_trace::load_all(&args.common.trace)
+        .with_context(|| format!("reading {}", args.common.trace.display()))?;
     let trace: Vec<(u64, u32)> = reqs.iter().map(|r| (r.key, r.size)).collect();
     drop(reqs);
     let mut fp = Footprint::default();
@@ -656,29 +649,25 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     }
     let ws = fp.in_unit(unit);
     let sizes = size_grid(ws, args.sizes);
-    let mut model = build_model(&ModelSpec {
-        name: args.model,
-        ks: &args.k,
-        rate: args.rate,
-        unit,
-        k_correction: !args.no_k_correction,
-        seed: args.seed,
-        sizes: &sizes,
-        working_set: ws,
-    })?;
+    let mut model = build_model(&args.common.spec(&sizes, ws))?;
     let t0 = Instant::now();
     for &(k, s) in &trace {
         model.access(k, s);
     }
     let t_model = t0.elapsed().as_secs_f64();
-    let refs = reference_policies(args.model, &args.k);
+    let refs = reference_policies(args.common.model, &args.common.k);
     let policies: Vec<PolicySpec> = refs.iter().map(|r| r.1).collect();
     let pb = progress_bar(Some((policies.len() * sizes.len() * trace.len()) as u64));
     pb.set_message("simulating");
     let t1 = Instant::now();
-    let results = simulate_grid(&trace, &policies, &sizes, sim_unit, args.seed, &|d| {
-        pb.inc(d)
-    });
+    let results = simulate_grid(
+        &trace,
+        &policies,
+        &sizes,
+        sim_unit,
+        args.common.seed,
+        &|d| pb.inc(d),
+    );
     pb.finish_and_clear();
     let t_sim = t1.elapsed().as_secs_f64();
 
@@ -712,7 +701,7 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     }
     println!(
         "trace {}: {} requests, working set {ws} {}; model {:.2}s, {} simulations {:.2}s",
-        args.trace.display(),
+        args.common.trace.display(),
         trace.len(),
         unit_name(unit),
         t_model,
