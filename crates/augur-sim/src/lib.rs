@@ -26,7 +26,7 @@ pub mod spec;
 pub use list::{ListCache, ListOrder};
 pub use run::{
     simulate, simulate_grid, simulate_sizes, simulate_with_progress, working_set, SimResult,
-    WorkingSet,
+    WorkingSet, WorkingSetCounter,
 };
 pub use sampled::{SampledCache, Sampling};
 pub use spec::{build, ParsePolicyError, PolicySpec, Unit};

@@ -15,7 +15,7 @@ use crate::CacheSim;
 const PROGRESS_EVERY: usize = 1 << 16;
 
 /// The footprint of a trace: what a cache must hold to never miss twice on a key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WorkingSet {
     /// Distinct keys.
     pub objects: u64,
@@ -33,21 +33,39 @@ impl WorkingSet {
     }
 }
 
-/// The working set of a trace of `(key, size)` requests. A key whose size changes
-/// counts with its first size (the oracleGeneral traces here have one size per key
-/// except cloudphysics, where sizes rarely change).
-pub fn working_set(trace: &[(u64, u32)]) -> WorkingSet {
-    let mut seen: HashMap<u64, ()> = HashMap::with_capacity(trace.len() / 4);
-    let mut bytes = 0u64;
-    for &(key, size) in trace {
-        if seen.insert(key, ()).is_none() {
-            bytes += u64::from(size);
+/// Builds a [`WorkingSet`] request by request, for traces that are streamed rather
+/// than held in memory. A key whose size changes counts with its first size (the
+/// oracleGeneral traces here have one size per key except cloudphysics, where sizes
+/// rarely change).
+#[derive(Debug, Default)]
+pub struct WorkingSetCounter {
+    seen: HashMap<u64, ()>,
+    total: WorkingSet,
+}
+
+impl WorkingSetCounter {
+    pub fn add(&mut self, key: u64, size: u32) {
+        if self.seen.insert(key, ()).is_none() {
+            self.total.objects += 1;
+            self.total.bytes += u64::from(size);
         }
     }
-    WorkingSet {
-        objects: seen.len() as u64,
-        bytes,
+
+    pub fn working_set(&self) -> WorkingSet {
+        self.total
     }
+}
+
+/// The working set of a trace of `(key, size)` requests (see [`WorkingSetCounter`]).
+pub fn working_set(trace: &[(u64, u32)]) -> WorkingSet {
+    let mut counter = WorkingSetCounter {
+        seen: HashMap::with_capacity(trace.len() / 4),
+        total: WorkingSet::default(),
+    };
+    for &(key, size) in trace {
+        counter.add(key, size);
+    }
+    counter.working_set()
 }
 
 /// Outcome of one simulation.

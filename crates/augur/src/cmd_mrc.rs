@@ -8,7 +8,6 @@
 //! augur mrc-compare traces/cloudphysics.oracleGeneral.bin.zst --model krr --bytes
 //! ```
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -19,7 +18,7 @@ use augur_mrc::curve::{Curve, Point, SizeUnit};
 use augur_mrc::krr::{Krr, KrrConfig};
 use augur_mrc::olken::Olken;
 use augur_mrc::MrcModel;
-use augur_sim::{simulate_grid, PolicySpec, Unit};
+use augur_sim::{simulate_grid, working_set, PolicySpec, Unit, WorkingSet, WorkingSetCounter};
 use augur_trace::Op;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -245,12 +244,12 @@ fn size_grid(max: u64, n: usize) -> Vec<u64> {
 }
 
 /// The working set of a trace file by a streaming pass.
-fn footprint_of(path: &Path) -> Result<Footprint> {
+fn footprint_of(path: &Path) -> Result<WorkingSet> {
     let reader =
         augur_trace::open_auto(path).with_context(|| format!("opening {}", path.display()))?;
     let pb = progress_bar(reader.len_hint());
     pb.set_message("working set");
-    let mut fp = Footprint::default();
+    let mut fp = WorkingSetCounter::default();
     for req in reader {
         let req = req?;
         if req.op != Op::Delete {
@@ -259,7 +258,7 @@ fn footprint_of(path: &Path) -> Result<Footprint> {
         pb.inc(1);
     }
     pb.finish_and_clear();
-    Ok(fp)
+    Ok(fp.working_set())
 }
 
 fn size_unit(bytes: bool) -> SizeUnit {
@@ -289,35 +288,21 @@ fn progress_bar(len: Option<u64>) -> ProgressBar {
     }
 }
 
-/// Working set of the requests seen: distinct keys and the sum of their first sizes.
-#[derive(Default)]
-struct Footprint {
-    keys: HashSet<u64>,
-    bytes: u64,
-}
-
-impl Footprint {
-    fn add(&mut self, key: u64, size: u32) {
-        if self.keys.insert(key) {
-            self.bytes += u64::from(size);
-        }
-    }
-
-    fn in_unit(&self, unit: SizeUnit) -> u64 {
-        match unit {
-            SizeUnit::Objects => self.keys.len() as u64,
-            SizeUnit::Bytes => self.bytes,
-        }
+/// The working set in the curve's unit.
+fn in_unit(ws: WorkingSet, unit: SizeUnit) -> u64 {
+    match unit {
+        SizeUnit::Objects => ws.objects,
+        SizeUnit::Bytes => ws.bytes,
     }
 }
 
 /// Feeds a trace file to `model`, streaming: GET and SET are references, DELETE removes.
-fn feed(path: &Path, model: &mut dyn MrcModel, msg: &str) -> Result<(Footprint, u64)> {
+fn feed(path: &Path, model: &mut dyn MrcModel, msg: &str) -> Result<(WorkingSet, u64)> {
     let reader =
         augur_trace::open_auto(path).with_context(|| format!("opening {}", path.display()))?;
     let pb = progress_bar(reader.len_hint());
     pb.set_message(msg.to_string());
-    let mut fp = Footprint::default();
+    let mut fp = WorkingSetCounter::default();
     let mut n = 0u64;
     for req in reader {
         let req = req?;
@@ -334,7 +319,7 @@ fn feed(path: &Path, model: &mut dyn MrcModel, msg: &str) -> Result<(Footprint, 
         }
     }
     pb.finish_and_clear();
-    Ok((fp, n))
+    Ok((fp.working_set(), n))
 }
 
 #[derive(Serialize)]
@@ -358,7 +343,7 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
     }
     let unit = size_unit(args.common.bytes);
     let working_set = if ModelSpec::needs_working_set(args.common.model) {
-        footprint_of(&args.common.trace)?.in_unit(unit)
+        in_unit(footprint_of(&args.common.trace)?, unit)
     } else {
         0
     };
@@ -367,7 +352,7 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
     let t0 = Instant::now();
     let (fp, n) = feed(&args.common.trace, model.as_mut(), "modelling")?;
     let elapsed = t0.elapsed().as_secs_f64();
-    let ws = fp.in_unit(unit) as f64;
+    let ws = in_unit(fp, unit) as f64;
     let curves: Vec<Curve> = model
         .curves()
         .iter()
@@ -643,11 +628,7 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
         .with_context(|| format!("reading {}", args.common.trace.display()))?;
     let trace: Vec<(u64, u32)> = reqs.iter().map(|r| (r.key, r.size)).collect();
     drop(reqs);
-    let mut fp = Footprint::default();
-    for &(k, s) in &trace {
-        fp.add(k, s);
-    }
-    let ws = fp.in_unit(unit);
+    let ws = in_unit(working_set(&trace), unit);
     let sizes = size_grid(ws, args.sizes);
     let mut model = build_model(&args.common.spec(&sizes, ws))?;
     let t0 = Instant::now();
