@@ -15,7 +15,9 @@
 //!
 //! [`PolicySpec`] names a policy (`lru`, `fifo`, `random`, `redis-lru:K`, `klru:K`),
 //! [`build`] makes a simulator for it, and [`simulate_sizes`] / [`simulate_grid`] run
-//! one trace at many cache sizes on all cores.
+//! one trace at many cache sizes on all cores. A trace is `(key, size)` GETs or
+//! [`TraceOp`]s, whose DELETEs remove the key without counting as requests
+//! ([`SimRequest`]).
 
 pub mod list;
 pub mod policy;
@@ -25,8 +27,8 @@ pub mod spec;
 
 pub use list::{ListCache, ListOrder};
 pub use run::{
-    simulate, simulate_grid, simulate_sizes, simulate_with_progress, working_set, SimResult,
-    WorkingSet, WorkingSetCounter,
+    simulate, simulate_grid, simulate_sizes, simulate_with_progress, working_set, SimRequest,
+    SimResult, TraceOp, WorkingSet, WorkingSetCounter,
 };
 pub use sampled::{SampledCache, Sampling};
 pub use spec::{build, ParsePolicyError, PolicySpec, Unit};

@@ -2,6 +2,15 @@
 //! policy ([`simulate_sizes`]) or a policy x size grid ([`simulate_grid`]), the latter
 //! two in parallel on all cores with rayon (one independent simulator per job; the
 //! trace is shared read-only).
+//!
+//! A trace is a slice of [`SimRequest`]s: plain `(key, size)` tuples, every one a GET
+//! filled on a miss, or [`TraceOp`]s, which may also be DELETEs. A DELETE removes the
+//! key from the cache ([`CacheSim::remove`]) and is not a request: it counts in neither
+//! `requests`, `hits` nor the byte totals of a [`SimResult`], nor in the working set.
+//! GETs and SETs are both references (looked up, filled on a miss), as in the MRC
+//! models. The runners are generic over the request type, so the hot loop is
+//! monomorphised per (request, simulator) type; for tuples the DELETE branch is a
+//! constant `false` and compiles away.
 
 use hashbrown::HashMap;
 use rayon::prelude::*;
@@ -11,8 +20,83 @@ use crate::sampled::{SampledCache, Sampling};
 use crate::spec::{PolicySpec, Unit};
 use crate::CacheSim;
 
-/// How often (in requests) a running simulation reports progress.
+/// How often (in trace entries) a running simulation reports progress.
 const PROGRESS_EVERY: usize = 1 << 16;
+
+/// One entry of a trace fed to the simulators: a reference to `key` of `size` bytes
+/// (GET or SET: looked up, filled on a miss) or, when [`is_delete`](Self::is_delete),
+/// a DELETE of `key` (removed if cached, not counted as a request).
+pub trait SimRequest: Sync {
+    fn key(&self) -> u64;
+    /// Object size in bytes (ignored for a DELETE).
+    fn size(&self) -> u32;
+    /// Whether this entry removes `key` instead of referencing it.
+    fn is_delete(&self) -> bool {
+        false
+    }
+}
+
+/// `(key, size)`: always a GET.
+impl SimRequest for (u64, u32) {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.0
+    }
+    #[inline(always)]
+    fn size(&self) -> u32 {
+        self.1
+    }
+    #[inline(always)]
+    fn is_delete(&self) -> bool {
+        false
+    }
+}
+
+/// A trace entry that may be a DELETE: what `augur sim` and `augur mrc-compare` build
+/// from a trace's GET / SET / DELETE requests (GET and SET both become references).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TraceOp {
+    pub key: u64,
+    /// Object size in bytes (unused for a DELETE).
+    pub size: u32,
+    /// A DELETE: removes `key`, is not counted as a request.
+    pub delete: bool,
+}
+
+impl TraceOp {
+    /// A reference (GET or SET) to `key` of `size` bytes.
+    pub fn get(key: u64, size: u32) -> TraceOp {
+        TraceOp {
+            key,
+            size,
+            delete: false,
+        }
+    }
+
+    /// A DELETE of `key`.
+    pub fn delete(key: u64) -> TraceOp {
+        TraceOp {
+            key,
+            size: 0,
+            delete: true,
+        }
+    }
+}
+
+impl SimRequest for TraceOp {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.key
+    }
+    #[inline(always)]
+    fn size(&self) -> u32 {
+        self.size
+    }
+    #[inline(always)]
+    fn is_delete(&self) -> bool {
+        self.delete
+    }
+}
 
 /// The footprint of a trace: what a cache must hold to never miss twice on a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,14 +140,17 @@ impl WorkingSetCounter {
     }
 }
 
-/// The working set of a trace of `(key, size)` requests (see [`WorkingSetCounter`]).
-pub fn working_set(trace: &[(u64, u32)]) -> WorkingSet {
+/// The working set of a trace (see [`WorkingSetCounter`]); DELETEs are skipped, so it
+/// is over the keys the trace references (GET / SET).
+pub fn working_set<R: SimRequest>(trace: &[R]) -> WorkingSet {
     let mut counter = WorkingSetCounter {
         seen: HashMap::with_capacity(trace.len() / 4),
         total: WorkingSet::default(),
     };
-    for &(key, size) in trace {
-        counter.add(key, size);
+    for r in trace {
+        if !r.is_delete() {
+            counter.add(r.key(), r.size());
+        }
     }
     counter.working_set()
 }
@@ -75,9 +162,10 @@ pub struct SimResult {
     pub unit: Unit,
     /// Cache capacity, in `unit`.
     pub size: u64,
+    /// References (GET / SET) in the trace; DELETEs are not counted.
     pub requests: u64,
     pub hits: u64,
-    /// Sum of the sizes of all requests.
+    /// Sum of the sizes of all requests (DELETEs excluded).
     pub bytes_requested: u64,
     /// Sum of the sizes of the requests that missed.
     pub bytes_missed: u64,
@@ -95,19 +183,28 @@ fn ratio(num: u64, den: u64) -> f64 {
     }
 }
 
-/// Feeds `trace` to `sim`, calling `progress(n)` every [`PROGRESS_EVERY`] requests and
-/// once at the end with the number of requests since the last call. Generic so the
-/// hot loop is monomorphised per simulator type.
-fn drive<S: CacheSim>(
+/// Feeds `trace` to `sim`, calling `progress(n)` every [`PROGRESS_EVERY`] trace
+/// entries and once at the end with the number of entries (DELETEs included) since the
+/// last call. A DELETE removes its key and is not counted. Generic so the hot loop is
+/// monomorphised per request and simulator type.
+fn drive<S: CacheSim, R: SimRequest>(
     mut sim: S,
-    trace: &[(u64, u32)],
+    trace: &[R],
     policy: PolicySpec,
     unit: Unit,
     progress: &(dyn Fn(u64) + Sync),
 ) -> SimResult {
     let (mut hits, mut bytes_requested, mut bytes_missed) = (0u64, 0u64, 0u64);
+    let mut deletes = 0u64;
     for chunk in trace.chunks(PROGRESS_EVERY) {
-        for &(key, size) in chunk {
+        for r in chunk {
+            let key = r.key();
+            if r.is_delete() {
+                sim.remove(key);
+                deletes += 1;
+                continue;
+            }
+            let size = r.size();
             let hit = sim.access(key, size);
             hits += u64::from(hit);
             bytes_requested += u64::from(size);
@@ -117,7 +214,7 @@ fn drive<S: CacheSim>(
         }
         progress(chunk.len() as u64);
     }
-    let requests = trace.len() as u64;
+    let requests = trace.len() as u64 - deletes;
     SimResult {
         policy,
         unit,
@@ -132,10 +229,11 @@ fn drive<S: CacheSim>(
 }
 
 /// [`simulate`], calling `progress(n)` from the simulating thread each time it has
-/// processed `n` more requests (every 65,536 requests and at the end), for progress
-/// bars and for callers that schedule and time simulations themselves.
-pub fn simulate_with_progress(
-    trace: &[(u64, u32)],
+/// processed `n` more trace entries, DELETEs included (every 65,536 entries and at the
+/// end), for progress bars and for callers that schedule and time simulations
+/// themselves.
+pub fn simulate_with_progress<R: SimRequest>(
+    trace: &[R],
     policy: PolicySpec,
     size: u64,
     unit: Unit,
@@ -182,10 +280,12 @@ pub fn simulate_with_progress(
     }
 }
 
-/// Simulates `policy` with capacity `size` (in `unit`) on a trace of `(key, size)`
-/// requests, each a GET filled on a miss. Deterministic for a given `seed`.
-pub fn simulate(
-    trace: &[(u64, u32)],
+/// Simulates `policy` with capacity `size` (in `unit`) on a trace: `(key, size)`
+/// tuples, each a GET filled on a miss, or [`TraceOp`]s, where a DELETE removes the key
+/// (so its next GET misses) and is not counted as a request. Deterministic for a given
+/// `seed`.
+pub fn simulate<R: SimRequest>(
+    trace: &[R],
     policy: PolicySpec,
     size: u64,
     unit: Unit,
@@ -197,8 +297,8 @@ pub fn simulate(
 /// [`simulate`] at every size in `sizes`, in parallel (one simulator per size, all
 /// seeded with `seed`, so each result equals the corresponding [`simulate`] call).
 /// Results are in the order of `sizes`.
-pub fn simulate_sizes(
-    trace: &[(u64, u32)],
+pub fn simulate_sizes<R: SimRequest>(
+    trace: &[R],
     policy: PolicySpec,
     sizes: &[u64],
     unit: Unit,
@@ -209,10 +309,10 @@ pub fn simulate_sizes(
 
 /// [`simulate`] for every (policy, size) pair, in parallel, results policy-major
 /// (all sizes of `policies[0]` first). `progress(n)` is called from the worker threads
-/// as simulations advance by `n` requests, summing to
+/// as simulations advance by `n` trace entries (DELETEs included), summing to
 /// `policies.len() * sizes.len() * trace.len()`.
-pub fn simulate_grid(
-    trace: &[(u64, u32)],
+pub fn simulate_grid<R: SimRequest>(
+    trace: &[R],
     policies: &[PolicySpec],
     sizes: &[u64],
     unit: Unit,
@@ -262,7 +362,168 @@ mod tests {
             }
         );
         assert_eq!(ws.in_unit(Unit::Bytes), 35);
-        assert_eq!(working_set(&[]).objects, 0);
+        assert_eq!(working_set::<(u64, u32)>(&[]).objects, 0);
+    }
+
+    const ALL_POLICIES: [PolicySpec; 5] = [
+        PolicySpec::Lru,
+        PolicySpec::Fifo,
+        PolicySpec::Random,
+        PolicySpec::RedisLru { k: 5 },
+        PolicySpec::KLru { k: 3 },
+    ];
+
+    #[test]
+    fn delete_removes_the_key_and_is_not_a_request() {
+        let g = TraceOp::get;
+        // LRU of 2 objects. With the DELETE: g1 miss, g2 miss, g1 hit, d1, g1 miss (it
+        // was deleted), g2 hit, g3 miss (evicts 1), g1 miss (evicts 2): 2 hits in 7.
+        // The DELETE carries a size, which must not count as requested bytes.
+        let with = [
+            g(1, 10),
+            g(2, 20),
+            g(1, 10),
+            TraceOp {
+                key: 1,
+                size: 1000,
+                delete: true,
+            },
+            g(1, 10),
+            g(2, 20),
+            g(3, 30),
+            g(1, 10),
+        ];
+        let r = simulate(&with, PolicySpec::Lru, 2, Unit::Objects, 0);
+        assert_eq!((r.requests, r.hits), (7, 2));
+        assert_eq!(r.bytes_requested, 110);
+        assert_eq!(r.bytes_missed, 10 + 20 + 10 + 30 + 10);
+        assert!((r.miss_ratio - 5.0 / 7.0).abs() < 1e-12);
+        // Without it: g1 m, g2 m, g1 h, g1 h, g2 h, g3 m (evicts 1), g1 m: 3 hits in 7.
+        let without: Vec<TraceOp> = with.iter().copied().filter(|r| !r.delete).collect();
+        let r = simulate(&without, PolicySpec::Lru, 2, Unit::Objects, 0);
+        assert_eq!((r.requests, r.hits), (7, 3));
+        // The same trace as tuples (the DELETE read as a GET, as mrc-compare used to):
+        // 4 hits in 8. The DELETE's entry is different from both.
+        let as_gets: Vec<(u64, u32)> = with.iter().map(|r| (r.key, r.size)).collect();
+        let r = simulate(&as_gets, PolicySpec::Lru, 2, Unit::Objects, 0);
+        assert_eq!((r.requests, r.hits), (8, 4));
+        // The working set ignores the DELETE's size (and would ignore its key).
+        assert_eq!(
+            working_set(&with),
+            WorkingSet {
+                objects: 3,
+                bytes: 60
+            }
+        );
+        assert_eq!(
+            working_set(&[TraceOp::delete(7), g(1, 5)]),
+            WorkingSet {
+                objects: 1,
+                bytes: 5
+            }
+        );
+    }
+
+    /// A trace with DELETEs (about 1 in 10 entries) over keys of fixed sizes.
+    fn trace_with_deletes() -> Vec<TraceOp> {
+        trace()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (k, s))| {
+                if i % 10 == 3 {
+                    TraceOp::delete(k)
+                } else {
+                    TraceOp::get(k, s)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn with_room_for_everything_every_policy_misses_exactly_after_first_use_and_deletes() {
+        // At the working set nothing is evicted, so each policy's cache holds exactly
+        // the keys referenced since their last DELETE: a reference misses iff its key
+        // is not in that set, whatever the eviction policy.
+        let t = trace_with_deletes();
+        let ws = working_set(&t);
+        let mut present = std::collections::HashSet::new();
+        let (mut refs, mut misses, mut missed_bytes) = (0u64, 0u64, 0u64);
+        for r in &t {
+            if r.delete {
+                present.remove(&r.key);
+            } else {
+                refs += 1;
+                if present.insert(r.key) {
+                    misses += 1;
+                    missed_bytes += u64::from(r.size);
+                }
+            }
+        }
+        assert!(misses > ws.objects + 1000, "the DELETEs must cost misses");
+        for policy in ALL_POLICIES {
+            let r = simulate(&t, policy, ws.objects, Unit::Objects, 5);
+            assert_eq!(
+                (r.requests, r.requests - r.hits),
+                (refs, misses),
+                "{policy}"
+            );
+            let r = simulate(&t, policy, ws.bytes, Unit::Bytes, 5);
+            assert_eq!(
+                (r.requests, r.bytes_missed),
+                (refs, missed_bytes),
+                "{policy}"
+            );
+        }
+    }
+
+    #[test]
+    fn trace_ops_without_deletes_equal_tuples() {
+        let t = trace();
+        let ops: Vec<TraceOp> = t.iter().map(|&(k, s)| TraceOp::get(k, s)).collect();
+        let ws = working_set(&t);
+        assert_eq!(working_set(&ops), ws);
+        for unit in [Unit::Objects, Unit::Bytes] {
+            let w = ws.in_unit(unit);
+            let sizes = [w / 20, w / 4, w / 2];
+            for policy in ALL_POLICIES {
+                for &size in &sizes {
+                    assert_eq!(
+                        simulate(&ops, policy, size, unit, 3),
+                        simulate(&t, policy, size, unit, 3),
+                        "{policy} {size} {unit}"
+                    );
+                }
+            }
+            assert_eq!(
+                simulate_grid(&ops, &ALL_POLICIES, &sizes, unit, 3, &|_| {}),
+                simulate_grid(&t, &ALL_POLICIES, &sizes, unit, 3, &|_| {})
+            );
+        }
+    }
+
+    #[test]
+    fn deletes_count_as_progress_but_not_as_requests() {
+        let t = trace_with_deletes();
+        let deletes = t.iter().filter(|r| r.delete).count() as u64;
+        let done = AtomicU64::new(0);
+        let out = simulate_grid(
+            &t,
+            &[PolicySpec::Lru],
+            &[100, 1000],
+            Unit::Objects,
+            1,
+            &|n| {
+                done.fetch_add(n, Ordering::Relaxed);
+            },
+        );
+        assert_eq!(done.load(Ordering::Relaxed), 2 * t.len() as u64);
+        for r in &out {
+            assert_eq!(r.requests, t.len() as u64 - deletes);
+        }
+        assert_eq!(
+            out,
+            simulate_sizes(&t, PolicySpec::Lru, &[100, 1000], Unit::Objects, 1)
+        );
     }
 
     #[test]

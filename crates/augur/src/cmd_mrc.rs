@@ -18,7 +18,9 @@ use augur_mrc::curve::{Curve, Point, SizeUnit};
 use augur_mrc::krr::{Krr, KrrConfig};
 use augur_mrc::olken::Olken;
 use augur_mrc::MrcModel;
-use augur_sim::{simulate_grid, working_set, PolicySpec, Unit, WorkingSet, WorkingSetCounter};
+use augur_sim::{
+    simulate_grid, working_set, PolicySpec, TraceOp, Unit, WorkingSet, WorkingSetCounter,
+};
 use augur_trace::Op;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -621,19 +623,30 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     } else {
         Unit::Objects
     };
-    // The simulators need the trace in memory; they take every request as a GET filled
-    // on a miss, so the model is fed the same stream (a DELETE would have no
-    // counterpart in the simulators).
+    // The simulators need the trace in memory. Model and simulators see the same
+    // stream, as in `augur mrc` and `augur sim`: GET and SET are references, a DELETE
+    // removes the key and is not counted as a request.
     let reqs = augur_trace::load_all(&args.common.trace)
         .with_context(|| format!("reading {}", args.common.trace.display()))?;
-    let trace: Vec<(u64, u32)> = reqs.iter().map(|r| (r.key, r.size)).collect();
+    let trace: Vec<TraceOp> = reqs
+        .iter()
+        .map(|r| match r.op {
+            Op::Get | Op::Set => TraceOp::get(r.key, r.size),
+            Op::Delete => TraceOp::delete(r.key),
+        })
+        .collect();
     drop(reqs);
+    let deletes = trace.iter().filter(|r| r.delete).count();
     let ws = in_unit(working_set(&trace), unit);
     let sizes = size_grid(ws, args.sizes);
     let mut model = build_model(&args.common.spec(&sizes, ws))?;
     let t0 = Instant::now();
-    for &(k, s) in &trace {
-        model.access(k, s);
+    for r in &trace {
+        if r.delete {
+            model.delete(r.key);
+        } else {
+            model.access(r.key, r.size);
+        }
     }
     let t_model = t0.elapsed().as_secs_f64();
     let refs = reference_policies(args.common.model, &args.common.k);
@@ -680,10 +693,15 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
+    let dels = if deletes > 0 {
+        format!(" (+{deletes} DELETEs)")
+    } else {
+        String::new()
+    };
     println!(
-        "trace {}: {} requests, working set {ws} {}; model {:.2}s, {} simulations {:.2}s",
+        "trace {}: {} requests{dels}, working set {ws} {}; model {:.2}s, {} simulations {:.2}s",
         args.common.trace.display(),
-        trace.len(),
+        trace.len() - deletes,
         unit_name(unit),
         t_model,
         results.len(),

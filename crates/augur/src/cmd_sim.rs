@@ -1,6 +1,11 @@
 //! `augur sim`: run exact cache simulators (the MRC models' ground truth, `augur-sim`)
 //! on a trace at one or more cache sizes, all (policy, size) pairs in parallel.
 //!
+//! GETs and SETs are references (looked up, filled on a miss: a look-aside cache);
+//! a DELETE removes its key from the simulated cache, so the key's next reference
+//! misses, and is not counted as a request (nor in hits, bytes or the working set).
+//! These are the semantics of the MRC models (`augur mrc`).
+//!
 //! ```text
 //! augur sim traces/arc_p3.oracleGeneral.bin.zst --policy lru,redis-lru:5,klru:5 --sizes 10%,25%,50%
 //! augur sim cloudphysics.oracleGeneral.bin.zst --policy lru --sizes 64mb,256mb --csv
@@ -11,7 +16,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use augur_sim::{simulate_with_progress, working_set, PolicySpec, SimResult, Unit, WorkingSet};
+use augur_sim::{
+    simulate_with_progress, working_set, PolicySpec, SimResult, TraceOp, Unit, WorkingSet,
+};
 use augur_trace::{Op, TraceFormat};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -171,10 +178,10 @@ impl Row {
     }
 }
 
-/// Loads the trace as `(key, size)` GETs. SETs are simulated like GETs (look-aside:
-/// a miss fills the key); DELETEs are dropped and counted (the simulators' API has
-/// `remove`, but the multi-size runner takes a GET stream).
-fn load(args: &Args) -> Result<(Vec<(u64, u32)>, u64)> {
+/// Loads the trace for the simulators, with its number of DELETEs. GETs and SETs
+/// become references (look-aside: a miss fills the key); DELETEs are kept, in order,
+/// and remove the key when simulated.
+fn load(args: &Args) -> Result<(Vec<TraceOp>, u64)> {
     let reader = match &args.format {
         Some(f) => {
             let format: TraceFormat = f.parse()?;
@@ -186,11 +193,13 @@ fn load(args: &Args) -> Result<(Vec<(u64, u32)>, u64)> {
     let mut deletes = 0u64;
     for r in reader {
         let r = r?;
-        if r.op == Op::Delete {
-            deletes += 1;
-        } else {
-            trace.push((r.key, r.size));
-        }
+        trace.push(match r.op {
+            Op::Get | Op::Set => TraceOp::get(r.key, r.size),
+            Op::Delete => {
+                deletes += 1;
+                TraceOp::delete(r.key)
+            }
+        });
     }
     Ok((trace, deletes))
 }
@@ -208,12 +217,14 @@ pub fn run(args: Args) -> Result<()> {
     let ws = working_set(&trace);
     let load_secs = t0.elapsed().as_secs_f64();
     if deletes > 0 {
-        eprintln!("note: {deletes} DELETE requests ignored");
+        eprintln!(
+            "trace has {deletes} DELETE requests; they remove the key and are not counted as requests"
+        );
     }
     eprintln!(
         "{}: {} requests, {} objects, {} bytes in the working set (loaded in {:.2}s)",
         args.trace.display(),
-        trace.len(),
+        trace.len() as u64 - deletes,
         ws.objects,
         ws.bytes,
         load_secs
@@ -226,6 +237,7 @@ pub fn run(args: Args) -> Result<()> {
         .flat_map(|&p| sizes.iter().map(move |&s| (p, s)))
         .collect();
 
+    // Progress counts trace entries, DELETEs included.
     let total = jobs.len() as u64 * trace.len() as u64;
     let bar = if std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())

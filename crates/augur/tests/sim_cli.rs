@@ -1,0 +1,79 @@
+//! `augur sim` on a CSV trace with GET, SET and DELETE operations: a DELETE removes
+//! the key from the simulated cache (its next GET misses) and is not a request.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The trace, header first. With `delete`, key 1 is deleted before its third GET.
+fn trace_csv(delete: bool) -> String {
+    let mut s = String::from("op,key,size\nGET,1,10\nget,2,20\nget,1,10\n");
+    if delete {
+        s.push_str("DELETE,1,\n");
+    }
+    s.push_str("get,1,10\nset,2,20\nget,3,30\nget,1,10\n");
+    s
+}
+
+fn write_trace(name: &str, body: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("augur-sim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+/// Runs `augur sim --json` with LRU at 2 objects and at 100 % of the working set;
+/// returns `(size, requests, hits)` per row and stderr.
+fn sim(path: &PathBuf) -> (Vec<(u64, u64, u64)>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_augur"))
+        .arg("sim")
+        .arg(path)
+        .args([
+            "--format",
+            "csv:op=0,key=1,size=2,header",
+            "--policy",
+            "lru",
+            "--sizes",
+            "2,100%",
+            "--json",
+        ])
+        .output()
+        .expect("running augur sim");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "augur sim failed: {stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let rows = v
+        .as_array()
+        .expect("an array of results")
+        .iter()
+        .map(|r| {
+            let u = |f: &str| r[f].as_u64().unwrap_or_else(|| panic!("{f} in {r}"));
+            (u("size"), u("requests"), u("hits"))
+        })
+        .collect();
+    (rows, stderr)
+}
+
+#[test]
+fn sim_honours_deletes_in_a_csv_trace() {
+    let with = write_trace("with_delete.csv", &trace_csv(true));
+    let without = write_trace("without_delete.csv", &trace_csv(false));
+
+    // LRU, 2 objects: g1 miss, g2 miss, g1 hit, del 1, g1 miss (deleted), s2 hit,
+    // g3 miss (evicts 1), g1 miss: 2 hits in 7 requests (the DELETE is not one).
+    // At the working set (3 objects) only first uses and the re-GET of 1 miss: 3 hits.
+    let (rows, stderr) = sim(&with);
+    assert_eq!(rows, vec![(2, 7, 2), (3, 7, 3)], "stderr: {stderr}");
+    assert!(
+        stderr.contains("trace has 1 DELETE requests"),
+        "stderr: {stderr}"
+    );
+
+    // Without the DELETE: g1 m, g2 m, g1 h, g1 h, s2 h, g3 m (evicts 1), g1 m: 3 hits;
+    // at the working set only the 3 first uses miss: 4 hits.
+    let (rows, stderr) = sim(&without);
+    assert_eq!(rows, vec![(2, 7, 3), (3, 7, 4)], "stderr: {stderr}");
+    assert!(!stderr.contains("DELETE"), "stderr: {stderr}");
+}
