@@ -1,18 +1,24 @@
 //! MRC accuracy sweep (kRedis §6.3 protocol): KRR and Olken against the exact
 //! simulators of augur-sim, MAE at 40 cache sizes evenly spaced up to the working set.
 //!
-//! For every trace and K it prints the MAE of KRR (with and without the K' = K^1.4
-//! correction, unsampled and with spatial sampling R = 0.01 on traces with >= 100k
-//! objects) against plain K-LRU (KRR Eq. 1, `klru:K`) and Redis's pooled K-LRU
-//! (`redis-lru:K`), and Olken against exact LRU. With `--check` it exits non-zero when
-//! a bar is missed:
+//! For every trace and K it prints the MAE of KRR against plain K-LRU (KRR Eq. 1,
+//! `klru:K`) and Redis's pooled K-LRU (`redis-lru:K`), each with its own calibrated
+//! `K' = K^e` exponent ([`Krr::KLRU_K_EXPONENT`], [`Krr::REDIS_K_EXPONENT`]), with the
+//! paper's `e = 1.4` and without correction, unsampled and with spatial sampling
+//! R = 0.01 on traces with >= 100k objects; and Olken against exact LRU. With `--check`
+//! it exits non-zero when a bar is missed:
 //! - unsampled KRR vs plain K-LRU, mean over K: <= 0.005 (paper: 0.0008, Table 1);
 //! - KRR with R = 0.01 vs plain K-LRU, mean over K: <= 0.01 (paper: 0.0014-0.0021);
 //! - byte-level KRR (cloudphysics) vs the byte simulator, mean over K: <= 0.01;
 //! - Olken vs exact LRU: <= 1e-9 (it is exact).
 //!
+//! `--klru-exponent E` / `--redis-exponent E` override the exponents (how they were
+//! calibrated: BENCHMARKS.md); `--sim-seeds N` averages each simulated curve over N
+//! seeds (ground truth as an expectation rather than one random run).
+//!
 //! Run: `cargo run --release -p augur-mrc --example mrc_accuracy -- [--check]
-//! [--traces a,b] [--ks 1,2,4,8,16] [--sizes 40]` (see `bench/mrc_accuracy.sh`).
+//! [--traces a,b] [--ks 1,2,4,8,16] [--sizes 40] [--sim-seeds 1]` (see
+//! `bench/mrc_accuracy.sh`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -46,11 +52,27 @@ fn traces_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
 }
 
-fn sim_curve(trace: &[(u64, u32)], policy: PolicySpec, max: u64, n: usize, unit: Unit) -> Curve {
+fn sim_curve(
+    trace: &[(u64, u32)],
+    policy: PolicySpec,
+    max: u64,
+    n: usize,
+    unit: Unit,
+    seeds: u64,
+) -> Curve {
     let sizes: Vec<u64> = (1..=n as u64)
         .map(|i| (max * i / n as u64).max(1))
         .collect();
-    let res = simulate_sizes(trace, policy, &sizes, unit, SIM_SEED);
+    let mut res = simulate_sizes(trace, policy, &sizes, unit, SIM_SEED);
+    for s in 1..seeds {
+        let more = simulate_sizes(trace, policy, &sizes, unit, SIM_SEED + s);
+        for (r, m) in res.iter_mut().zip(more) {
+            r.miss_ratio += m.miss_ratio;
+        }
+    }
+    for r in res.iter_mut() {
+        r.miss_ratio /= seeds as f64;
+    }
     let su = match unit {
         Unit::Objects => SizeUnit::Objects,
         Unit::Bytes => SizeUnit::Bytes,
@@ -82,6 +104,9 @@ struct Args {
     traces: Vec<String>,
     ks: Vec<u32>,
     sizes: usize,
+    sim_seeds: u64,
+    klru_exponent: f64,
+    redis_exponent: f64,
 }
 
 fn parse_args() -> Args {
@@ -90,6 +115,9 @@ fn parse_args() -> Args {
         traces: ALL_TRACES.iter().map(|s| s.to_string()).collect(),
         ks: vec![1, 2, 4, 8, 16],
         sizes: 40,
+        sim_seeds: 1,
+        klru_exponent: Krr::KLRU_K_EXPONENT,
+        redis_exponent: Krr::REDIS_K_EXPONENT,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -111,6 +139,23 @@ fn parse_args() -> Args {
                     .map(|k| k.parse().expect("integer K"))
                     .collect()
             }
+            "--klru-exponent" => {
+                a.klru_exponent = it
+                    .next()
+                    .expect("--klru-exponent E")
+                    .parse()
+                    .expect("number")
+            }
+            "--redis-exponent" => {
+                a.redis_exponent = it
+                    .next()
+                    .expect("--redis-exponent E")
+                    .parse()
+                    .expect("number")
+            }
+            "--sim-seeds" => {
+                a.sim_seeds = it.next().expect("--sim-seeds N").parse().expect("integer")
+            }
             "--sizes" => a.sizes = it.next().expect("--sizes N").parse().expect("integer"),
             other => panic!("unknown argument {other}"),
         }
@@ -127,14 +172,21 @@ fn main() {
     let n = args.sizes;
     let mut failures = Vec::new();
     println!(
-        "{:<13} {:<7} {:>3} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "K' exponents: {} against plain K-LRU, {} against Redis's pooled K-LRU, paper {}",
+        args.klru_exponent,
+        args.redis_exponent,
+        Krr::PAPER_K_EXPONENT
+    );
+    println!(
+        "{:<13} {:<7} {:>3} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "trace",
         "unit",
         "K",
         "krr/klru",
         "krr/redis",
+        "1.4/klru",
+        "1.4/redis",
         "raw/klru",
-        "raw/redis",
         "R.01/klru",
         "R.01/redis"
     );
@@ -155,57 +207,66 @@ fn main() {
                 Unit::Bytes => SizeUnit::Bytes,
             };
             let max = ws.in_unit(unit);
-            let base = KrrConfig {
+            let with_exponent = |e: Option<f64>, rate: f64| KrrConfig {
                 ks: args.ks.clone(),
                 unit: su,
+                k_exponent: e,
+                rate,
                 ..KrrConfig::default()
             };
-            let (krr, t_krr) = run_krr(&trace, base.clone());
-            let (raw, _) = run_krr(
-                &trace,
-                KrrConfig {
-                    k_exponent: None,
-                    ..base.clone()
-                },
-            );
+            let (krr_klru, t_krr) = run_krr(&trace, with_exponent(Some(args.klru_exponent), 1.0));
+            let (krr_redis, _) = run_krr(&trace, with_exponent(Some(args.redis_exponent), 1.0));
+            let (paper, _) = run_krr(&trace, with_exponent(Some(Krr::PAPER_K_EXPONENT), 1.0));
+            let (raw, _) = run_krr(&trace, with_exponent(None, 1.0));
             let sampled = (ws.objects >= 100_000).then(|| {
-                run_krr(
-                    &trace,
-                    KrrConfig {
-                        rate: 0.01,
-                        ..base.clone()
-                    },
+                (
+                    run_krr(&trace, with_exponent(Some(args.klru_exponent), 0.01)).0,
+                    run_krr(&trace, with_exponent(Some(args.redis_exponent), 0.01)).0,
                 )
-                .0
             });
             let t_sim = Instant::now();
-            let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 6];
+            let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 7];
             for (i, &k) in args.ks.iter().enumerate() {
-                let klru = sim_curve(&trace, PolicySpec::KLru { k: k as usize }, max, n, unit);
-                let redis = sim_curve(&trace, PolicySpec::RedisLru { k: k as usize }, max, n, unit);
+                let klru = sim_curve(
+                    &trace,
+                    PolicySpec::KLru { k: k as usize },
+                    max,
+                    n,
+                    unit,
+                    args.sim_seeds,
+                );
+                let redis = sim_curve(
+                    &trace,
+                    PolicySpec::RedisLru { k: k as usize },
+                    max,
+                    n,
+                    unit,
+                    args.sim_seeds,
+                );
                 let row = [
-                    krr[i].mae_at_points(&klru),
-                    krr[i].mae_at_points(&redis),
+                    krr_klru[i].mae_at_points(&klru),
+                    krr_redis[i].mae_at_points(&redis),
+                    paper[i].mae_at_points(&klru),
+                    paper[i].mae_at_points(&redis),
                     raw[i].mae_at_points(&klru),
-                    raw[i].mae_at_points(&redis),
                     sampled
                         .as_ref()
-                        .map_or(f64::NAN, |s| s[i].mae_at_points(&klru)),
+                        .map_or(f64::NAN, |s| s.0[i].mae_at_points(&klru)),
                     sampled
                         .as_ref()
-                        .map_or(f64::NAN, |s| s[i].mae_at_points(&redis)),
+                        .map_or(f64::NAN, |s| s.1[i].mae_at_points(&redis)),
                 ];
                 for (c, v) in cols.iter_mut().zip(row) {
                     c.push(v);
                 }
                 println!(
-                    "{:<13} {:<7} {:>3} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5}",
-                    name, unit, k, row[0], row[1], row[2], row[3], row[4], row[5]
+                    "{:<13} {:<7} {:>3} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5}",
+                    name, unit, k, row[0], row[1], row[2], row[3], row[4], row[5], row[6]
                 );
             }
             let means: Vec<f64> = cols.iter().map(|c| mean(c)).collect();
             println!(
-                "{:<13} {:<7} {:>3} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5}   (krr {:.1}s, sims {:.1}s)",
+                "{:<13} {:<7} {:>3} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5} {:>9.5}   (krr {:.1}s, sims {:.1}s)",
                 name,
                 unit,
                 "avg",
@@ -215,6 +276,7 @@ fn main() {
                 means[3],
                 means[4],
                 means[5],
+                means[6],
                 t_krr,
                 t_sim.elapsed().as_secs_f64()
             );
@@ -225,10 +287,10 @@ fn main() {
                     means[0]
                 ));
             }
-            if sampled.is_some() && means[4] > 0.01 {
+            if sampled.is_some() && means[5] > 0.01 {
                 failures.push(format!(
                     "{name} {unit}: KRR R=0.01 vs plain K-LRU mean MAE {:.5} > 0.01",
-                    means[4]
+                    means[5]
                 ));
             }
             // Olken against exact LRU.
@@ -236,7 +298,7 @@ fn main() {
             for &(k, s) in &trace {
                 o.access(k, s);
             }
-            let lru = sim_curve(&trace, PolicySpec::Lru, max, n, unit);
+            let lru = sim_curve(&trace, PolicySpec::Lru, max, n, unit, 1);
             let e = o.curves()[0].mae_at_points(&lru);
             // Byte distances of Olken are exact, but the byte simulator is not a stack
             // algorithm at the edge (an object larger than the free space is admitted

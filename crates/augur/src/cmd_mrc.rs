@@ -64,13 +64,34 @@ pub struct ModelArgs {
     #[arg(long)]
     pub bytes: bool,
 
-    /// Run KRR with K itself instead of the paper's K' = K^1.4 correction (§3.1).
-    #[arg(long)]
+    /// KRR's K' = K^E correction (kRedis §3.1): a number, or `klru` (1.6, calibrated
+    /// against plain K-LRU), `redis` (2.0, calibrated against Redis's pooled K-LRU, what
+    /// Redis and Augur evict with) or `paper` (1.4).
+    #[arg(long, default_value = "klru", value_parser = parse_k_exponent)]
+    pub k_exponent: f64,
+
+    /// Run KRR with K itself, without the K' = K^E correction.
+    #[arg(long, conflicts_with = "k_exponent")]
     pub no_k_correction: bool,
 
     /// Seed of the model's (and the simulators') random generators.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+}
+
+/// `--k-exponent`: a positive number or the name of a calibrated exponent.
+fn parse_k_exponent(s: &str) -> std::result::Result<f64, String> {
+    match s {
+        "klru" => Ok(Krr::KLRU_K_EXPONENT),
+        "redis" | "redis-lru" => Ok(Krr::REDIS_K_EXPONENT),
+        "paper" => Ok(Krr::PAPER_K_EXPONENT),
+        _ => match s.parse::<f64>() {
+            Ok(e) if e.is_finite() && e > 0.0 => Ok(e),
+            _ => Err(format!(
+                "expected a positive number or klru, redis, paper; got {s:?}"
+            )),
+        },
+    }
 }
 
 impl ModelArgs {
@@ -84,7 +105,7 @@ impl ModelArgs {
             ks: &self.k,
             rate: self.rate,
             unit: self.unit(),
-            k_correction: !self.no_k_correction,
+            k_exponent: (!self.no_k_correction).then_some(self.k_exponent),
             seed: self.seed,
             sizes,
             working_set,
@@ -134,7 +155,8 @@ struct ModelSpec<'a> {
     ks: &'a [u32],
     rate: Option<f64>,
     unit: SizeUnit,
-    k_correction: bool,
+    /// KRR's K' = K^e exponent, None for no correction.
+    k_exponent: Option<f64>,
     seed: u64,
     /// Full-scale cache sizes (for minisim, which simulates a fixed grid) and the
     /// working set (for MIMIR, which profiles a cache plus ghosts covering it).
@@ -174,7 +196,7 @@ fn build_model(spec: &ModelSpec) -> Result<Box<dyn MrcModel>> {
         }
         ModelName::Krr => Box::new(Krr::new(KrrConfig {
             ks: spec.ks.to_vec(),
-            k_exponent: spec.k_correction.then_some(Krr::PAPER_K_EXPONENT),
+            k_exponent: spec.k_exponent,
             rate: spec.rate.unwrap_or(1.0),
             unit: spec.unit,
             seed: spec.seed,
