@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -45,6 +45,12 @@ pub enum ModelName {
 pub struct ModelArgs {
     /// Trace file (oracleGeneral, CSV or text; zstd-compressed or not).
     pub trace: PathBuf,
+
+    /// Trace format when it cannot be told from the file name: oracle, csv[:SPEC],
+    /// tsv[:SPEC], txt[:SPEC] (see augur-trace), e.g. `csv:op=0,key=1,size=2,header`
+    /// for a trace with GET / SET / DELETE operations.
+    #[arg(long)]
+    pub format: Option<String>,
 
     /// The model.
     #[arg(long, value_enum, default_value = "krr")]
@@ -95,6 +101,19 @@ fn parse_k_exponent(s: &str) -> std::result::Result<f64, String> {
 }
 
 impl ModelArgs {
+    /// Opens the trace, with `--format` if given, else as told from the file.
+    fn open_trace(&self) -> Result<augur_trace::TraceReader> {
+        let path = &self.trace;
+        match &self.format {
+            Some(f) => {
+                let format: augur_trace::TraceFormat = f.parse()?;
+                augur_trace::open(path, &format)
+            }
+            None => augur_trace::open_auto(path),
+        }
+        .with_context(|| format!("opening {}", path.display()))
+    }
+
     fn unit(&self) -> SizeUnit {
         size_unit(self.bytes)
     }
@@ -268,9 +287,8 @@ fn size_grid(max: u64, n: usize) -> Vec<u64> {
 }
 
 /// The working set of a trace file by a streaming pass.
-fn footprint_of(path: &Path) -> Result<WorkingSet> {
-    let reader =
-        augur_trace::open_auto(path).with_context(|| format!("opening {}", path.display()))?;
+fn footprint_of(args: &ModelArgs) -> Result<WorkingSet> {
+    let reader = args.open_trace()?;
     let pb = progress_bar(reader.len_hint());
     pb.set_message("working set");
     let mut fp = WorkingSetCounter::default();
@@ -321,9 +339,8 @@ fn in_unit(ws: WorkingSet, unit: SizeUnit) -> u64 {
 }
 
 /// Feeds a trace file to `model`, streaming: GET and SET are references, DELETE removes.
-fn feed(path: &Path, model: &mut dyn MrcModel, msg: &str) -> Result<(WorkingSet, u64)> {
-    let reader =
-        augur_trace::open_auto(path).with_context(|| format!("opening {}", path.display()))?;
+fn feed(args: &ModelArgs, model: &mut dyn MrcModel, msg: &str) -> Result<(WorkingSet, u64)> {
+    let reader = args.open_trace()?;
     let pb = progress_bar(reader.len_hint());
     pb.set_message(msg.to_string());
     let mut fp = WorkingSetCounter::default();
@@ -367,14 +384,14 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
     }
     let unit = size_unit(args.common.bytes);
     let working_set = if ModelSpec::needs_working_set(args.common.model) {
-        in_unit(footprint_of(&args.common.trace)?, unit)
+        in_unit(footprint_of(&args.common)?, unit)
     } else {
         0
     };
     let sizes = size_grid(working_set, args.points);
     let mut model = build_model(&args.common.spec(&sizes, working_set))?;
     let t0 = Instant::now();
-    let (fp, n) = feed(&args.common.trace, model.as_mut(), "modelling")?;
+    let (fp, n) = feed(&args.common, model.as_mut(), "modelling")?;
     let elapsed = t0.elapsed().as_secs_f64();
     let ws = in_unit(fp, unit) as f64;
     let curves: Vec<Curve> = model
@@ -648,7 +665,10 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     // The simulators need the trace in memory. Model and simulators see the same
     // stream, as in `augur mrc` and `augur sim`: GET and SET are references, a DELETE
     // removes the key and is not counted as a request.
-    let reqs = augur_trace::load_all(&args.common.trace)
+    let reqs: Vec<augur_trace::Request> = args
+        .common
+        .open_trace()?
+        .collect::<Result<_>>()
         .with_context(|| format!("reading {}", args.common.trace.display()))?;
     let trace: Vec<TraceOp> = reqs
         .iter()
