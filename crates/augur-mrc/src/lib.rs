@@ -5,6 +5,7 @@
 //! (fed one request at a time, bounded memory) and offline (fed a whole trace).
 
 pub mod curve;
+pub mod ghost_filter;
 pub mod krr;
 pub mod mimir;
 pub mod minisim;

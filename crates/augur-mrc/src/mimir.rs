@@ -32,6 +32,11 @@
 //! that is counted as a hit at its estimated distance (beyond the cache size), so the
 //! curve extends to `capacity + ghost_capacity`. The oldest ghosts are dropped first.
 //!
+//! **Ghost filters** (§2.4, §4): [`GhostMode::Filters`] keeps the ghosts in a queue of
+//! counting Bloom filters instead ([`crate::ghost_filter`]): ~5 bytes per ghost instead
+//! of ~40, at the price of false positives and of one filter's width as the resolution
+//! of ghost distances. The `B` buckets then partition the cached elements only.
+//!
 //! **Layout** (for speed: most requests of a large cache miss, so one costs a table
 //! probe, an insert, an eviction to the ghost list and a ghost drop): per key a 24-byte
 //! slab record (key, list links, rank tag with the ghost/free flags, size), no heap
@@ -47,6 +52,7 @@
 //! [`Mimir::mae_bound`].
 
 use crate::curve::{Curve, Point, SizeUnit};
+use crate::ghost_filter::GhostFilters;
 use crate::MrcModel;
 
 /// MIMIR's aging policy (§3.3).
@@ -71,6 +77,34 @@ pub struct MimirConfig {
     /// list as large as the cache.
     pub ghost_capacity: u64,
     pub unit: SizeUnit,
+}
+
+/// Where MIMIR keeps its ghosts (§2.4). Chosen with [`Mimir::with_ghost_mode`] /
+/// [`MimirLru::with_ghost_mode`] (a separate argument rather than a [`MimirConfig`]
+/// field, so the struct literals that build configurations stay valid); [`Mimir::new`]
+/// uses the list.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum GhostMode {
+    /// Ghosts are dataless elements of the bucketed stack, below the cached ones, up to
+    /// `ghost_capacity` units: exact recency order between buckets, ~40 bytes a ghost.
+    #[default]
+    List,
+    /// "Ghost filters": `ghost_capacity` is split evenly over `filters` counting Bloom
+    /// filters ([`GhostFilters`]), each a ghost bucket, sized for a false-positive rate
+    /// of `fp_rate` when full. An evicted element leaves its bucket and the stack, and
+    /// its key goes into the head filter; a miss on a key found in the filter at
+    /// position `j` from the head is counted as a hit spread over the distances
+    /// `(cached + above_j, cached + above_j + count_j]` and removed from the filter.
+    /// The `B` buckets partition only the cached elements (fair share
+    /// `capacity / B`). With `ghost_capacity = 0` this is the same as `List`.
+    Filters { filters: usize, fp_rate: f64 },
+}
+
+impl GhostMode {
+    /// [`GhostMode::Filters`] with `filters` filters at false-positive rate `fp_rate`.
+    pub fn filters(filters: usize, fp_rate: f64) -> Self {
+        GhostMode::Filters { filters, fp_rate }
+    }
 }
 
 impl MimirConfig {
@@ -360,17 +394,41 @@ pub struct Mimir {
     ghosts: List,
     cached_used: u64,
     ghost_used: u64,
+    /// [`GhostMode::Filters`] with ghosts: (filters, false-positive rate).
+    filter_spec: Option<(usize, f64)>,
+    /// The ghost filters, built at the first eviction (for byte units the filters are
+    /// sized in keys from the mean size of the cached elements then).
+    filters: Option<GhostFilters>,
 }
 
 impl Mimir {
+    /// MIMIR with its ghosts on a list ([`GhostMode::List`]).
     pub fn new(cfg: MimirConfig) -> Self {
+        Self::with_ghost_mode(cfg, GhostMode::List)
+    }
+
+    /// MIMIR with its ghosts kept as `ghosts` says.
+    pub fn with_ghost_mode(cfg: MimirConfig, ghosts: GhostMode) -> Self {
+        let filter_spec = match ghosts {
+            GhostMode::Filters { filters, fp_rate } if cfg.ghost_capacity > 0 => {
+                Some((filters.max(1), fp_rate))
+            }
+            _ => None,
+        };
         let b = cfg.buckets.clamp(2, 1 << 20) as u32;
         let cover = cfg.capacity + cfg.ghost_capacity;
+        // The stack the buckets partition: cached elements and ghosts, or with ghost
+        // filters the cached elements only.
+        let stack = if filter_spec.is_some() {
+            cfg.capacity
+        } else {
+            cover
+        };
         let objects = cfg.unit == SizeUnit::Objects;
-        // Objects: the table never holds more than capacity + ghosts + 1 keys; bytes:
-        // start small and grow.
+        // Objects: the table never holds more than the stack + 1 keys; bytes: start
+        // small and grow.
         let keys = if objects {
-            cover.saturating_add(2).min(1 << 24) as usize
+            stack.saturating_add(2).min(1 << 24) as usize
         } else {
             1024
         };
@@ -381,7 +439,7 @@ impl Mimir {
             buckets: vec![0; b as usize],
             // ROUNDER advances it; STACKER keeps it at bucket 0 (§3.3).
             tail: 0,
-            share: cover.div_ceil(u64::from(b)).max(1),
+            share: stack.div_ceil(u64::from(b)).max(1),
             objects,
             delta: Delta::new(cover),
             requests: 0.0,
@@ -397,7 +455,22 @@ impl Mimir {
             ghosts: List::EMPTY,
             cached_used: 0,
             ghost_used: 0,
+            filter_spec,
+            filters: None,
         }
+    }
+
+    /// Where the ghosts are kept ([`GhostMode::List`] also when there are no ghosts).
+    pub fn ghost_mode(&self) -> GhostMode {
+        match self.filter_spec {
+            Some((filters, fp_rate)) => GhostMode::Filters { filters, fp_rate },
+            None => GhostMode::List,
+        }
+    }
+
+    /// The ghost filters ([`GhostMode::Filters`], from the first eviction on).
+    pub fn ghost_filters(&self) -> Option<&GhostFilters> {
+        self.filters.as_ref()
     }
 
     pub fn config(&self) -> &MimirConfig {
@@ -414,9 +487,9 @@ impl Mimir {
         self.cached_used
     }
 
-    /// Size of the ghosts, in the unit.
+    /// Size of the ghosts, in the unit (with ghost filters: the filters' counts).
     pub fn ghost_used(&self) -> u64 {
-        self.ghost_used
+        self.ghost_used + self.filters.as_ref().map_or(0, GhostFilters::total)
     }
 
     /// Number of tracked keys (cached and ghosts).
@@ -431,9 +504,12 @@ impl Mimir {
     }
 
     /// Bytes of heap memory held by all the tracking structures: per-key ones plus
-    /// DELTA and the buckets.
+    /// DELTA, the buckets and the ghost filters if any.
     pub fn heap_bytes(&self) -> usize {
-        self.key_heap_bytes() + self.delta.bins.len() * 16 + self.buckets.len() * 8
+        self.key_heap_bytes()
+            + self.delta.bins.len() * 16
+            + self.buckets.len() * 8
+            + self.filters.as_ref().map_or(0, GhostFilters::heap_bytes)
     }
 
     #[inline]
@@ -599,8 +675,18 @@ impl Mimir {
         let rank = self.current_rank(slot);
         let cost = self.cost(self.slab[slot as usize].size);
         let (start, end) = self.stack_dist(rank);
-        // Distance (counting the element itself) is in [start + cost, end]; spread the
-        // hit uniformly over the integer sizes there, i.e. over (start + cost - 1, end].
+        self.record_hit_at(start, end, cost);
+        let i = self.idx(rank);
+        self.buckets[i] -= cost;
+    }
+
+    /// `update-HRC` for a hit on an element of `cost` units among the elements at
+    /// distances `(start, end]`: its distance (counting the element itself) is in
+    /// `[start + cost, end]`; the hit is spread uniformly over the integer sizes there,
+    /// i.e. over `(start + cost - 1, end]`. Also counts the width for Theorem 1 and the
+    /// distance for STACKER's average.
+    #[inline]
+    pub(crate) fn record_hit_at(&mut self, start: u64, end: u64, cost: u64) {
         let a = (start + cost - 1) as f64;
         let b = end.max(start + cost) as f64;
         self.delta.add(a, b, 1.0);
@@ -609,8 +695,50 @@ impl Mimir {
             self.avg_sum += 0.5 * (a + b);
             self.avg_n += 1;
         }
-        let i = self.idx(rank);
-        self.buckets[i] -= cost;
+    }
+
+    /// With ghost filters, a reference to `key`, which is not cached: if a filter
+    /// reports it, it is counted as a hit at its ghost distance (below the cached
+    /// elements and the ghosts of the more recent filters, among its own filter's) and
+    /// removed from that filter. `size` is the referenced size if known (else the
+    /// filter's mean). Returns whether it was a ghost hit.
+    fn filter_ghost_hit(&mut self, key: u64, size: Option<u32>) -> bool {
+        let objects = self.objects;
+        let Some(f) = self.filters.as_mut() else {
+            return false;
+        };
+        let Some(pos) = f.position(key) else {
+            return false;
+        };
+        let above = f.count_above(pos);
+        let own = f.count(pos);
+        let cost = match size {
+            _ if objects => 1,
+            Some(s) => u64::from(s),
+            None => f.mean_units(pos),
+        };
+        f.remove_at(pos, key, cost);
+        let start = self.cached_used + above;
+        self.record_hit_at(start, start + own, cost);
+        true
+    }
+
+    /// With ghost filters: the evicted `key` of `cost` units enters the head filter
+    /// (the filters are built at the first eviction).
+    fn filter_insert(&mut self, key: u64, cost: u64) {
+        if self.filters.is_none() {
+            let (filters, fp_rate) = self.filter_spec.expect("ghost filters configured");
+            let per_filter = (self.cfg.ghost_capacity / filters as u64).max(1);
+            // Keys per filter: its capacity over the mean size of the cached elements
+            // (the evicted one included), 1 for object units.
+            let cached = self.table.len.max(1) as u64;
+            let mean = ((self.cached_used + cost) as f64 / cached as f64).max(1.0);
+            let expected = (per_filter as f64 / mean).ceil() as usize;
+            self.filters = Some(GhostFilters::new(filters, per_filter, expected, fp_rate));
+        }
+        if let Some(f) = self.filters.as_mut() {
+            f.insert_units(key, cost);
+        }
     }
 
     /// Puts the element in `slot` (already out of any bucket) into the head bucket,
@@ -798,7 +926,9 @@ impl Mimir {
     /// MISS(e): the cache missed `key`. If `key` is a ghost, the reference is counted
     /// as a hit at its estimated distance (beyond the cache size) and the ghost leaves
     /// the stack, to come back through [`Mimir::insert`] when the cache fills it.
-    /// Returns whether it was a ghost hit.
+    /// Returns whether it was a ghost hit. With ghost filters, an unknown key is looked
+    /// up in the filters (for byte units its size is taken as its filter's mean; use
+    /// [`Mimir::miss_insert`] to give it).
     pub fn miss(&mut self, key: u64) -> bool {
         self.requests += 1.0;
         if let Ok(cell) = self.table.find(key, hash32(key), &self.slab) {
@@ -811,6 +941,8 @@ impl Mimir {
                 self.release_at(slot, cell);
                 return true;
             }
+        } else if self.filters.is_some() {
+            return self.filter_ghost_hit(key, None);
         }
         false
     }
@@ -844,16 +976,19 @@ impl Mimir {
                 was_ghost
             }
             Err(cell) => {
+                let was_ghost = self.filter_ghost_hit(key, Some(size));
                 let slot = self.alloc(key, size);
                 self.table.insert_at(cell, h, slot);
                 self.insert_slot(slot);
-                false
+                was_ghost
             }
         }
     }
 
     /// INSERT(e): the cache stored `key` of `size` bytes; it enters the head bucket.
-    /// A key MIMIR already tracks is first taken out of the stack.
+    /// A key MIMIR already tracks is first taken out of the stack. (Ghost filters are
+    /// not consulted: a fill follows a MISS, which already took the key out, and a
+    /// second lookup would only add false positives.)
     pub fn insert(&mut self, key: u64, size: u32) {
         let h = hash32(key);
         let cell = match self.table.find(key, h, &self.slab) {
@@ -916,6 +1051,13 @@ impl Mimir {
             self.release(slot);
             return;
         }
+        if self.filter_spec.is_some() {
+            self.drop_from_bucket(slot);
+            let key = self.slab[slot as usize].key;
+            self.release(slot);
+            self.filter_insert(key, cost);
+            return;
+        }
         self.slab[slot as usize].tag |= GHOST;
         self.ghost_used += cost;
         self.push_front(slot);
@@ -923,9 +1065,16 @@ impl Mimir {
     }
 
     /// DELETE(e): `key` is gone for good (deleted by a client, or expired): it leaves
-    /// its bucket whether cached or ghost.
+    /// its bucket whether cached or ghost (with ghost filters: an unknown key is removed
+    /// from the first filter reporting it, if any).
     pub fn delete(&mut self, key: u64) {
-        if let Ok(cell) = self.table.find(key, hash32(key), &self.slab) {
+        let found = self.table.find(key, hash32(key), &self.slab);
+        if found.is_err() {
+            if let Some(f) = self.filters.as_mut() {
+                f.remove_if_present(key);
+            }
+        }
+        if let Ok(cell) = found {
             let slot = self.table.slot(cell);
             self.drop_from_bucket(slot);
             self.unlink(slot);
@@ -995,8 +1144,13 @@ pub struct MimirLru {
 
 impl MimirLru {
     pub fn new(cfg: MimirConfig) -> Self {
+        Self::with_ghost_mode(cfg, GhostMode::List)
+    }
+
+    /// [`Mimir::with_ghost_mode`] beside its LRU cache.
+    pub fn with_ghost_mode(cfg: MimirConfig, ghosts: GhostMode) -> Self {
         Self {
-            m: Mimir::new(cfg),
+            m: Mimir::with_ghost_mode(cfg, ghosts),
             hits: 0,
             requests: 0,
         }
@@ -1057,6 +1211,9 @@ impl MimirLru {
                 !e.ghost()
             }
             Err(cell) => {
+                if m.filters.is_some() {
+                    m.filter_ghost_hit(key, Some(size));
+                }
                 let slot = m.alloc(key, size);
                 m.table.insert_at(cell, h, slot);
                 m.insert_slot(slot);
