@@ -112,3 +112,53 @@ fn mrc_and_mrc_compare_honour_deletes_read_with_format() {
     assert!(text.contains("7 requests (+1 DELETEs)"), "{text}");
     assert!(text.contains("mean MAE vs lru: 0.00000"), "{text}");
 }
+
+/// `--model mimir` takes its bucket count, aging policy and ghost filters from the
+/// command line; each changes the curve, and impossible values are refused.
+#[test]
+fn mimir_options_change_the_model() {
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_augur"))
+            .args(["mrc", TRACE, "--model", "mimir", "--points", "20"])
+            .args(extra)
+            .output()
+            .expect("run augur")
+    };
+    let ok = |extra: &[&str]| {
+        let out = run(extra);
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let default = ok(&[]);
+    assert!(
+        default
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("mimir-rounder,"),
+        "{default}"
+    );
+    let stacker = ok(&["--aging", "stacker", "--buckets", "128"]);
+    assert!(
+        stacker
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("mimir-stacker,"),
+        "{stacker}"
+    );
+    let filters = ok(&["--ghost-filters", "3"]);
+    assert_ne!(default, ok(&["--buckets", "8"]));
+    assert_ne!(default, filters);
+    for bad in [
+        &["--buckets", "1"][..],
+        &["--ghost-filters", "0"],
+        &["--aging", "lru"],
+    ] {
+        assert!(!run(bad).status.success(), "{bad:?} accepted");
+    }
+}
