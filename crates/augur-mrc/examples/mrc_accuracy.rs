@@ -226,23 +226,10 @@ fn main() {
             });
             let t_sim = Instant::now();
             let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 7];
+            let sim = |policy| sim_curve(&trace, policy, max, n, unit, args.sim_seeds);
             for (i, &k) in args.ks.iter().enumerate() {
-                let klru = sim_curve(
-                    &trace,
-                    PolicySpec::KLru { k: k as usize },
-                    max,
-                    n,
-                    unit,
-                    args.sim_seeds,
-                );
-                let redis = sim_curve(
-                    &trace,
-                    PolicySpec::RedisLru { k: k as usize },
-                    max,
-                    n,
-                    unit,
-                    args.sim_seeds,
-                );
+                let klru = sim(PolicySpec::KLru { k: k as usize });
+                let redis = sim(PolicySpec::RedisLru { k: k as usize });
                 let row = [
                     krr_klru[i].mae_at_points(&klru),
                     krr_redis[i].mae_at_points(&redis),

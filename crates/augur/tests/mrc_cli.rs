@@ -73,20 +73,25 @@ fn mrc_and_mrc_compare_honour_deletes_read_with_format() {
         "op,key,size\nget,1,10\nget,2,20\nget,1,10\ndelete,1,\nget,1,10\nget,2,20\nget,3,30\nget,1,10\n",
     )
     .unwrap();
-    let format = ["--format", "csv:op=0,key=1,size=2,header"];
-    let out = Command::new(env!("CARGO_BIN_EXE_augur"))
-        .arg("mrc")
-        .arg(&path)
-        .args(format)
-        .args(["--model", "olken", "--points", "3"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let csv = String::from_utf8(out.stdout).unwrap();
+    // `augur COMMAND ops.csv --format ... --model olken EXTRA...`: its stdout.
+    let olken = |command: &str, extra: [&str; 2]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_augur"))
+            .arg(command)
+            .arg(&path)
+            .args([
+                "--format",
+                "csv:op=0,key=1,size=2,header",
+                "--model",
+                "olken",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{command}: {err}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let csv = olken("mrc", ["--points", "3"]);
     let mr: Vec<f64> = csv
         .lines()
         .skip(1)
@@ -96,19 +101,7 @@ fn mrc_and_mrc_compare_honour_deletes_read_with_format() {
     for (m, w) in mr.iter().zip(want) {
         assert!((m - w).abs() < 1e-5, "{csv}");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_augur"))
-        .arg("mrc-compare")
-        .arg(&path)
-        .args(format)
-        .args(["--model", "olken", "--sizes", "3"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = olken("mrc-compare", ["--sizes", "3"]);
     assert!(text.contains("7 requests (+1 DELETEs)"), "{text}");
     assert!(text.contains("mean MAE vs lru: 0.00000"), "{text}");
 }
