@@ -384,12 +384,13 @@ fn in_unit(ws: WorkingSet, unit: SizeUnit) -> u64 {
 }
 
 /// Feeds a trace file to `model`, streaming: GET and SET are references, DELETE removes.
-fn feed(args: &ModelArgs, model: &mut dyn MrcModel, msg: &str) -> Result<(WorkingSet, u64)> {
+/// Returns the working set, the number of trace entries and how many were DELETEs.
+fn feed(args: &ModelArgs, model: &mut dyn MrcModel, msg: &str) -> Result<(WorkingSet, u64, u64)> {
     let reader = args.open_trace()?;
     let pb = progress_bar(reader.len_hint());
     pb.set_message(msg.to_string());
     let mut fp = WorkingSetCounter::default();
-    let mut n = 0u64;
+    let (mut n, mut deletes) = (0u64, 0u64);
     for req in reader {
         let req = req?;
         match req.op {
@@ -397,7 +398,10 @@ fn feed(args: &ModelArgs, model: &mut dyn MrcModel, msg: &str) -> Result<(Workin
                 fp.add(req.key, req.size);
                 model.access(req.key, req.size);
             }
-            Op::Delete => model.delete(req.key),
+            Op::Delete => {
+                deletes += 1;
+                model.delete(req.key)
+            }
         }
         n += 1;
         if n & 0xffff == 0 {
@@ -405,7 +409,7 @@ fn feed(args: &ModelArgs, model: &mut dyn MrcModel, msg: &str) -> Result<(Workin
         }
     }
     pb.finish_and_clear();
-    Ok((fp.working_set(), n))
+    Ok((fp.working_set(), n, deletes))
 }
 
 #[derive(Serialize)]
@@ -436,7 +440,7 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
     let sizes = size_grid(working_set, args.points);
     let mut model = build_model(&args.common.spec(&sizes, working_set))?;
     let t0 = Instant::now();
-    let (fp, n) = feed(&args.common, model.as_mut(), "modelling")?;
+    let (fp, n, deletes) = feed(&args.common, model.as_mut(), "modelling")?;
     let elapsed = t0.elapsed().as_secs_f64();
     let ws = in_unit(fp, unit) as f64;
     let curves: Vec<Curve> = model
@@ -445,7 +449,12 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
         .map(|c| c.resample(ws, args.points))
         .collect();
     eprintln!(
-        "{n} requests, working set {} {}, {} curve(s) in {elapsed:.2}s ({:.1}M requests/s)",
+        "{n} requests{}, working set {} {}, {} curve(s) in {elapsed:.2}s ({:.1}M requests/s)",
+        if deletes > 0 {
+            format!(" ({deletes} of them DELETEs)")
+        } else {
+            String::new()
+        },
         ws,
         unit_name(unit),
         curves.len(),

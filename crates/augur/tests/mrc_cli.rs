@@ -89,6 +89,9 @@ fn mrc_and_mrc_compare_honour_deletes_read_with_format() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{command}: {err}");
+        if command == "mrc" {
+            assert!(err.contains("8 requests (1 of them DELETEs)"), "{err}");
+        }
         String::from_utf8(out.stdout).unwrap()
     };
     let csv = olken("mrc", ["--points", "3"]);
