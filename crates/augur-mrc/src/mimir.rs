@@ -187,6 +187,19 @@ fn prefetch<T>(r: &T) {
     let _ = r;
 }
 
+/// [`prefetch`] of a raw address, which may be anything: a prefetch never faults.
+#[inline(always)]
+fn prefetch_ptr<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` only hints the cache and never faults, whatever the
+    // address; its sole requirement is SSE, part of the x86_64 baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Key -> slab slot index: open addressing with linear probing over 8-byte cells
 /// `hash32 << 32 | slot` (the key itself is checked in the slab, which the caller reads
 /// next anyway), so a lookup-or-insert is one probe sequence, usually one cache line.
@@ -549,22 +562,30 @@ impl Mimir {
 
     #[inline]
     fn unlink(&mut self, slot: u32) {
+        let ghost = self.slab[slot as usize].ghost();
+        self.unlink_from(slot, ghost);
+    }
+
+    /// [`Mimir::unlink`] when the caller knows which list `slot` is on (`ghost`).
+    #[inline(always)]
+    fn unlink_from(&mut self, slot: u32, ghost: bool) {
         let e = self.slab[slot as usize];
+        debug_assert_eq!(e.ghost(), ghost);
         if e.prev == NIL {
-            self.list(e.ghost()).head = e.next;
+            self.list(ghost).head = e.next;
         } else {
             self.slab[e.prev as usize].next = e.next;
         }
         if e.next == NIL {
-            self.list(e.ghost()).tail = e.prev;
+            self.list(ghost).tail = e.prev;
         } else {
             self.slab[e.next as usize].prev = e.prev;
         }
     }
 
-    #[inline]
-    fn push_front(&mut self, slot: u32) {
-        let ghost = self.slab[slot as usize].ghost();
+    /// [`Mimir::push_front`] when the caller knows which list `slot` goes on.
+    #[inline(always)]
+    fn push_front_to(&mut self, slot: u32, ghost: bool) {
         let list = self.list(ghost);
         let old = list.head;
         list.head = slot;
@@ -655,7 +676,13 @@ impl Mimir {
         let own = self.buckets[i];
         let above_n = (self.head_rank() - rank) as usize;
         let start = if above_n <= self.buckets.len() / 2 {
-            self.circ_sum((i + 1) % self.buckets.len(), above_n)
+            // The next index round the circle, without a division.
+            let next = if i + 1 == self.buckets.len() {
+                0
+            } else {
+                i + 1
+            };
+            self.circ_sum(next, above_n)
         } else {
             let below_n = (rank - self.tail) as usize;
             let below = self.circ_sum(self.idx(self.tail), below_n);
@@ -702,7 +729,16 @@ impl Mimir {
     /// elements and the ghosts of the more recent filters, among its own filter's) and
     /// removed from that filter. `size` is the referenced size if known (else the
     /// filter's mean). Returns whether it was a ghost hit.
+    #[inline]
     fn filter_ghost_hit(&mut self, key: u64, size: Option<u32>) -> bool {
+        if self.filters.is_none() {
+            return false;
+        }
+        self.filter_ghost_hit_in_filters(key, size)
+    }
+
+    #[inline(never)]
+    fn filter_ghost_hit_in_filters(&mut self, key: u64, size: Option<u32>) -> bool {
         let objects = self.objects;
         let Some(f) = self.filters.as_mut() else {
             return false;
@@ -746,15 +782,16 @@ impl Mimir {
     #[inline]
     fn move_to_head(&mut self, slot: u32) {
         let cost = self.cost(self.slab[slot as usize].size);
-        let h = self.idx(self.head_rank());
+        let mut head = self.head_rank();
+        let mut h = self.idx(head);
         if self.buckets[h] > 0 && self.buckets[h] + cost > self.share {
             self.age(slot);
+            head = self.head_rank();
+            h = self.idx(head);
         }
-        let head = self.head_rank();
         let e = &mut self.slab[slot as usize];
         e.tag = (e.tag & !RANK) | head;
-        let i = self.idx(head);
-        self.buckets[i] += cost;
+        self.buckets[h] += cost;
     }
 
     fn age(&mut self, moving: u32) {
@@ -851,7 +888,7 @@ impl Mimir {
                 break;
             }
             self.drop_from_bucket(slot);
-            self.unlink(slot);
+            self.unlink_from(slot, true);
             self.ghost_used -= self.cost(self.slab[slot as usize].size);
             self.release(slot);
         }
@@ -864,23 +901,39 @@ impl Mimir {
     /// next LRU victim (for an [`Mimir::evict`] upcall).
     #[inline]
     fn prefetch_next(&self, victim_cell: bool) {
-        for (t, cell) in [(self.ghosts.tail, true), (self.cached.tail, victim_cell)] {
-            if t == NIL {
-                continue;
-            }
+        // Prefetch addresses are computed without bounds checks (`wrapping_add`): a hint
+        // to a stale or wrong address is harmless, and these run on every eviction.
+        let slab = self.slab.as_ptr();
+        let cells = self.table.cells.as_ptr();
+        let cell_of = |key: u64| cells.wrapping_add(self.table.home(hash32(key)));
+        // The ghost list's tail's own cell was prefetched one step ago as its
+        // predecessor's.
+        let t = self.ghosts.tail;
+        if t != NIL {
             let e = &self.slab[t as usize];
-            // The tail's own cell was prefetched one step ago as its predecessor's,
-            // except for an EVICT upcall of a key that is not the cached tail.
-            if cell && t == self.cached.tail {
-                prefetch(&self.table.cells[self.table.home(hash32(e.key))]);
+            if e.prev != NIL {
+                let p = &self.slab[e.prev as usize];
+                prefetch_ptr(cell_of(p.key));
+                if p.prev != NIL {
+                    prefetch_ptr(slab.wrapping_add(p.prev as usize));
+                }
+            }
+        }
+        // The cached tail's cell is wanted by an EVICT upcall (`victim_cell`) of a key
+        // that was not the cached tail, so it was not prefetched as a predecessor.
+        let t = self.cached.tail;
+        if t != NIL {
+            let e = &self.slab[t as usize];
+            if victim_cell {
+                prefetch_ptr(cell_of(e.key));
             }
             if e.prev != NIL {
                 let p = &self.slab[e.prev as usize];
-                if cell {
-                    prefetch(&self.table.cells[self.table.home(hash32(p.key))]);
+                if victim_cell {
+                    prefetch_ptr(cell_of(p.key));
                 }
                 if p.prev != NIL {
-                    prefetch(&self.slab[p.prev as usize]);
+                    prefetch_ptr(slab.wrapping_add(p.prev as usize));
                 }
             }
         }
@@ -918,8 +971,8 @@ impl Mimir {
         self.record_hit(slot);
         self.move_to_head(slot);
         if self.cached.head != slot {
-            self.unlink(slot);
-            self.push_front(slot);
+            self.unlink_from(slot, false);
+            self.push_front_to(slot, false);
         }
     }
 
@@ -1007,8 +1060,9 @@ impl Mimir {
 
     #[inline]
     fn insert_slot(&mut self, slot: u32) {
+        // Every caller has cleared GHOST: the element joins the cached list.
         self.move_to_head(slot);
-        self.push_front(slot);
+        self.push_front_to(slot, false);
         self.cached_used += self.cost(self.slab[slot as usize].size);
     }
 
@@ -1043,7 +1097,7 @@ impl Mimir {
 
     #[inline]
     fn evict_slot(&mut self, slot: u32) {
-        self.unlink(slot);
+        self.unlink_from(slot, false);
         let cost = self.cost(self.slab[slot as usize].size);
         self.cached_used -= cost;
         if self.cfg.ghost_capacity == 0 {
@@ -1060,7 +1114,7 @@ impl Mimir {
         }
         self.slab[slot as usize].tag |= GHOST;
         self.ghost_used += cost;
-        self.push_front(slot);
+        self.push_front_to(slot, true);
         self.trim_ghosts();
     }
 
