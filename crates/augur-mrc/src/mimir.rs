@@ -175,16 +175,7 @@ fn hash32(key: u64) -> u32 {
 /// x86_64).
 #[inline(always)]
 fn prefetch<T>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` only hints the cache and never faults (here the address is
-    // even a live reference); its sole requirement is SSE, part of the x86_64 baseline.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-            (r as *const T).cast(),
-        )
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+    prefetch_ptr(r as *const T);
 }
 
 /// [`prefetch`] of a raw address, which may be anything: a prefetch never faults.
