@@ -18,12 +18,12 @@ use augur_mrc::curve::{Curve, Point, SizeUnit};
 use augur_mrc::krr::{Krr, KrrConfig};
 use augur_mrc::olken::Olken;
 use augur_mrc::MrcModel;
-use augur_sim::{
-    simulate_grid, working_set, PolicySpec, TraceOp, Unit, WorkingSet, WorkingSetCounter,
-};
+use augur_sim::{simulate_grid, working_set, PolicySpec, Unit, WorkingSet, WorkingSetCounter};
 use augur_trace::Op;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+
+use crate::trace_input;
 
 /// The models `augur mrc` can run.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,15 +129,7 @@ const GHOST_FILTER_FP_RATE: f64 = 0.01;
 impl ModelArgs {
     /// Opens the trace, with `--format` if given, else as told from the file.
     fn open_trace(&self) -> Result<augur_trace::TraceReader> {
-        let path = &self.trace;
-        match &self.format {
-            Some(f) => {
-                let format: augur_trace::TraceFormat = f.parse()?;
-                augur_trace::open(path, &format)
-            }
-            None => augur_trace::open_auto(path),
-        }
-        .with_context(|| format!("opening {}", path.display()))
+        trace_input::open(&self.trace, self.format.as_deref())
     }
 
     fn unit(&self) -> SizeUnit {
@@ -719,20 +711,8 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     // The simulators need the trace in memory. Model and simulators see the same
     // stream, as in `augur mrc` and `augur sim`: GET and SET are references, a DELETE
     // removes the key and is not counted as a request.
-    let reqs: Vec<augur_trace::Request> = args
-        .common
-        .open_trace()?
-        .collect::<Result<_>>()
-        .with_context(|| format!("reading {}", args.common.trace.display()))?;
-    let trace: Vec<TraceOp> = reqs
-        .iter()
-        .map(|r| match r.op {
-            Op::Get | Op::Set => TraceOp::get(r.key, r.size),
-            Op::Delete => TraceOp::delete(r.key),
-        })
-        .collect();
-    drop(reqs);
-    let deletes = trace.iter().filter(|r| r.delete).count();
+    let (trace, deletes) =
+        trace_input::load_for_simulation(&args.common.trace, args.common.format.as_deref())?;
     let ws = in_unit(working_set(&trace), unit);
     let sizes = size_grid(ws, args.sizes);
     let mut model = build_model(&args.common.spec(&sizes, ws))?;
@@ -797,7 +777,7 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     println!(
         "trace {}: {} requests{dels}, working set {ws} {}; model {:.2}s, {} simulations {:.2}s",
         args.common.trace.display(),
-        trace.len() - deletes,
+        trace.len() as u64 - deletes,
         unit_name(unit),
         t_model,
         results.len(),

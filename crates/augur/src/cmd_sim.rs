@@ -16,13 +16,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use augur_sim::{
-    simulate_with_progress, working_set, PolicySpec, SimResult, TraceOp, Unit, WorkingSet,
-};
-use augur_trace::{Op, TraceFormat};
+use augur_sim::{simulate_with_progress, working_set, PolicySpec, SimResult, Unit, WorkingSet};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
+
+use crate::trace_input;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -178,32 +177,6 @@ impl Row {
     }
 }
 
-/// Loads the trace for the simulators, with its number of DELETEs. GETs and SETs
-/// become references (look-aside: a miss fills the key); DELETEs are kept, in order,
-/// and remove the key when simulated.
-fn load(args: &Args) -> Result<(Vec<TraceOp>, u64)> {
-    let reader = match &args.format {
-        Some(f) => {
-            let format: TraceFormat = f.parse()?;
-            augur_trace::open(&args.trace, &format)?
-        }
-        None => augur_trace::open_auto(&args.trace)?,
-    };
-    let mut trace = Vec::with_capacity(reader.len_hint().unwrap_or(0) as usize);
-    let mut deletes = 0u64;
-    for r in reader {
-        let r = r?;
-        trace.push(match r.op {
-            Op::Get | Op::Set => TraceOp::get(r.key, r.size),
-            Op::Delete => {
-                deletes += 1;
-                TraceOp::delete(r.key)
-            }
-        });
-    }
-    Ok((trace, deletes))
-}
-
 pub fn run(args: Args) -> Result<()> {
     let specs: Vec<SizeSpec> = args
         .sizes
@@ -213,7 +186,7 @@ pub fn run(args: Args) -> Result<()> {
     let unit = choose_unit(&specs, args.bytes)?;
 
     let t0 = Instant::now();
-    let (trace, deletes) = load(&args)?;
+    let (trace, deletes) = trace_input::load_for_simulation(&args.trace, args.format.as_deref())?;
     let ws = working_set(&trace);
     let load_secs = t0.elapsed().as_secs_f64();
     if deletes > 0 {

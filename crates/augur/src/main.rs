@@ -6,6 +6,7 @@ mod cmd_mrc;
 mod cmd_replay;
 mod cmd_serve;
 mod cmd_sim;
+mod trace_input;
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
