@@ -39,49 +39,94 @@ impl Drop for Redis {
     }
 }
 
-impl Redis {
-    /// Starts a server with the given extra config arguments, or `None` (with a
-    /// message) if redis-server is not installed.
-    fn start(extra: &[&str]) -> Option<Redis> {
-        let Some(bin) = find_on_path("redis-server") else {
-            eprintln!("SKIPPED: redis-server is not on PATH (apt-get install -y redis-server)");
-            return None;
-        };
+/// A port for a new server: a free one from the kernel, never one this process has
+/// handed out before. The tests of this file run concurrently, and the kernel may give
+/// the same free port to two of them (it is free again once the probe socket closes):
+/// the second redis-server then fails to bind while the first one answers for it.
+fn fresh_port() -> u16 {
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut used = HANDED_OUT.lock().unwrap();
+    loop {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let mut cmd = Command::new(bin);
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(["--maxmemory", "512mb", "--maxmemory-policy", "allkeys-lru"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-        let mut redis = Redis {
-            child: cmd.spawn().expect("spawning redis-server"),
-            port,
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Some(status) = redis.child.try_wait().unwrap() {
-                panic!("redis-server exited at start ({status}); args {extra:?}");
-            }
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(redis);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if !used.contains(&port) {
+            used.push(port);
+            return port;
         }
-        panic!("redis-server did not start on port {port}");
+    }
+}
+
+/// The `process_id` that the server on `port` reports in `INFO server` (after `AUTH
+/// password` if given), if it answers.
+fn server_pid(port: u16, password: Option<&str>) -> Option<u32> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    if let Some(pw) = password {
+        s.write_all(format!("AUTH {pw}\r\n").as_bytes()).ok()?;
+    }
+    s.write_all(b"INFO server\r\n").ok()?;
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    while r.read_line(&mut line).ok()? > 0 {
+        if let Some(pid) = line.trim().strip_prefix("process_id:") {
+            return pid.parse().ok();
+        }
+        line.clear();
+    }
+    None
+}
+
+impl Redis {
+    /// Starts a server with the given extra config arguments, or `None` (with a
+    /// message) if redis-server is not installed. It is ready when the server on its
+    /// port reports this child's process id (so not some other process that holds the
+    /// port); if the port turns out to be taken, it starts again on another one.
+    fn start(extra: &[&str]) -> Option<Redis> {
+        let Some(bin) = find_on_path("redis-server") else {
+            eprintln!("SKIPPED: redis-server is not on PATH (apt-get install -y redis-server)");
+            return None;
+        };
+        let password = extra
+            .iter()
+            .position(|&a| a == "--requirepass")
+            .and_then(|i| extra.get(i + 1).copied());
+        for _attempt in 0..5 {
+            let port = fresh_port();
+            let mut cmd = Command::new(&bin);
+            cmd.args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--maxmemory", "512mb", "--maxmemory-policy", "allkeys-lru"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+            let mut redis = Redis {
+                child: cmd.spawn().expect("spawning redis-server"),
+                port,
+            };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if redis.child.try_wait().unwrap().is_some() {
+                    break; // could not bind (or bad arguments): try another port
+                }
+                match server_pid(port, password) {
+                    Some(pid) if pid == redis.child.id() => return Some(redis),
+                    Some(_) => break, // another server holds this port
+                    None => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        }
+        panic!("redis-server did not start (5 ports tried); args {extra:?}");
     }
 
     fn addr(&self) -> String {
