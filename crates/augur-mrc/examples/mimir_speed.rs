@@ -69,6 +69,20 @@ enum Event {
     Evict(u64),
 }
 
+/// Delivers one recorded upcall to MIMIR.
+#[inline(always)]
+fn upcall(m: &mut Mimir, ev: Event) {
+    match ev {
+        Event::Hit(k) => {
+            m.hit(k);
+        }
+        Event::MissInsert(k, s) => {
+            m.miss_insert(k, s);
+        }
+        Event::Evict(k) => m.evict(k),
+    }
+}
+
 /// The upcalls of an LRU cache of `n` objects over `trace` (HashMap + linked list,
 /// independent of MIMIR's code), and its miss ratio.
 fn lru_events(trace: &[(u64, u32)], n: usize) -> (Vec<Event>, f64) {
@@ -183,15 +197,7 @@ fn main() {
         let (wall_a, cpu_a, m) = time(reps, || {
             let mut m = Mimir::new(cfg);
             for &ev in &events {
-                match ev {
-                    Event::Hit(k) => {
-                        m.hit(k);
-                    }
-                    Event::MissInsert(k, s) => {
-                        m.miss_insert(k, s);
-                    }
-                    Event::Evict(k) => m.evict(k),
-                }
+                upcall(&mut m, ev);
             }
             m
         });
@@ -205,15 +211,7 @@ fn main() {
                 if let Some(Event::Hit(k) | Event::MissInsert(k, _)) = events.get(i + LOOKAHEAD) {
                     m.prefetch(*k);
                 }
-                match ev {
-                    Event::Hit(k) => {
-                        m.hit(k);
-                    }
-                    Event::MissInsert(k, s) => {
-                        m.miss_insert(k, s);
-                    }
-                    Event::Evict(k) => m.evict(k),
-                }
+                upcall(&mut m, ev);
             }
             m
         });
