@@ -41,8 +41,10 @@
 //! probe, an insert, an eviction to the ghost list and a ghost drop): per key a 24-byte
 //! slab record (key, list links, rank tag with the ghost/free flags, size), no heap
 //! allocation; an open-addressing table of 8-byte cells maps keys to slab slots in one
-//! probe sequence; the cached LRU list and the ghost list are intrusive lists through
-//! the slab; the next victims and the next ghost's table cell are prefetched.
+//! probe sequence; one intrusive recency list through the slab holds the cached
+//! elements and, below the LRU one, the ghosts, so evicting the LRU element to a ghost
+//! moves a boundary and no link; the next victims and the next ghost's table cell are
+//! prefetched.
 //!
 //! **Output**: DELTA of Algorithm B is kept as a piecewise-linear difference array: a
 //! hit uniform on `(a, b]` adds slope `1/(b-a)` at `a` and removes it at `b`, so the
@@ -131,7 +133,7 @@ const RANK: u32 = FREE - 1;
 const REBASE_AT: u32 = 1 << 29;
 
 /// One tracked key (cached or ghost): 24 bytes, no heap allocation. `prev`/`next` link
-/// it into the cached LRU list or the ghost list (`next` also chains free slots).
+/// it into the stack's recency list (`next` also chains free slots).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     key: u64,
@@ -394,8 +396,13 @@ pub struct Mimir {
     slab: Vec<Entry>,
     /// Head of the free-slot chain (through `Entry::next`).
     free: u32,
-    cached: List,
-    ghosts: List,
+    /// The stack as one recency list (§2.4: the ghosts continue the LRU stack below
+    /// the cached elements): cached elements from the head down to `lru`, then the
+    /// ghosts, oldest at the tail. Evicting the LRU element to a ghost only moves
+    /// `lru` up by one, and no list link changes.
+    stack: List,
+    /// The least recently used cached element; NIL when nothing is cached.
+    lru: u32,
     cached_used: u64,
     ghost_used: u64,
     /// [`GhostMode::Filters`] with ghosts: (filters, false-positive rate).
@@ -455,8 +462,8 @@ impl Mimir {
             // Objects: at most `keys` slots, allocated once (no doubling slack).
             slab: Vec::with_capacity(if objects { keys } else { 0 }),
             free: NIL,
-            cached: List::EMPTY,
-            ghosts: List::EMPTY,
+            stack: List::EMPTY,
+            lru: NIL,
             cached_used: 0,
             ghost_used: 0,
             filter_spec,
@@ -542,52 +549,59 @@ impl Mimir {
 
     // ---- slab and linked lists ---------------------------------------------------
 
-    #[inline]
-    fn list(&mut self, ghost: bool) -> &mut List {
-        if ghost {
-            &mut self.ghosts
-        } else {
-            &mut self.cached
-        }
-    }
-
-    #[inline]
-    fn unlink(&mut self, slot: u32) {
-        let ghost = self.slab[slot as usize].ghost();
-        self.unlink_from(slot, ghost);
-    }
-
-    /// [`Mimir::unlink`] when the caller knows which list `slot` is on (`ghost`).
+    /// Takes `slot` out of the stack list (moving `lru` up if it was the LRU cached
+    /// element).
     #[inline(always)]
-    fn unlink_from(&mut self, slot: u32, ghost: bool) {
+    fn unlink(&mut self, slot: u32) {
         let e = self.slab[slot as usize];
-        debug_assert_eq!(e.ghost(), ghost);
+        if slot == self.lru {
+            self.lru = e.prev;
+        }
         if e.prev == NIL {
-            self.list(ghost).head = e.next;
+            self.stack.head = e.next;
         } else {
             self.slab[e.prev as usize].next = e.next;
         }
         if e.next == NIL {
-            self.list(ghost).tail = e.prev;
+            self.stack.tail = e.prev;
         } else {
             self.slab[e.next as usize].prev = e.prev;
         }
     }
 
-    /// [`Mimir::push_front`] when the caller knows which list `slot` goes on.
+    /// Puts the cached element `slot` (out of the list) at the head of the stack list.
     #[inline(always)]
-    fn push_front_to(&mut self, slot: u32, ghost: bool) {
-        let list = self.list(ghost);
-        let old = list.head;
-        list.head = slot;
+    fn push_front(&mut self, slot: u32) {
+        let old = self.stack.head;
+        self.stack.head = slot;
         if old == NIL {
-            list.tail = slot;
+            self.stack.tail = slot;
         } else {
             self.slab[old as usize].prev = slot;
+        }
+        if self.lru == NIL {
+            self.lru = slot;
         }
         let e = &mut self.slab[slot as usize];
         e.prev = NIL;
         e.next = old;
+    }
+
+    /// Puts `slot` (out of the list) just below the LRU cached element: the most
+    /// recent ghost. Needs a cached element (`lru != NIL`).
+    #[inline]
+    fn insert_below_lru(&mut self, slot: u32) {
+        let at = self.lru;
+        let next = self.slab[at as usize].next;
+        self.slab[at as usize].next = slot;
+        if next == NIL {
+            self.stack.tail = slot;
+        } else {
+            self.slab[next as usize].prev = slot;
+        }
+        let e = &mut self.slab[slot as usize];
+        e.prev = at;
+        e.next = next;
     }
 
     /// A slot for `key` (not entered in the table), reusing a freed one if any.
@@ -874,12 +888,12 @@ impl Mimir {
     #[inline]
     fn trim_ghosts(&mut self) {
         while self.ghost_used > self.cfg.ghost_capacity {
-            let slot = self.ghosts.tail;
-            if slot == NIL {
+            let slot = self.stack.tail;
+            if slot == NIL || !self.slab[slot as usize].ghost() {
                 break;
             }
             self.drop_from_bucket(slot);
-            self.unlink_from(slot, true);
+            self.unlink(slot);
             self.ghost_used -= self.cost(self.slab[slot as usize].size);
             self.release(slot);
         }
@@ -897,9 +911,9 @@ impl Mimir {
         let slab = self.slab.as_ptr();
         let cells = self.table.cells.as_ptr();
         let cell_of = |key: u64| cells.wrapping_add(self.table.home(hash32(key)));
-        // The ghost list's tail's own cell was prefetched one step ago as its
-        // predecessor's.
-        let t = self.ghosts.tail;
+        // The stack tail (the next ghost to drop) had its own cell prefetched one step
+        // ago as its predecessor's.
+        let t = self.stack.tail;
         if t != NIL {
             let e = &self.slab[t as usize];
             if e.prev != NIL {
@@ -910,9 +924,9 @@ impl Mimir {
                 }
             }
         }
-        // The cached tail's cell is wanted by an EVICT upcall (`victim_cell`) of a key
-        // that was not the cached tail, so it was not prefetched as a predecessor.
-        let t = self.cached.tail;
+        // The LRU element's cell is wanted by an EVICT upcall (`victim_cell`) of a key
+        // that was not the LRU element, so it was not prefetched as a predecessor.
+        let t = self.lru;
         if t != NIL {
             let e = &self.slab[t as usize];
             if victim_cell {
@@ -961,9 +975,9 @@ impl Mimir {
     fn hit_slot(&mut self, slot: u32) {
         self.record_hit(slot);
         self.move_to_head(slot);
-        if self.cached.head != slot {
-            self.unlink_from(slot, false);
-            self.push_front_to(slot, false);
+        if self.stack.head != slot {
+            self.unlink(slot);
+            self.push_front(slot);
         }
     }
 
@@ -1053,7 +1067,7 @@ impl Mimir {
     fn insert_slot(&mut self, slot: u32) {
         // Every caller has cleared GHOST: the element joins the cached list.
         self.move_to_head(slot);
-        self.push_front_to(slot, false);
+        self.push_front(slot);
         self.cached_used += self.cost(self.slab[slot as usize].size);
     }
 
@@ -1061,10 +1075,10 @@ impl Mimir {
     /// evicted, so just below every cached element, which is where its bucket is), and
     /// the oldest ghosts beyond the ghost capacity are dropped.
     pub fn evict(&mut self, key: u64) {
-        // A cache evicts its LRU item, which is the tail of MIMIR's cached list (the
-        // same order): then the table probe is not needed. An unknown key or a ghost is
-        // never the cached tail, so this changes no result.
-        let t = self.cached.tail;
+        // A cache evicts its LRU item, which is MIMIR's LRU cached element (the same
+        // order): then the table probe is not needed. An unknown key or a ghost is
+        // never that element, so this changes no result.
+        let t = self.lru;
         if t != NIL && self.slab[t as usize].key == key && self.cfg.ghost_capacity != 0 {
             self.evict_slot(t);
             self.prefetch_next(false);
@@ -1088,24 +1102,28 @@ impl Mimir {
 
     #[inline]
     fn evict_slot(&mut self, slot: u32) {
-        self.unlink_from(slot, false);
         let cost = self.cost(self.slab[slot as usize].size);
         self.cached_used -= cost;
-        if self.cfg.ghost_capacity == 0 {
-            self.drop_from_bucket(slot);
-            self.release(slot);
-            return;
-        }
-        if self.filter_spec.is_some() {
+        if self.cfg.ghost_capacity == 0 || self.filter_spec.is_some() {
+            self.unlink(slot);
             self.drop_from_bucket(slot);
             let key = self.slab[slot as usize].key;
             self.release(slot);
-            self.filter_insert(key, cost);
+            if self.cfg.ghost_capacity != 0 {
+                self.filter_insert(key, cost);
+            }
             return;
+        }
+        // It becomes the most recent ghost, just below the cached elements: for the
+        // LRU element (the usual victim) that is where it already is.
+        if slot == self.lru {
+            self.lru = self.slab[slot as usize].prev;
+        } else {
+            self.unlink(slot);
+            self.insert_below_lru(slot);
         }
         self.slab[slot as usize].tag |= GHOST;
         self.ghost_used += cost;
-        self.push_front_to(slot, true);
         self.trim_ghosts();
     }
 
@@ -1272,8 +1290,8 @@ impl MimirLru {
     fn make_room(&mut self) {
         let m = &mut self.m;
         while m.cached_used > m.cfg.capacity {
-            let victim = m.cached.tail;
-            if victim == NIL || victim == m.cached.head {
+            let victim = m.lru;
+            if victim == NIL || victim == m.stack.head {
                 break; // never evict the item just inserted
             }
             m.evict_slot(victim);
@@ -1345,6 +1363,38 @@ mod tests {
         assert_eq!(m.cached_used(), 7);
         assert_eq!(m.ghost_used(), 1);
         assert_eq!(m.buckets.iter().sum::<u64>(), 8);
+    }
+
+    /// A cache that evicts other than its LRU item (e.g. sampled eviction): the victim
+    /// becomes the most recent ghost, below the cached elements and above the older
+    /// ghosts, and the oldest ghost is the first dropped.
+    #[test]
+    fn evicting_a_non_lru_key_makes_it_the_most_recent_ghost() {
+        let mut m = Mimir::new(MimirConfig {
+            buckets: 4,
+            aging: Aging::Rounder,
+            capacity: 10,
+            ghost_capacity: 2,
+            unit: SizeUnit::Objects,
+        });
+        for k in 0..10 {
+            m.insert(k, 1);
+        }
+        m.evict(5); // not the LRU item: ghosts [5]
+        m.evict(0); // the LRU item: ghosts [0, 5]
+        m.evict(1); // ghosts [1, 0]; 5 is dropped
+        assert_eq!((m.cached_used(), m.ghost_used()), (7, 2));
+        assert!(!m.miss(5), "the oldest ghost was dropped");
+        assert!(m.miss(0), "0 is still a ghost");
+        m.evict(2); // the LRU item again: ghosts [2, 1]
+        assert!(m.miss(1));
+        assert!(m.miss(2));
+        assert_eq!((m.cached_used(), m.ghost_used()), (6, 0));
+        // The cached elements are still in recency order: 3 is the next victim.
+        m.evict(3);
+        assert!(m.miss(3));
+        assert_eq!((m.cached_used(), m.ghost_used()), (5, 0));
+        assert_eq!(m.buckets.iter().sum::<u64>(), 5);
     }
 
     /// ROUNDER's rank rebase (tail reaching 2^29) changes no bucket index, so the curve
