@@ -39,7 +39,7 @@
 //!
 //! **Layout** (for speed: most requests of a large cache miss, so one costs a table
 //! probe, an insert, an eviction to the ghost list and a ghost drop): per key a 24-byte
-//! slab record (key, list links, rank tag with the ghost/free flags, size), no heap
+//! slab record (key, list links, rank tag with the ghost/free flags, size in units), no heap
 //! allocation; an open-addressing table of 8-byte cells maps keys to slab slots in one
 //! probe sequence; one intrusive recency list through the slab holds the cached
 //! elements and, below the LRU one, the ghosts, so evicting the LRU element to a ghost
@@ -141,7 +141,10 @@ struct Entry {
     next: u32,
     /// Rank (bucket tag, §3.1 (1)) in the low 30 bits, plus `GHOST` / `FREE`.
     tag: u32,
-    size: u32,
+    /// Size in the model's unit: 1 for object curves (whatever the bytes), the size
+    /// in bytes for byte curves. Stored as the cost so the request path never asks
+    /// which unit it is in.
+    units: u32,
 }
 
 impl Entry {
@@ -150,6 +153,58 @@ impl Entry {
         self.tag & GHOST != 0
     }
 }
+
+/// A vector whose every index is in range by construction, so indexing skips the
+/// bounds check: these checks were ~15% of MIMIR's instructions per request (by
+/// callgrind), being on every step of the request path. Each use states its invariant,
+/// and every access `debug_assert!`s it, so the test suite (debug builds) checks it:
+/// - the slab of [`Entry`] records, indexed by slot number: a slot number is only
+///   stored (table cell, list link, `lru`, free chain) after `alloc` made it, the slab
+///   never shrinks, and `NIL` is compared against before it would be an index;
+/// - the table's cells: every index is a home cell `h >> shift`, below
+///   `2^(32 - shift)` = the length, or is reduced `& mask` = length - 1;
+/// - the bucket sizes: every index is `idx(rank)`, `rank & (B - 1)` or `rank % B`.
+#[derive(Debug, Clone, Default)]
+struct Dense<T>(Vec<T>);
+
+impl<T> std::ops::Index<usize> for Dense<T> {
+    type Output = T;
+
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T {
+        debug_assert!(i < self.0.len(), "index {i} out of range");
+        // SAFETY: every index used is below the length (see the type's docs).
+        unsafe { self.0.get_unchecked(i) }
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Dense<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        debug_assert!(i < self.0.len(), "index {i} out of range");
+        // SAFETY: as for `Index`.
+        unsafe { self.0.get_unchecked_mut(i) }
+    }
+}
+
+impl<T> std::ops::Index<u32> for Dense<T> {
+    type Output = T;
+
+    #[inline(always)]
+    fn index(&self, i: u32) -> &T {
+        &self[i as usize]
+    }
+}
+
+impl<T> std::ops::IndexMut<u32> for Dense<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: u32) -> &mut T {
+        &mut self[i as usize]
+    }
+}
+
+/// The records of the tracked keys, indexed by slot number.
+type Slab = Dense<Entry>;
 
 /// A doubly linked list through `Entry::prev/next`, head = most recent.
 #[derive(Debug, Clone, Copy)]
@@ -200,7 +255,7 @@ fn prefetch_ptr<T>(p: *const T) {
 /// tombstones). Load is kept at most 4/5.
 #[derive(Debug, Clone)]
 struct Table {
-    cells: Vec<u64>,
+    cells: Dense<u64>,
     shift: u32,
     mask: usize,
     len: usize,
@@ -212,7 +267,7 @@ impl Table {
     fn with_keys(keys: usize) -> Self {
         let cap = (2 * keys + 1).next_power_of_two().max(16);
         Self {
-            cells: vec![EMPTY; cap],
+            cells: Dense(vec![EMPTY; cap]),
             shift: 32 - cap.trailing_zeros(),
             mask: cap - 1,
             len: 0,
@@ -226,14 +281,14 @@ impl Table {
 
     /// `Ok(cell)` holding `key`, or `Err(cell)`: the empty cell where it would go.
     #[inline]
-    fn find(&self, key: u64, h: u32, slab: &[Entry]) -> Result<usize, usize> {
+    fn find(&self, key: u64, h: u32, slab: &Slab) -> Result<usize, usize> {
         let mut i = self.home(h);
         loop {
             let c = self.cells[i];
             if c == EMPTY {
                 return Err(i);
             }
-            if (c >> 32) as u32 == h && slab[c as u32 as usize].key == key {
+            if (c >> 32) as u32 == h && slab[c as u32].key == key {
                 return Ok(i);
             }
             i = (i + 1) & self.mask;
@@ -266,7 +321,7 @@ impl Table {
     fn insert_at(&mut self, cell: usize, h: u32, slot: u32) {
         self.cells[cell] = u64::from(h) << 32 | u64::from(slot);
         self.len += 1;
-        if self.len * 5 > self.cells.len() * 4 {
+        if self.len * 5 > self.cells.0.len() * 4 {
             self.grow();
         }
     }
@@ -293,9 +348,9 @@ impl Table {
     }
 
     fn grow(&mut self) {
-        let old = std::mem::take(&mut self.cells);
+        let old = std::mem::take(&mut self.cells.0);
         let cap = old.len() * 2;
-        self.cells = vec![EMPTY; cap];
+        self.cells = Dense(vec![EMPTY; cap]);
         self.shift = 32 - cap.trailing_zeros();
         self.mask = cap - 1;
         for c in old.into_iter().filter(|&c| c != EMPTY) {
@@ -379,7 +434,7 @@ pub struct Mimir {
     /// request path), else 0.
     mask: u32,
     /// Per-bucket sizes, indexed by `rank % B`.
-    buckets: Vec<u64>,
+    buckets: Dense<u64>,
     tail: u32,
     share: u64,
     objects: bool,
@@ -393,7 +448,7 @@ pub struct Mimir {
     avg_n: u64,
     avg_dist: f64,
     table: Table,
-    slab: Vec<Entry>,
+    slab: Slab,
     /// Head of the free-slot chain (through `Entry::next`).
     free: u32,
     /// The stack as one recency list (§2.4: the ghosts continue the LRU stack below
@@ -447,7 +502,7 @@ impl Mimir {
             cfg,
             b,
             mask: if b.is_power_of_two() { b - 1 } else { 0 },
-            buckets: vec![0; b as usize],
+            buckets: Dense(vec![0; b as usize]),
             // ROUNDER advances it; STACKER keeps it at bucket 0 (§3.3).
             tail: 0,
             share: stack.div_ceil(u64::from(b)).max(1),
@@ -460,7 +515,7 @@ impl Mimir {
             avg_dist: 0.0,
             table: Table::with_keys(keys),
             // Objects: at most `keys` slots, allocated once (no doubling slack).
-            slab: Vec::with_capacity(if objects { keys } else { 0 }),
+            slab: Dense(Vec::with_capacity(if objects { keys } else { 0 })),
             free: NIL,
             stack: List::EMPTY,
             lru: NIL,
@@ -511,7 +566,7 @@ impl Mimir {
     /// Bytes of heap memory held by the per-key structures (slab of 24-byte records
     /// and the 8-byte-cell table), from their capacities.
     pub fn key_heap_bytes(&self) -> usize {
-        self.slab.capacity() * std::mem::size_of::<Entry>() + self.table.cells.len() * 8
+        self.slab.0.capacity() * std::mem::size_of::<Entry>() + self.table.cells.0.len() * 8
     }
 
     /// Bytes of heap memory held by all the tracking structures: per-key ones plus
@@ -519,16 +574,17 @@ impl Mimir {
     pub fn heap_bytes(&self) -> usize {
         self.key_heap_bytes()
             + self.delta.bins.len() * 16
-            + self.buckets.len() * 8
+            + self.buckets.0.len() * 8
             + self.filters.as_ref().map_or(0, GhostFilters::heap_bytes)
     }
 
+    /// An element of `size` bytes, in the model's unit.
     #[inline]
-    fn cost(&self, size: u32) -> u64 {
+    fn units(&self, size: u32) -> u32 {
         if self.objects {
             1
         } else {
-            u64::from(size)
+            size
         }
     }
 
@@ -553,19 +609,19 @@ impl Mimir {
     /// element).
     #[inline(always)]
     fn unlink(&mut self, slot: u32) {
-        let e = self.slab[slot as usize];
+        let e = self.slab[slot];
         if slot == self.lru {
             self.lru = e.prev;
         }
         if e.prev == NIL {
             self.stack.head = e.next;
         } else {
-            self.slab[e.prev as usize].next = e.next;
+            self.slab[e.prev].next = e.next;
         }
         if e.next == NIL {
             self.stack.tail = e.prev;
         } else {
-            self.slab[e.next as usize].prev = e.prev;
+            self.slab[e.next].prev = e.prev;
         }
     }
 
@@ -577,12 +633,12 @@ impl Mimir {
         if old == NIL {
             self.stack.tail = slot;
         } else {
-            self.slab[old as usize].prev = slot;
+            self.slab[old].prev = slot;
         }
         if self.lru == NIL {
             self.lru = slot;
         }
-        let e = &mut self.slab[slot as usize];
+        let e = &mut self.slab[slot];
         e.prev = NIL;
         e.next = old;
     }
@@ -592,36 +648,36 @@ impl Mimir {
     #[inline]
     fn insert_below_lru(&mut self, slot: u32) {
         let at = self.lru;
-        let next = self.slab[at as usize].next;
-        self.slab[at as usize].next = slot;
+        let next = self.slab[at].next;
+        self.slab[at].next = slot;
         if next == NIL {
             self.stack.tail = slot;
         } else {
-            self.slab[next as usize].prev = slot;
+            self.slab[next].prev = slot;
         }
-        let e = &mut self.slab[slot as usize];
+        let e = &mut self.slab[slot];
         e.prev = at;
         e.next = next;
     }
 
     /// A slot for `key` (not entered in the table), reusing a freed one if any.
     #[inline]
-    fn alloc(&mut self, key: u64, size: u32) -> u32 {
+    fn alloc(&mut self, key: u64, units: u32) -> u32 {
         let e = Entry {
             key,
             prev: NIL,
             next: NIL,
             tag: 0,
-            size,
+            units,
         };
         if self.free != NIL {
             let s = self.free;
-            self.free = self.slab[s as usize].next;
-            self.slab[s as usize] = e;
+            self.free = self.slab[s].next;
+            self.slab[s] = e;
             s
         } else {
-            self.slab.push(e);
-            (self.slab.len() - 1) as u32
+            self.slab.0.push(e);
+            (self.slab.0.len() - 1) as u32
         }
     }
 
@@ -629,18 +685,16 @@ impl Mimir {
     #[inline]
     fn release_at(&mut self, slot: u32, cell: usize) {
         self.table.remove_at(cell);
-        let e = &mut self.slab[slot as usize];
+        let e = &mut self.slab[slot];
         e.tag = FREE;
         e.next = self.free;
         self.free = slot;
     }
 
     /// Frees `slot`, looking its key up in the table.
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, slot: u32) {
-        let cell = self
-            .table
-            .find_slot(hash32(self.slab[slot as usize].key), slot);
+        let cell = self.table.find_slot(hash32(self.slab[slot].key), slot);
         self.release_at(slot, cell);
     }
 
@@ -651,7 +705,7 @@ impl Mimir {
     #[inline]
     fn current_rank(&mut self, slot: u32) -> u32 {
         let tail = self.tail;
-        let e = &mut self.slab[slot as usize];
+        let e = &mut self.slab[slot];
         let r = e.tag & RANK;
         if r < tail {
             e.tag = (e.tag & !RANK) | tail;
@@ -665,11 +719,12 @@ impl Mimir {
     /// most) two contiguous slices, which the compiler vectorises.
     #[inline]
     fn circ_sum(&self, i: usize, n: usize) -> u64 {
-        let bm = self.buckets.len();
+        let buckets = &self.buckets.0;
+        let bm = buckets.len();
         if i + n <= bm {
-            self.buckets[i..i + n].iter().sum()
+            buckets[i..i + n].iter().sum()
         } else {
-            self.buckets[i..].iter().sum::<u64>() + self.buckets[..i + n - bm].iter().sum::<u64>()
+            buckets[i..].iter().sum::<u64>() + buckets[..i + n - bm].iter().sum::<u64>()
         }
     }
 
@@ -680,9 +735,9 @@ impl Mimir {
         let i = self.idx(rank);
         let own = self.buckets[i];
         let above_n = (self.head_rank() - rank) as usize;
-        let start = if above_n <= self.buckets.len() / 2 {
+        let start = if above_n <= self.buckets.0.len() / 2 {
             // The next index round the circle, without a division.
-            let next = if i + 1 == self.buckets.len() {
+            let next = if i + 1 == self.buckets.0.len() {
                 0
             } else {
                 i + 1
@@ -705,7 +760,7 @@ impl Mimir {
     /// distance and takes it out of its bucket.
     fn record_hit(&mut self, slot: u32) {
         let rank = self.current_rank(slot);
-        let cost = self.cost(self.slab[slot as usize].size);
+        let cost = u64::from(self.slab[slot].units);
         let (start, end) = self.stack_dist(rank);
         self.record_hit_at(start, end, cost);
         let i = self.idx(rank);
@@ -784,9 +839,9 @@ impl Mimir {
 
     /// Puts the element in `slot` (already out of any bucket) into the head bucket,
     /// aging first if the head bucket holds its fair share (Algorithm B lines 9-13).
-    #[inline]
+    #[inline(always)]
     fn move_to_head(&mut self, slot: u32) {
-        let cost = self.cost(self.slab[slot as usize].size);
+        let cost = u64::from(self.slab[slot].units);
         let mut head = self.head_rank();
         let mut h = self.idx(head);
         if self.buckets[h] > 0 && self.buckets[h] + cost > self.share {
@@ -794,7 +849,7 @@ impl Mimir {
             head = self.head_rank();
             h = self.idx(head);
         }
-        let e = &mut self.slab[slot as usize];
+        let e = &mut self.slab[slot];
         e.tag = (e.tag & !RANK) | head;
         self.buckets[h] += cost;
     }
@@ -823,7 +878,7 @@ impl Mimir {
     fn rebase(&mut self) {
         let tail = self.tail;
         let by = tail - tail % self.b;
-        for e in &mut self.slab {
+        for e in &mut self.slab.0 {
             if e.tag & FREE == 0 {
                 let r = (e.tag & RANK).max(tail) - by;
                 e.tag = (e.tag & GHOST) | r;
@@ -869,32 +924,32 @@ impl Mimir {
         }
         // Free slots have FREE set, so their rank field reads >= 2^30 > bk: test the
         // flag first. Ranks >= bk >= 1 lose 1 without borrowing from the flags.
-        for (i, e) in self.slab.iter_mut().enumerate() {
+        for (i, e) in self.slab.0.iter_mut().enumerate() {
             if e.tag & FREE == 0 && e.tag & RANK >= bk && i as u32 != moving {
                 e.tag -= 1;
             }
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn drop_from_bucket(&mut self, slot: u32) {
         let rank = self.current_rank(slot);
-        let cost = self.cost(self.slab[slot as usize].size);
+        let cost = u64::from(self.slab[slot].units);
         let i = self.idx(rank);
         self.buckets[i] -= cost;
     }
 
     /// Drops the oldest ghosts while the ghost list is over its capacity.
-    #[inline]
+    #[inline(always)]
     fn trim_ghosts(&mut self) {
         while self.ghost_used > self.cfg.ghost_capacity {
             let slot = self.stack.tail;
-            if slot == NIL || !self.slab[slot as usize].ghost() {
+            if slot == NIL || !self.slab[slot].ghost() {
                 break;
             }
             self.drop_from_bucket(slot);
             self.unlink(slot);
-            self.ghost_used -= self.cost(self.slab[slot as usize].size);
+            self.ghost_used -= u64::from(self.slab[slot].units);
             self.release(slot);
         }
     }
@@ -904,20 +959,20 @@ impl Mimir {
     /// step ago, so reading it here is cheap): the entries two places from the list
     /// tails, the table cell of the next ghost to drop and, with `victim_cell`, of the
     /// next LRU victim (for an [`Mimir::evict`] upcall).
-    #[inline]
+    #[inline(always)]
     fn prefetch_next(&self, victim_cell: bool) {
         // Prefetch addresses are computed without bounds checks (`wrapping_add`): a hint
         // to a stale or wrong address is harmless, and these run on every eviction.
-        let slab = self.slab.as_ptr();
-        let cells = self.table.cells.as_ptr();
+        let slab = self.slab.0.as_ptr();
+        let cells = self.table.cells.0.as_ptr();
         let cell_of = |key: u64| cells.wrapping_add(self.table.home(hash32(key)));
         // The stack tail (the next ghost to drop) had its own cell prefetched one step
         // ago as its predecessor's.
         let t = self.stack.tail;
         if t != NIL {
-            let e = &self.slab[t as usize];
+            let e = &self.slab[t];
             if e.prev != NIL {
-                let p = &self.slab[e.prev as usize];
+                let p = &self.slab[e.prev];
                 prefetch_ptr(cell_of(p.key));
                 if p.prev != NIL {
                     prefetch_ptr(slab.wrapping_add(p.prev as usize));
@@ -928,12 +983,12 @@ impl Mimir {
         // that was not the LRU element, so it was not prefetched as a predecessor.
         let t = self.lru;
         if t != NIL {
-            let e = &self.slab[t as usize];
+            let e = &self.slab[t];
             if victim_cell {
                 prefetch_ptr(cell_of(e.key));
             }
             if e.prev != NIL {
-                let p = &self.slab[e.prev as usize];
+                let p = &self.slab[e.prev];
                 if victim_cell {
                     prefetch_ptr(cell_of(p.key));
                 }
@@ -960,7 +1015,7 @@ impl Mimir {
         match self.table.find(key, hash32(key), &self.slab) {
             Ok(cell) => {
                 let slot = self.table.slot(cell);
-                if self.slab[slot as usize].ghost() {
+                if self.slab[slot].ghost() {
                     return false;
                 }
                 self.requests += 1.0;
@@ -991,11 +1046,11 @@ impl Mimir {
         self.requests += 1.0;
         if let Ok(cell) = self.table.find(key, hash32(key), &self.slab) {
             let slot = self.table.slot(cell);
-            let e = self.slab[slot as usize];
+            let e = self.slab[slot];
             if e.ghost() {
                 self.record_hit(slot);
                 self.unlink(slot);
-                self.ghost_used -= self.cost(e.size);
+                self.ghost_used -= u64::from(e.units);
                 self.release_at(slot, cell);
                 return true;
             }
@@ -1011,31 +1066,32 @@ impl Mimir {
     #[inline]
     pub fn miss_insert(&mut self, key: u64, size: u32) -> bool {
         self.requests += 1.0;
+        let units = self.units(size);
         let h = hash32(key);
         match self.table.find(key, h, &self.slab) {
             Ok(cell) => {
                 let slot = self.table.slot(cell);
-                let e = self.slab[slot as usize];
+                let e = self.slab[slot];
                 let was_ghost = e.ghost();
                 if was_ghost {
                     self.record_hit(slot);
                     self.unlink(slot);
-                    self.ghost_used -= self.cost(e.size);
+                    self.ghost_used -= u64::from(e.units);
                 } else {
                     // Tracked as cached although the cache missed it: re-stored.
                     self.drop_from_bucket(slot);
                     self.unlink(slot);
-                    self.cached_used -= self.cost(e.size);
+                    self.cached_used -= u64::from(e.units);
                 }
-                let e = &mut self.slab[slot as usize];
+                let e = &mut self.slab[slot];
                 e.tag &= !GHOST;
-                e.size = size;
+                e.units = units;
                 self.insert_slot(slot);
                 was_ghost
             }
             Err(cell) => {
                 let was_ghost = self.filter_ghost_hit(key, Some(size));
-                let slot = self.alloc(key, size);
+                let slot = self.alloc(key, units);
                 self.table.insert_at(cell, h, slot);
                 self.insert_slot(slot);
                 was_ghost
@@ -1058,17 +1114,17 @@ impl Mimir {
             }
             Err(cell) => cell,
         };
-        let slot = self.alloc(key, size);
+        let slot = self.alloc(key, self.units(size));
         self.table.insert_at(cell, h, slot);
         self.insert_slot(slot);
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert_slot(&mut self, slot: u32) {
         // Every caller has cleared GHOST: the element joins the cached list.
         self.move_to_head(slot);
         self.push_front(slot);
-        self.cached_used += self.cost(self.slab[slot as usize].size);
+        self.cached_used += u64::from(self.slab[slot].units);
     }
 
     /// The cache evicted `key`: it stays in its bucket as a ghost (the most recently
@@ -1079,17 +1135,17 @@ impl Mimir {
         // order): then the table probe is not needed. An unknown key or a ghost is
         // never that element, so this changes no result.
         let t = self.lru;
-        if t != NIL && self.slab[t as usize].key == key && self.cfg.ghost_capacity != 0 {
+        if t != NIL && self.slab[t].key == key && self.cfg.ghost_capacity != 0 {
             self.evict_slot(t);
             self.prefetch_next(false);
             return;
         }
         if let Ok(cell) = self.table.find(key, hash32(key), &self.slab) {
             let slot = self.table.slot(cell);
-            if !self.slab[slot as usize].ghost() {
+            if !self.slab[slot].ghost() {
                 if self.cfg.ghost_capacity == 0 {
                     self.unlink(slot);
-                    self.cached_used -= self.cost(self.slab[slot as usize].size);
+                    self.cached_used -= u64::from(self.slab[slot].units);
                     self.drop_from_bucket(slot);
                     self.release_at(slot, cell);
                 } else {
@@ -1100,14 +1156,14 @@ impl Mimir {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn evict_slot(&mut self, slot: u32) {
-        let cost = self.cost(self.slab[slot as usize].size);
+        let cost = u64::from(self.slab[slot].units);
         self.cached_used -= cost;
         if self.cfg.ghost_capacity == 0 || self.filter_spec.is_some() {
             self.unlink(slot);
             self.drop_from_bucket(slot);
-            let key = self.slab[slot as usize].key;
+            let key = self.slab[slot].key;
             self.release(slot);
             if self.cfg.ghost_capacity != 0 {
                 self.filter_insert(key, cost);
@@ -1117,12 +1173,12 @@ impl Mimir {
         // It becomes the most recent ghost, just below the cached elements: for the
         // LRU element (the usual victim) that is where it already is.
         if slot == self.lru {
-            self.lru = self.slab[slot as usize].prev;
+            self.lru = self.slab[slot].prev;
         } else {
             self.unlink(slot);
             self.insert_below_lru(slot);
         }
-        self.slab[slot as usize].tag |= GHOST;
+        self.slab[slot].tag |= GHOST;
         self.ghost_used += cost;
         self.trim_ghosts();
     }
@@ -1141,8 +1197,8 @@ impl Mimir {
             let slot = self.table.slot(cell);
             self.drop_from_bucket(slot);
             self.unlink(slot);
-            let e = self.slab[slot as usize];
-            let cost = self.cost(e.size);
+            let e = self.slab[slot];
+            let cost = u64::from(e.units);
             if e.ghost() {
                 self.ghost_used -= cost;
             } else {
@@ -1245,30 +1301,32 @@ impl MimirLru {
         self.requests += 1;
         let m = &mut self.m;
         m.requests += 1.0;
+        let units = m.units(size);
         let h = hash32(key);
         match m.table.find(key, h, &m.slab) {
             Ok(cell) => {
                 let slot = m.table.slot(cell);
-                let e = m.slab[slot as usize];
-                if !e.ghost() && e.size == size {
+                let e = m.slab[slot];
+                // (For object curves every size is 1 unit, so a new size is a hit.)
+                if !e.ghost() && e.units == units {
                     m.hit_slot(slot);
                     self.hits += 1;
                     return true;
                 }
                 // MISS on a ghost (counted at its distance, then re-inserted), or a
-                // cached key whose size changed (a hit at its distance, then re-stored
-                // at the new size).
+                // cached key whose size in bytes changed (a hit at its distance, then
+                // re-stored at the new size).
                 m.record_hit(slot);
                 m.unlink(slot);
                 if e.ghost() {
-                    m.ghost_used -= m.cost(e.size);
+                    m.ghost_used -= u64::from(e.units);
                 } else {
-                    m.cached_used -= m.cost(e.size);
+                    m.cached_used -= u64::from(e.units);
                     self.hits += 1;
                 }
-                let s = &mut m.slab[slot as usize];
+                let s = &mut m.slab[slot];
                 s.tag &= !GHOST;
-                s.size = size;
+                s.units = units;
                 m.insert_slot(slot);
                 self.make_room();
                 !e.ghost()
@@ -1277,7 +1335,7 @@ impl MimirLru {
                 if m.filters.is_some() {
                     m.filter_ghost_hit(key, Some(size));
                 }
-                let slot = m.alloc(key, size);
+                let slot = m.alloc(key, units);
                 m.table.insert_at(cell, h, slot);
                 m.insert_slot(slot);
                 self.make_room();
@@ -1362,7 +1420,7 @@ mod tests {
         m.delete(5);
         assert_eq!(m.cached_used(), 7);
         assert_eq!(m.ghost_used(), 1);
-        assert_eq!(m.buckets.iter().sum::<u64>(), 8);
+        assert_eq!(m.buckets.0.iter().sum::<u64>(), 8);
     }
 
     /// A cache that evicts other than its LRU item (e.g. sampled eviction): the victim
@@ -1394,7 +1452,7 @@ mod tests {
         m.evict(3);
         assert!(m.miss(3));
         assert_eq!((m.cached_used(), m.ghost_used()), (5, 0));
-        assert_eq!(m.buckets.iter().sum::<u64>(), 5);
+        assert_eq!(m.buckets.0.iter().sum::<u64>(), 5);
     }
 
     /// ROUNDER's rank rebase (tail reaching 2^29) changes no bucket index, so the curve
@@ -1414,5 +1472,175 @@ mod tests {
         }
         assert!(b.m.tail < REBASE_AT);
         assert_eq!(a.m.curve().points, b.m.curve().points);
+    }
+
+    /// Upcalls for the property test: keys from a small range so they collide.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Hit(u64),
+        Miss(u64),
+        MissInsert(u64, u32),
+        Insert(u64, u32),
+        Evict(u64),
+        Delete(u64),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let key = 0u64..24;
+        let size = 1u32..5;
+        prop_oneof![
+            key.clone().prop_map(Op::Hit),
+            key.clone().prop_map(Op::Miss),
+            (key.clone(), size.clone()).prop_map(|(k, s)| Op::MissInsert(k, s)),
+            (key.clone(), size).prop_map(|(k, s)| Op::Insert(k, s)),
+            key.clone().prop_map(Op::Evict),
+            key.prop_map(Op::Delete),
+        ]
+    }
+
+    /// The stack as MIMIR's list holds it: (cached keys from the head, ghost keys from
+    /// the most recent), checking every back link, `lru` and the tail on the way.
+    /// (key, units) of stack elements, most recent first.
+    type Elements = Vec<(u64, u32)>;
+
+    fn walk(m: &Mimir) -> (Elements, Elements) {
+        let (mut cached, mut ghosts) = (Vec::new(), Vec::new());
+        let (mut at, mut prev, mut last_cached) = (m.stack.head, NIL, NIL);
+        while at != NIL {
+            let e = m.slab[at];
+            assert_eq!(e.prev, prev, "back link");
+            assert_eq!(e.tag & FREE, 0, "a free slot on the list");
+            if e.ghost() {
+                ghosts.push((e.key, e.units));
+            } else {
+                assert!(ghosts.is_empty(), "a cached element below a ghost");
+                cached.push((e.key, e.units));
+                last_cached = at;
+            }
+            (prev, at) = (at, e.next);
+        }
+        assert_eq!(m.stack.tail, prev);
+        assert_eq!(m.lru, last_cached);
+        (cached, ghosts)
+    }
+
+    fn remove(list: &mut Vec<(u64, u32)>, key: u64) -> Option<(u64, u32)> {
+        let i = list.iter().position(|&(k, _)| k == key)?;
+        Some(list.remove(i))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Any sequence of upcalls (including EVICTs of keys that are not the LRU one,
+        /// of ghosts and of unknown keys) keeps MIMIR's stack equal to a plain model of
+        /// the cached list and the ghost list, every link consistent, and the bucket
+        /// sizes summing to the stack's size. (Debug builds also check every slab, cell
+        /// and bucket index against its vector's length.)
+        #[test]
+        fn upcalls_keep_the_stack_equal_to_a_reference(
+            ops in proptest::collection::vec(op(), 1..400),
+            stacker in proptest::bool::ANY,
+            bytes in proptest::bool::ANY,
+            ghost_capacity in 0u64..12,
+        ) {
+            let mut m = Mimir::new(MimirConfig {
+                buckets: 4,
+                aging: if stacker { Aging::Stacker } else { Aging::Rounder },
+                capacity: 12,
+                ghost_capacity,
+                unit: if bytes { SizeUnit::Bytes } else { SizeUnit::Objects },
+            });
+            let units = |s: u32| if bytes { s } else { 1 };
+            // Most recent first.
+            let (mut cached, mut ghosts): (Elements, Elements) = (vec![], vec![]);
+            for op in ops {
+                match op {
+                    Op::Hit(k) => {
+                        let want = remove(&mut cached, k);
+                        if let Some(e) = want {
+                            cached.insert(0, e);
+                        }
+                        proptest::prop_assert_eq!(m.hit(k), want.is_some());
+                    }
+                    Op::Miss(k) => {
+                        let want = remove(&mut ghosts, k).is_some();
+                        proptest::prop_assert_eq!(m.miss(k), want);
+                    }
+                    Op::MissInsert(k, s) => {
+                        let want = remove(&mut ghosts, k).is_some();
+                        remove(&mut cached, k);
+                        cached.insert(0, (k, units(s)));
+                        proptest::prop_assert_eq!(m.miss_insert(k, s), want);
+                    }
+                    Op::Insert(k, s) => {
+                        remove(&mut ghosts, k);
+                        remove(&mut cached, k);
+                        cached.insert(0, (k, units(s)));
+                        m.insert(k, s);
+                    }
+                    Op::Evict(k) => {
+                        if let Some(e) = remove(&mut cached, k) {
+                            if ghost_capacity > 0 {
+                                ghosts.insert(0, e);
+                                while ghosts.iter().map(|g| u64::from(g.1)).sum::<u64>()
+                                    > ghost_capacity
+                                {
+                                    ghosts.pop();
+                                }
+                            }
+                        }
+                        m.evict(k);
+                    }
+                    Op::Delete(k) => {
+                        remove(&mut ghosts, k);
+                        remove(&mut cached, k);
+                        m.delete(k);
+                    }
+                }
+                let (c, g) = walk(&m);
+                proptest::prop_assert_eq!(&c, &cached);
+                proptest::prop_assert_eq!(&g, &ghosts);
+                let sum = |l: &[(u64, u32)]| l.iter().map(|e| u64::from(e.1)).sum::<u64>();
+                proptest::prop_assert_eq!(m.cached_used(), sum(&cached));
+                proptest::prop_assert_eq!(m.ghost_used(), sum(&ghosts));
+                proptest::prop_assert_eq!(
+                    m.buckets.0.iter().sum::<u64>(),
+                    sum(&cached) + sum(&ghosts)
+                );
+                proptest::prop_assert_eq!(m.tracked_keys(), cached.len() + ghosts.len());
+            }
+        }
+
+        /// MimirLru's cache is an exact LRU cache (by objects or by bytes, a key whose
+        /// size changed being re-stored), whatever the sizes.
+        #[test]
+        fn mimir_lru_is_an_exact_lru_cache(
+            reqs in proptest::collection::vec((0u64..40, 1u32..6), 1..600),
+            bytes in proptest::bool::ANY,
+        ) {
+            let capacity = 20u64;
+            let mut m = MimirLru::new(MimirConfig {
+                buckets: 8,
+                aging: Aging::Rounder,
+                capacity,
+                ghost_capacity: capacity,
+                unit: if bytes { SizeUnit::Bytes } else { SizeUnit::Objects },
+            });
+            let units = |s: u32| if bytes { s } else { 1 };
+            let mut lru: Vec<(u64, u32)> = Vec::new();
+            for (k, s) in reqs {
+                // A cached key is a hit even if its size changed (it is re-stored).
+                let hit = remove(&mut lru, k).is_some();
+                lru.insert(0, (k, units(s)));
+                while lru.iter().map(|e| u64::from(e.1)).sum::<u64>() > capacity && lru.len() > 1 {
+                    lru.pop();
+                }
+                proptest::prop_assert_eq!(m.request(k, s), hit);
+                let (c, _) = walk(&m.m);
+                proptest::prop_assert_eq!(&c, &lru);
+            }
+        }
     }
 }
