@@ -163,7 +163,7 @@ impl Entry {
 ///   never shrinks, and `NIL` is compared against before it would be an index;
 /// - the table's cells: every index is a home cell `h >> shift`, below
 ///   `2^(32 - shift)` = the length, or is reduced `& mask` = length - 1;
-/// - the bucket sizes: every index is `idx(rank)`, `rank & (B - 1)` or `rank % B`.
+/// - the bucket sizes: every index is `idx(rank)` = `rank & mask`, the length minus one.
 #[derive(Debug, Clone, Default)]
 struct Dense<T>(Vec<T>);
 
@@ -430,10 +430,12 @@ impl Delta {
 pub struct Mimir {
     cfg: MimirConfig,
     b: u32,
-    /// `B - 1` when B is a power of two (bucket index by mask, no division on the
-    /// request path), else 0.
+    /// `P - 1`, where `P` is the length of `buckets`: B rounded up to a power of two.
     mask: u32,
-    /// Per-bucket sizes, indexed by `rank % B`.
+    /// Per-bucket sizes, indexed by `rank mod P` (`rank & mask`). The live ranks are
+    /// the B consecutive `tail..=tail + B - 1`, so any modulus >= B maps them to
+    /// distinct entries; a power of two makes the index a mask, with no division or
+    /// branch on the request path. The `P - B` other entries are zero.
     buckets: Dense<u64>,
     tail: u32,
     share: u64,
@@ -501,8 +503,8 @@ impl Mimir {
         Self {
             cfg,
             b,
-            mask: if b.is_power_of_two() { b - 1 } else { 0 },
-            buckets: Dense(vec![0; b as usize]),
+            mask: b.next_power_of_two() - 1,
+            buckets: Dense(vec![0; b.next_power_of_two() as usize]),
             // ROUNDER advances it; STACKER keeps it at bucket 0 (§3.3).
             tail: 0,
             share: stack.div_ceil(u64::from(b)).max(1),
@@ -588,14 +590,10 @@ impl Mimir {
         }
     }
 
-    /// Index in `buckets` of the bucket with rank tag `rank` (`rank mod B`).
+    /// Index in `buckets` of the bucket with rank tag `rank` (`rank mod P`).
     #[inline]
     fn idx(&self, rank: u32) -> usize {
-        (if self.mask != 0 {
-            rank & self.mask
-        } else {
-            rank % self.b
-        }) as usize
+        (rank & self.mask) as usize
     }
 
     #[inline]
@@ -735,7 +733,7 @@ impl Mimir {
         let i = self.idx(rank);
         let own = self.buckets[i];
         let above_n = (self.head_rank() - rank) as usize;
-        let start = if above_n <= self.buckets.0.len() / 2 {
+        let start = if above_n <= self.b as usize / 2 {
             // The next index round the circle, without a division.
             let next = if i + 1 == self.buckets.0.len() {
                 0
@@ -861,9 +859,11 @@ impl Mimir {
                 let t = self.idx(self.tail);
                 let t1 = self.idx(self.tail + 1);
                 self.buckets[t1] += self.buckets[t];
+                // The old tail's entry is next used by rank `tail + P`, and the new
+                // head's (rank `tail + B`, last used by `tail + B - P`) is already 0
+                // unless P = B, where it is the old tail's.
+                self.buckets[t] = 0;
                 self.tail += 1;
-                let h = self.idx(self.head_rank());
-                self.buckets[h] = 0;
                 if self.tail >= REBASE_AT {
                     self.rebase();
                 }
@@ -872,12 +872,12 @@ impl Mimir {
         }
     }
 
-    /// ROUNDER: lowers `tail` and every rank by the same multiple of `B` (ranks below
+    /// ROUNDER: lowers `tail` and every rank by the same multiple of `P` (ranks below
     /// `tail` first mapped to it), which changes no bucket index.
     #[cold]
     fn rebase(&mut self) {
         let tail = self.tail;
-        let by = tail - tail % self.b;
+        let by = tail & !self.mask;
         for e in &mut self.slab.0 {
             if e.tag & FREE == 0 {
                 let r = (e.tag & RANK).max(tail) - by;
@@ -1459,19 +1459,22 @@ mod tests {
     /// is the same as from a model that never rebases.
     #[test]
     fn rounder_rebase_keeps_the_curve() {
-        let cfg = MimirConfig::objects(8, Aging::Rounder, 50);
-        let (mut a, mut b) = (MimirLru::new(cfg), MimirLru::new(cfg));
-        b.m.tail = REBASE_AT - 5;
-        let mut x = 1u64;
-        for _ in 0..20_000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let k = (x >> 33) % 160;
-            assert_eq!(a.request(k, 1), b.request(k, 1));
+        // B = 6 has 8 bucket entries, two of them unused at any time.
+        for buckets in [8, 6] {
+            let cfg = MimirConfig::objects(buckets, Aging::Rounder, 50);
+            let (mut a, mut b) = (MimirLru::new(cfg), MimirLru::new(cfg));
+            b.m.tail = REBASE_AT - 5;
+            let mut x = 1u64;
+            for _ in 0..20_000 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let k = (x >> 33) % 160;
+                assert_eq!(a.request(k, 1), b.request(k, 1));
+            }
+            assert!(b.m.tail < REBASE_AT);
+            assert_eq!(a.m.curve().points, b.m.curve().points);
         }
-        assert!(b.m.tail < REBASE_AT);
-        assert_eq!(a.m.curve().points, b.m.curve().points);
     }
 
     /// Upcalls for the property test: keys from a small range so they collide.
@@ -1544,9 +1547,10 @@ mod tests {
             stacker in proptest::bool::ANY,
             bytes in proptest::bool::ANY,
             ghost_capacity in 0u64..12,
+            buckets in 2usize..6,
         ) {
             let mut m = Mimir::new(MimirConfig {
-                buckets: 4,
+                buckets,
                 aging: if stacker { Aging::Stacker } else { Aging::Rounder },
                 capacity: 12,
                 ghost_capacity,
