@@ -21,6 +21,13 @@
 //!
 //! `cargo run --release -p augur-mrc --example mimir_speed [trace] [cache_size] [reps] [only]`
 //! (`only`: run just the configurations whose name, e.g. `Rounder B=8`, contains it).
+//!
+//! `mimir_speed --once PART` runs one part once on arc_p3, ROUNDER B=8, untimed, for an
+//! instruction counter (`bench/mimir_instructions.sh` runs it under callgrind): `load`
+//! only decodes the trace, `events` also records the cache's upcalls, `a` also replays
+//! them into [`Mimir`], `b` decodes the trace and runs [`MimirLru`] over it. The
+//! differences `a - events` and `b - load` are MIMIR's own instructions, which unlike
+//! rates do not depend on what else the machine is running.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -164,8 +171,47 @@ fn accuracy(c: &Curve, exact: &Curve, n: u64) -> (f64, f64) {
     )
 }
 
+/// `--once PART` (see the module docs).
+fn once(part: &str) {
+    let trace = load("arc_p3");
+    let n = 50_000u64;
+    let cfg = MimirConfig::objects(8, Aging::Rounder, n);
+    let curve = match part {
+        "load" => return println!("load: {} requests", trace.len()),
+        "events" => {
+            let (events, _) = lru_events(&trace, n as usize);
+            return println!("events: {} upcalls", events.len());
+        }
+        "a" => {
+            let (events, _) = lru_events(&trace, n as usize);
+            let mut m = Mimir::new(cfg);
+            for &ev in &events {
+                upcall(&mut m, ev);
+            }
+            m.curve()
+        }
+        "b" => {
+            let mut m = MimirLru::new(cfg);
+            for &(k, s) in &trace {
+                m.request(k, s);
+            }
+            m.mimir().curve()
+        }
+        _ => panic!("--once load|events|a|b"),
+    };
+    // A digest of the curve, so that two builds can be checked to agree.
+    let sum: f64 = curve.points.iter().map(|p| p.miss_ratio).sum();
+    println!(
+        "{part}: {} points, sum of miss ratios {sum:.9}",
+        curve.points.len()
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--once") {
+        return once(args.get(2).map_or("b", String::as_str));
+    }
     let name = args.get(1).map_or("arc_p3", String::as_str);
     let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(50_000);
     let reps: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(7);
