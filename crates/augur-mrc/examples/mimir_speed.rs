@@ -13,7 +13,8 @@
 //!   the key of the HIT / MISS+INSERT `LOOKAHEAD` upcalls ahead to [`Mimir::prefetch`]
 //!   (a cache that knows upcoming keys, e.g. pipelined requests); both give one curve.
 //! - **(b) cache + MIMIR**: [`MimirLru`], MIMIR sharing its slab with its own exact LRU
-//!   cache, per request: what an offline profiler of a trace costs.
+//!   cache, per request: what an offline profiler of a trace costs. "with prefetch" is
+//!   [`MimirLru::request_all`] over the decoded trace, which prefetches ahead.
 //!
 //! Memory: bytes of the per-key structures (slab records + table cells) per tracked key,
 //! and the total heap including DELTA. Accuracy against exact LRU over 1..=N and
@@ -65,7 +66,7 @@ fn thread_cpu_ns() -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
-/// (b'): requests ahead whose key is passed to [`MimirLru::prefetch`].
+/// (a'): upcalls ahead whose key is passed to [`Mimir::prefetch`].
 const LOOKAHEAD: usize = 8;
 
 /// A cache upcall to MIMIR.
@@ -269,16 +270,12 @@ fn main() {
             }
             m
         });
-        let (wall_c, cpu_c, _) = time(reps, || {
+        let (wall_c, cpu_c, lru_c) = time(reps, || {
             let mut m = MimirLru::new(cfg);
-            for (i, &(k, s)) in trace.iter().enumerate() {
-                if let Some(&(next, _)) = trace.get(i + LOOKAHEAD) {
-                    m.prefetch(next);
-                }
-                m.request(k, s);
-            }
+            m.request_all(&trace);
             m
         });
+        assert_eq!(lru.mimir().curve().points, lru_c.mimir().curve().points);
         let (an_a, a2n_a) = accuracy(&m.curve(), &exact, n);
         let (an_b, a2n_b) = accuracy(&lru.mimir().curve(), &exact, n);
         assert!((lru.cache_miss_ratio() - lru_miss).abs() < 1e-12);

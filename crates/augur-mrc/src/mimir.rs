@@ -1344,6 +1344,25 @@ impl MimirLru {
         }
     }
 
+    /// [`MimirLru::request`] for each `(key, size)` of a decoded trace, in order (the
+    /// same curve), starting the load of each key's table cell `LOOKAHEAD` requests
+    /// ahead. A request's first step is that load, which misses the CPU caches once the
+    /// tracked keys outgrow them, and the next request's cannot start early on its own
+    /// (the probe's branches depend on the loaded cell); issued ahead, the loads
+    /// overlap: ~15-25 % more requests per second on arc_p3 (`mimir_speed`, (b')).
+    pub fn request_all(&mut self, trace: &[(u64, u32)]) {
+        const LOOKAHEAD: usize = 8;
+        for &(key, _) in trace.iter().take(LOOKAHEAD) {
+            self.prefetch(key);
+        }
+        for (i, &(key, size)) in trace.iter().enumerate() {
+            if let Some(&(ahead, _)) = trace.get(i + LOOKAHEAD) {
+                self.prefetch(ahead);
+            }
+            self.request(key, size);
+        }
+    }
+
     /// Evicts LRU items to ghosts until the cache fits its capacity.
     fn make_room(&mut self) {
         let m = &mut self.m;
@@ -1421,6 +1440,28 @@ mod tests {
         assert_eq!(m.cached_used(), 7);
         assert_eq!(m.ghost_used(), 1);
         assert_eq!(m.buckets.0.iter().sum::<u64>(), 8);
+    }
+
+    /// `request_all` (prefetching ahead) is `request` in a loop.
+    #[test]
+    fn request_all_is_request_in_a_loop() {
+        let mut x = 7u64;
+        let trace: Vec<(u64, u32)> = (0..5_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((x >> 33) % 300, 1 + (x >> 60) as u32)
+            })
+            .collect();
+        let cfg = MimirConfig::objects(8, Aging::Rounder, 100);
+        let (mut one, mut all) = (MimirLru::new(cfg), MimirLru::new(cfg));
+        for &(k, s) in &trace {
+            one.request(k, s);
+        }
+        all.request_all(&trace);
+        assert_eq!(one.cache_miss_ratio(), all.cache_miss_ratio());
+        assert_eq!(one.m.curve().points, all.m.curve().points);
     }
 
     /// A cache that evicts other than its LRU item (e.g. sampled eviction): the victim
