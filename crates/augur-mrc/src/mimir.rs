@@ -129,7 +129,8 @@ const GHOST: u32 = 1 << 31;
 const FREE: u32 = 1 << 30;
 const RANK: u32 = FREE - 1;
 /// ROUNDER's `tail` only grows; when it reaches this, every rank is rebased down by a
-/// multiple of `B` (an O(slab) pass once per 2^29 agings), so ranks fit in 30 bits.
+/// multiple of the bucket array's length (an O(slab) pass once per 2^29 agings), so
+/// ranks fit in 30 bits.
 const REBASE_AT: u32 = 1 << 29;
 
 /// One tracked key (cached or ghost): 24 bytes, no heap allocation. `prev`/`next` link
@@ -646,6 +647,7 @@ impl Mimir {
     #[inline]
     fn insert_below_lru(&mut self, slot: u32) {
         let at = self.lru;
+        debug_assert_ne!(at, NIL, "a cached element other than `slot` exists");
         let next = self.slab[at].next;
         self.slab[at].next = slot;
         if next == NIL {
