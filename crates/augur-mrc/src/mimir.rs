@@ -1421,18 +1421,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn api_keeps_bucket_sums_consistent() {
+    /// ROUNDER B=4 for a cache of 10 objects and `ghost_capacity` ghosts, keys 0..10
+    /// inserted (0 is the LRU one).
+    fn ten_cached(ghost_capacity: u64) -> Mimir {
         let mut m = Mimir::new(MimirConfig {
             buckets: 4,
             aging: Aging::Rounder,
             capacity: 10,
-            ghost_capacity: 5,
+            ghost_capacity,
             unit: SizeUnit::Objects,
         });
         for k in 0..10 {
             m.insert(k, 1);
         }
+        m
+    }
+
+    #[test]
+    fn api_keeps_bucket_sums_consistent() {
+        let mut m = ten_cached(5);
         assert!(m.hit(3));
         m.evict(0);
         m.evict(1);
@@ -1471,16 +1478,7 @@ mod tests {
     /// ghosts, and the oldest ghost is the first dropped.
     #[test]
     fn evicting_a_non_lru_key_makes_it_the_most_recent_ghost() {
-        let mut m = Mimir::new(MimirConfig {
-            buckets: 4,
-            aging: Aging::Rounder,
-            capacity: 10,
-            ghost_capacity: 2,
-            unit: SizeUnit::Objects,
-        });
-        for k in 0..10 {
-            m.insert(k, 1);
-        }
+        let mut m = ten_cached(2);
         m.evict(5); // not the LRU item: ghosts [5]
         m.evict(0); // the LRU item: ghosts [0, 5]
         m.evict(1); // ghosts [1, 0]; 5 is dropped
