@@ -91,6 +91,24 @@ fn upcall(m: &mut Mimir, ev: Event) {
     }
 }
 
+/// (a): MIMIR fed `events` one at a time.
+fn replay(cfg: MimirConfig, events: &[Event]) -> Mimir {
+    let mut m = Mimir::new(cfg);
+    for &ev in events {
+        upcall(&mut m, ev);
+    }
+    m
+}
+
+/// (b): MIMIR beside its LRU cache, one request of `trace` at a time.
+fn profile(cfg: MimirConfig, trace: &[(u64, u32)]) -> MimirLru {
+    let mut m = MimirLru::new(cfg);
+    for &(k, s) in trace {
+        m.request(k, s);
+    }
+    m
+}
+
 /// The upcalls of an LRU cache of `n` objects over `trace` (HashMap + linked list,
 /// independent of MIMIR's code), and its miss ratio.
 fn lru_events(trace: &[(u64, u32)], n: usize) -> (Vec<Event>, f64) {
@@ -185,19 +203,9 @@ fn once(part: &str) {
         }
         "a" => {
             let (events, _) = lru_events(&trace, n as usize);
-            let mut m = Mimir::new(cfg);
-            for &ev in &events {
-                upcall(&mut m, ev);
-            }
-            m.curve()
+            replay(cfg, &events).curve()
         }
-        "b" => {
-            let mut m = MimirLru::new(cfg);
-            for &(k, s) in &trace {
-                m.request(k, s);
-            }
-            m.mimir().curve()
-        }
+        "b" => profile(cfg, &trace).mimir().curve(),
         _ => panic!("--once load|events|a|b"),
     };
     // A digest of the curve, so that two builds can be checked to agree.
@@ -241,13 +249,7 @@ fn main() {
             continue;
         }
         let cfg = MimirConfig::objects(b, aging, n);
-        let (wall_a, cpu_a, m) = time(reps, || {
-            let mut m = Mimir::new(cfg);
-            for &ev in &events {
-                upcall(&mut m, ev);
-            }
-            m
-        });
+        let (wall_a, cpu_a, m) = time(reps, || replay(cfg, &events));
         // (a'): the replay knows the upcalls ahead, as a cache with pipelined requests
         // would: it passes the key of the upcall LOOKAHEAD events ahead to
         // `Mimir::prefetch`.
@@ -263,13 +265,7 @@ fn main() {
             m
         });
         assert_eq!(m.curve().points, m2.curve().points);
-        let (wall_b, cpu_b, lru) = time(reps, || {
-            let mut m = MimirLru::new(cfg);
-            for &(k, s) in &trace {
-                m.request(k, s);
-            }
-            m
-        });
+        let (wall_b, cpu_b, lru) = time(reps, || profile(cfg, &trace));
         let (wall_c, cpu_c, lru_c) = time(reps, || {
             let mut m = MimirLru::new(cfg);
             m.request_all(&trace);

@@ -1137,7 +1137,7 @@ impl Mimir {
         // order): then the table probe is not needed. An unknown key or a ghost is
         // never that element, so this changes no result.
         let t = self.lru;
-        if t != NIL && self.slab[t].key == key && self.cfg.ghost_capacity != 0 {
+        if t != NIL && self.slab[t].key == key {
             self.evict_slot(t);
             self.prefetch_next(false);
             return;
@@ -1145,14 +1145,7 @@ impl Mimir {
         if let Ok(cell) = self.table.find(key, hash32(key), &self.slab) {
             let slot = self.table.slot(cell);
             if !self.slab[slot].ghost() {
-                if self.cfg.ghost_capacity == 0 {
-                    self.unlink(slot);
-                    self.cached_used -= u64::from(self.slab[slot].units);
-                    self.drop_from_bucket(slot);
-                    self.release_at(slot, cell);
-                } else {
-                    self.evict_slot(slot);
-                }
+                self.evict_slot(slot);
                 self.prefetch_next(true);
             }
         }
@@ -1167,7 +1160,7 @@ impl Mimir {
             self.drop_from_bucket(slot);
             let key = self.slab[slot].key;
             self.release(slot);
-            if self.cfg.ghost_capacity != 0 {
+            if self.filter_spec.is_some() {
                 self.filter_insert(key, cost);
             }
             return;
