@@ -152,31 +152,31 @@ fn mean_mae(trace: &[(u64, u32)], unit: Unit) -> (f64, f64) {
 // same K and KRR follows it less closely even with its own exponent, so it gets 0.01
 // (measured .0005-.0072 with K' = K^2, see BENCHMARKS.md).
 
+/// KRR by objects on the LIRS trace `name`: mean MAE at most .005 against plain K-LRU
+/// and .01 against Redis's pooled K-LRU.
+fn within_object_bars(name: &str) {
+    let (plain, pooled) = mean_mae(&load(name), Unit::Objects);
+    println!("{name} mean MAE: klru {plain:.5}, redis-lru {pooled:.5}");
+    assert!(plain <= 0.005, "{plain}");
+    assert!(pooled <= 0.01, "{pooled}");
+}
+
 /// lirs_cs loops, the access pattern KRR §3.1 says it handles worst; with the paper's
 /// K' = K^1.4 its mean MAE against plain K-LRU is .0089 (over the bar), with the
 /// calibrated K^1.6 .0039.
 #[test]
 fn krr_matches_klru_simulators_on_looping_lirs_cs() {
-    let (plain, pooled) = mean_mae(&load("lirs_cs"), Unit::Objects);
-    println!("lirs_cs mean MAE: klru {plain:.5}, redis-lru {pooled:.5}");
-    assert!(plain <= 0.005, "{plain}");
-    assert!(pooled <= 0.01, "{pooled}");
+    within_object_bars("lirs_cs");
 }
 
 #[test]
 fn krr_matches_klru_simulators_on_lirs_sprite() {
-    let (plain, pooled) = mean_mae(&load("lirs_sprite"), Unit::Objects);
-    println!("lirs_sprite mean MAE: klru {plain:.5}, redis-lru {pooled:.5}");
-    assert!(plain <= 0.005, "{plain}");
-    assert!(pooled <= 0.01, "{pooled}");
+    within_object_bars("lirs_sprite");
 }
 
 #[test]
 fn krr_matches_klru_simulators_on_lirs_multi2() {
-    let (plain, pooled) = mean_mae(&load("lirs_multi2"), Unit::Objects);
-    println!("lirs_multi2 mean MAE: klru {plain:.5}, redis-lru {pooled:.5}");
-    assert!(plain <= 0.005, "{plain}");
-    assert!(pooled <= 0.01, "{pooled}");
+    within_object_bars("lirs_multi2");
 }
 
 #[test]
