@@ -55,7 +55,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use augur_trace::{Op, Request, TraceFormat};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
@@ -70,13 +70,16 @@ const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Groups: each positional TRACE is one group using the top-level options; \
-    --group trace=PATH[,auth=USER:PASS|PASS][,penalty=200us][,connections=N][,prefix=k:][,limit=N][,name=NAME] \
-    adds a group whose missing fields default to the top-level options. All groups run concurrently."
+    --group 'name=t1,trace=PATH,user=t1,pass=pw,penalty=200us,connections=2,prefix=t1:,limit=500000' \
+    adds a group (fields: trace, name, user, pass, auth, penalty, connections, prefix, limit, \
+    value-size, value-size-cap, loop, tenant) whose missing fields default to the top-level \
+    options. All groups run concurrently."
 )]
 pub struct Args {
     /// Trace files to replay, one group (tenant) each.
     pub traces: Vec<PathBuf>,
-    /// Additional groups, `trace=PATH,auth=..,penalty=..,connections=..,prefix=..,limit=..,name=..`.
+    /// Additional groups: `trace=PATH,name=..,user=..,pass=..,penalty=..,connections=..,
+    /// prefix=..,limit=..,value-size=..,value-size-cap=..,loop=..,tenant=..`.
     #[arg(long = "group", value_name = "SPEC")]
     pub groups: Vec<GroupSpec>,
     /// Server address.
@@ -91,9 +94,20 @@ pub struct Args {
     /// Connections per group.
     #[arg(long, default_value_t = 4)]
     pub connections: usize,
-    /// Replay at most this many requests of each trace.
+    /// Replay at most this many requests of each trace (a prefix of it).
     #[arg(long)]
     pub limit: Option<u64>,
+    /// Stop every group after this much wall time (e.g. `30s`); requests queued at the
+    /// deadline are dropped, and groups that were cut report `complete: false`.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Start each trace (or its `--limit` prefix) over when it ends, until `--duration`
+    /// (the paper's tenants replay their workload until the server is stopped).
+    #[arg(long = "loop", requires = "duration")]
+    pub looped: bool,
+    /// Size of every SET value in bytes, instead of the request's size.
+    #[arg(long)]
+    pub value_size: Option<u32>,
     /// Cap on the value size of SETs, in bytes (the trace's size is used up to it).
     #[arg(long)]
     pub value_size_cap: Option<u32>,
@@ -104,9 +118,18 @@ pub struct Args {
     /// each file name.
     #[arg(long)]
     pub format: Option<TraceFormat>,
-    /// Print the results as JSON instead of a table.
+    /// Write the results as JSON: to stdout instead of the table (`--json`), or to
+    /// FILE (must end in `.json`) besides the table.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
+    /// Every SECS seconds, send `TENANT INFO <user>` for each group's AUTH user on a
+    /// side connection and record the reply in the JSON (`tenant_polls`). Error
+    /// replies (e.g. from a server without tenants) are counted and otherwise ignored.
+    #[arg(long, value_name = "SECS")]
+    pub poll_tenants: Option<f64>,
+    /// Credentials of the polling connection (`USER:PASS` or `PASS`); default: none.
     #[arg(long)]
-    pub json: bool,
+    pub poll_auth: Option<String>,
     /// Never show the progress bar (it is already hidden when stdout is not a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -116,12 +139,28 @@ pub struct Args {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GroupSpec {
     pub trace: PathBuf,
+    /// `auth=USER:PASS` or `auth=PASS`.
     pub auth: Option<String>,
+    pub user: Option<String>,
+    pub pass: Option<String>,
     pub penalty: Option<Duration>,
     pub connections: Option<usize>,
     pub prefix: Option<String>,
     pub limit: Option<u64>,
     pub name: Option<String>,
+    pub value_size: Option<u32>,
+    pub value_size_cap: Option<u32>,
+    pub looped: Option<bool>,
+    /// Tenant name polled with `TENANT INFO` (default: the AUTH user).
+    pub tenant: Option<String>,
+}
+
+fn parse_bool(v: &str) -> Result<bool> {
+    match v.trim() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => bail!("{v:?} is not a boolean (true/false, 1/0, yes/no, on/off)"),
+    }
 }
 
 impl FromStr for GroupSpec {
@@ -133,24 +172,42 @@ impl FromStr for GroupSpec {
             let (k, v) = item
                 .split_once('=')
                 .ok_or_else(|| anyhow!("group field {item:?} must be NAME=VALUE"))?;
-            match k.trim() {
+            let num = |what: &str| format!("{what}={v:?}");
+            match k.trim().replace('_', "-").as_str() {
                 "trace" => {
                     g.trace = PathBuf::from(v);
                     has_trace = true;
                 }
                 "auth" => g.auth = Some(v.to_owned()),
-                "penalty" | "miss-penalty" | "miss_penalty" => g.penalty = Some(parse_duration(v)?),
+                "user" => g.user = Some(v.to_owned()),
+                "pass" | "password" => g.pass = Some(v.to_owned()),
+                "penalty" | "miss-penalty" => g.penalty = Some(parse_duration(v)?),
                 "connections" | "conns" => {
-                    g.connections = Some(v.parse().with_context(|| format!("connections={v:?}"))?)
+                    g.connections = Some(v.parse().with_context(|| num("connections"))?)
                 }
-                "prefix" => g.prefix = Some(v.to_owned()),
-                "limit" => g.limit = Some(v.parse().with_context(|| format!("limit={v:?}"))?),
+                "prefix" | "key-prefix" => g.prefix = Some(v.to_owned()),
+                "limit" => g.limit = Some(v.parse().with_context(|| num("limit"))?),
                 "name" => g.name = Some(v.to_owned()),
-                other => bail!("unknown group field {other:?} (trace, auth, penalty, connections, prefix, limit, name)"),
+                "value-size" => g.value_size = Some(v.parse().with_context(|| num("value-size"))?),
+                "value-size-cap" | "cap" => {
+                    g.value_size_cap = Some(v.parse().with_context(|| num("value-size-cap"))?)
+                }
+                "loop" => g.looped = Some(parse_bool(v)?),
+                "tenant" => g.tenant = Some(v.to_owned()),
+                other => bail!(
+                    "unknown group field {other:?} (trace, name, user, pass, auth, penalty, \
+                     connections, prefix, limit, value-size, value-size-cap, loop, tenant)"
+                ),
             }
         }
         if !has_trace {
             bail!("group {s:?} has no trace=PATH");
+        }
+        if g.auth.is_some() && (g.user.is_some() || g.pass.is_some()) {
+            bail!("group {s:?}: give auth=USER:PASS or user=/pass=, not both");
+        }
+        if g.user.is_some() && g.pass.is_none() {
+            bail!("group {s:?}: user= needs pass= (AUTH USER PASS)");
         }
         Ok(g)
     }
@@ -183,11 +240,33 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Credentials of a group, as AUTH arguments.
-fn auth_args(auth: &str) -> Vec<&str> {
-    match auth.split_once(':') {
-        Some((user, pass)) => vec![user, pass],
-        None => vec![auth],
+/// Credentials: `AUTH user pass`, or `AUTH pass` (the default user) without a user.
+#[derive(Clone, Debug, PartialEq)]
+struct Auth {
+    user: Option<String>,
+    pass: String,
+}
+
+impl Auth {
+    /// `USER:PASS` (split at the first colon) or `PASS`.
+    fn parse(s: &str) -> Auth {
+        match s.split_once(':') {
+            Some((user, pass)) => Auth {
+                user: Some(user.to_owned()),
+                pass: pass.to_owned(),
+            },
+            None => Auth {
+                user: None,
+                pass: s.to_owned(),
+            },
+        }
+    }
+
+    fn args(&self) -> Vec<&str> {
+        match &self.user {
+            Some(u) => vec![u, &self.pass],
+            None => vec![&self.pass],
+        }
     }
 }
 
@@ -197,11 +276,16 @@ struct Group {
     name: String,
     trace: PathBuf,
     format: TraceFormat,
-    auth: Option<String>,
+    auth: Option<Auth>,
     penalty: Duration,
     connections: usize,
     prefix: String,
     limit: Option<u64>,
+    value_size: Option<u32>,
+    value_size_cap: Option<u32>,
+    looped: bool,
+    /// Polled with `TENANT INFO` (the AUTH user unless given).
+    tenant: Option<String>,
 }
 
 fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
@@ -217,7 +301,7 @@ fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
     if specs.is_empty() {
         bail!("nothing to replay: give a TRACE or --group trace=PATH");
     }
-    let mut groups = Vec::with_capacity(specs.len());
+    let mut groups: Vec<Group> = Vec::with_capacity(specs.len());
     for (i, g) in specs.into_iter().enumerate() {
         let format = match &args.format {
             Some(f) => f.clone(),
@@ -240,16 +324,41 @@ fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
                 stem
             }
         });
+        let auth = match (&g.auth, &g.pass) {
+            (Some(a), _) => Some(Auth::parse(a)),
+            (None, Some(pass)) => Some(Auth {
+                user: g.user.clone(),
+                pass: pass.clone(),
+            }),
+            (None, None) => args.auth.as_deref().map(Auth::parse),
+        };
+        let looped = g.looped.unwrap_or(args.looped);
+        if looped && args.duration.is_none() {
+            bail!("group {name}: loop needs --duration (it would never end)");
+        }
+        let tenant = g
+            .tenant
+            .or_else(|| auth.as_ref().and_then(|a| a.user.clone()));
         groups.push(Group {
             name,
             trace: g.trace,
             format,
-            auth: g.auth.or_else(|| args.auth.clone()),
+            auth,
             penalty: g.penalty.unwrap_or(args.miss_penalty),
             connections,
             prefix: g.prefix.unwrap_or_else(|| args.key_prefix.clone()),
             limit: g.limit.or(args.limit),
+            value_size: g.value_size.or(args.value_size),
+            value_size_cap: g.value_size_cap.or(args.value_size_cap),
+            looped,
+            tenant,
         });
+    }
+    // Group names key the JSON and the table: make duplicates distinct.
+    for i in 1..groups.len() {
+        if groups[..i].iter().any(|g| g.name == groups[i].name) {
+            groups[i].name = format!("{}#{i}", groups[i].name);
+        }
     }
     Ok(groups)
 }
@@ -340,6 +449,16 @@ enum Reply {
     Integer,
     Array,
     Error(String),
+}
+
+/// A whole RESP2 reply (only the tenant poller reads payloads).
+#[derive(Debug, PartialEq)]
+enum Value {
+    Nil,
+    Str(String),
+    Int(i64),
+    Error(String),
+    Array(Vec<Value>),
 }
 
 /// One connection: buffered reads, one write syscall per command.
@@ -506,8 +625,55 @@ impl Conn {
         Ok(top.unwrap_or(Reply::Nil))
     }
 
-    async fn auth(&mut self, auth: &str) -> Result<()> {
-        let parts = auth_args(auth);
+    /// Reads one complete reply with its payload (for the tenant poller; the replay
+    /// itself uses [`Conn::reply`], which skips payloads).
+    fn value(
+        &mut self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value>> + Send + '_>> {
+        Box::pin(async move {
+            self.read_line().await?;
+            let text = |l: &[u8]| String::from_utf8_lossy(&l[1..]).into_owned();
+            Ok(match self.line.first() {
+                Some(b'+') => Value::Str(text(&self.line)),
+                Some(b'-') => Value::Error(text(&self.line)),
+                Some(b':') => Value::Int(self.line_int()?),
+                Some(b'_') => Value::Nil,
+                Some(b'$') => {
+                    let n = self.line_int()?;
+                    if n < 0 {
+                        Value::Nil
+                    } else {
+                        let mut buf = vec![0u8; n as usize + 2];
+                        self.stream
+                            .read_exact(&mut buf)
+                            .await
+                            .context("reading from the server")?;
+                        buf.truncate(n as usize);
+                        Value::Str(String::from_utf8_lossy(&buf).into_owned())
+                    }
+                }
+                Some(b'*') => {
+                    let n = self.line_int()?;
+                    if n < 0 {
+                        Value::Nil
+                    } else {
+                        let mut items = Vec::with_capacity(n.min(1024) as usize);
+                        for _ in 0..n {
+                            items.push(self.value().await?);
+                        }
+                        Value::Array(items)
+                    }
+                }
+                _ => bail!(
+                    "unexpected RESP reply {:?}",
+                    String::from_utf8_lossy(&self.line)
+                ),
+            })
+        })
+    }
+
+    async fn auth(&mut self, auth: &Auth) -> Result<()> {
+        let parts = auth.args();
         self.begin(parts.len() + 1);
         self.arg(b"AUTH");
         for p in parts {
@@ -525,7 +691,7 @@ impl Conn {
 // Replay
 // ---------------------------------------------------------------------------------
 
-/// Counters and latencies of one connection (merged per group at the end).
+/// Counters and latencies of one connection (merged per group, and over all groups).
 struct Stats {
     requests: u64,
     gets: u64,
@@ -536,6 +702,8 @@ struct Stats {
     errors: u64,
     first_error: Option<String>,
     latency: Histogram<u64>,
+    /// The connection stopped at the `--duration` deadline with requests still queued.
+    cut: bool,
 }
 
 impl Stats {
@@ -551,10 +719,11 @@ impl Stats {
             first_error: None,
             latency: Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3)
                 .expect("valid histogram bounds"),
+            cut: false,
         }
     }
 
-    fn merge(&mut self, o: Stats) -> Result<()> {
+    fn merge(&mut self, o: &Stats) -> Result<()> {
         self.requests += o.requests;
         self.gets += o.gets;
         self.hits += o.hits;
@@ -562,8 +731,9 @@ impl Stats {
         self.sets += o.sets;
         self.deletes += o.deletes;
         self.errors += o.errors;
+        self.cut |= o.cut;
         if self.first_error.is_none() {
-            self.first_error = o.first_error;
+            self.first_error.clone_from(&o.first_error);
         }
         self.latency
             .add(&o.latency)
@@ -580,13 +750,18 @@ impl Stats {
 struct ConnCfg {
     prefix: String,
     penalty: Duration,
+    value_size: Option<u32>,
     cap: Option<u32>,
     waiter: Waiter,
     progress: Arc<AtomicU64>,
+    /// Set at the `--duration` deadline.
+    deadline: Arc<AtomicBool>,
 }
 
-/// Sends a `SET` of `size` bytes (capped) and returns whether the server refused it.
+/// Sends a `SET` of `size` bytes (or the group's fixed size, capped) and returns the
+/// server's error reply, if any.
 async fn set(conn: &mut Conn, cfg: &ConnCfg, key: u64, size: u32) -> Result<Option<String>> {
+    let size = cfg.value_size.unwrap_or(size);
     let len = cfg.cap.map_or(size, |c| size.min(c)) as usize;
     conn.begin(3);
     conn.arg(b"SET");
@@ -606,8 +781,13 @@ async fn run_conn(
     mut rx: mpsc::Receiver<Vec<Request>>,
 ) -> Result<Stats> {
     let mut st = Stats::new();
-    while let Some(batch) = rx.recv().await {
-        for r in &batch {
+    'batches: while let Some(batch) = rx.recv().await {
+        for (done, r) in batch.iter().enumerate() {
+            if cfg.deadline.load(Ordering::Relaxed) {
+                cfg.progress.fetch_add(done as u64, Ordering::Relaxed);
+                st.cut = true;
+                break 'batches;
+            }
             let start = Instant::now();
             let nanos = match r.op {
                 Op::Get => {
@@ -667,40 +847,51 @@ async fn run_conn(
     Ok(st)
 }
 
-/// Reads a group's trace on a blocking thread and deals requests to the connections
-/// by key hash. Stops early (without error) if `stop` is set because a connection failed.
+/// Reads a group's trace (its `limit` prefix, over and over if it loops) on a blocking
+/// thread and deals requests to the connections by key hash. Stops early (without
+/// error) if `stop` is set because a connection failed or the deadline passed; returns
+/// whether it dealt the whole trace.
 fn dispatch(
     group: &Group,
     senders: Vec<mpsc::Sender<Vec<Request>>>,
     stop: Arc<AtomicBool>,
-) -> Result<()> {
+    deadline: Arc<AtomicBool>,
+) -> Result<bool> {
     let n = senders.len() as u64;
     let mut batches: Vec<Vec<Request>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
-    let reader = augur_trace::open(&group.trace, &group.format)?;
     let limit = group
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    for r in reader.take(limit) {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let r = r?;
-        let c = (augur_trace::synth::mix64(r.key) % n) as usize;
-        batches[c].push(r);
-        if batches[c].len() == BATCH {
-            let full = std::mem::replace(&mut batches[c], Vec::with_capacity(BATCH));
-            if senders[c].blocking_send(full).is_err() {
-                // The connection task ended early; its error is reported by the task.
-                return Ok(());
+    let stopped = || stop.load(Ordering::Relaxed) || deadline.load(Ordering::Relaxed);
+    loop {
+        let reader = augur_trace::open(&group.trace, &group.format)?;
+        let mut dealt = 0usize;
+        for r in reader.take(limit) {
+            if stopped() {
+                return Ok(false);
             }
+            let r = r?;
+            dealt += 1;
+            let c = (augur_trace::synth::mix64(r.key) % n) as usize;
+            batches[c].push(r);
+            if batches[c].len() == BATCH {
+                let full = std::mem::replace(&mut batches[c], Vec::with_capacity(BATCH));
+                if senders[c].blocking_send(full).is_err() {
+                    // The connection task ended early; its error is reported by the task.
+                    return Ok(false);
+                }
+            }
+        }
+        if !group.looped || dealt == 0 || stopped() {
+            break;
         }
     }
     for (c, b) in batches.into_iter().enumerate() {
         if !b.is_empty() && senders[c].blocking_send(b).is_err() {
-            return Ok(());
+            return Ok(false);
         }
     }
-    Ok(())
+    Ok(!stopped())
 }
 
 /// Results of one group, as printed and serialised.
@@ -708,6 +899,10 @@ fn dispatch(
 pub struct GroupReport {
     pub name: String,
     pub trace: String,
+    /// AUTH user (none: the default user).
+    pub user: Option<String>,
+    pub prefix: String,
+    pub limit: Option<u64>,
     pub connections: usize,
     pub miss_penalty_us: f64,
     pub requests: u64,
@@ -722,9 +917,34 @@ pub struct GroupReport {
     /// Error replies from the server (e.g. OOM refusing a SET); the replay continues.
     pub errors: u64,
     pub first_error: Option<String>,
+    /// Whether the whole trace (or its limit prefix) was replayed: false when the
+    /// `--duration` deadline cut it, and always false for a looping group.
+    pub complete: bool,
     pub seconds: f64,
     pub throughput_rps: f64,
+    pub hits_per_sec: f64,
     pub latency_us: LatencyReport,
+}
+
+/// All groups together: sums, and latency over every request of every group.
+#[derive(Serialize, Debug)]
+pub struct OverallReport {
+    pub groups: usize,
+    pub requests: u64,
+    pub gets: u64,
+    pub hits: u64,
+    pub hit_ratio: f64,
+    pub fills: u64,
+    pub errors: u64,
+    /// Wall time of the whole run.
+    pub seconds: f64,
+    pub throughput_rps: f64,
+    pub hits_per_sec: f64,
+    /// Over all requests (weighted by each group's request count).
+    pub latency_us: LatencyReport,
+    /// Unweighted mean of the groups' mean access latencies (the kRedis paper's
+    /// "average of tenants' mean access latency").
+    pub mean_of_group_means_us: f64,
 }
 
 /// Access-latency summary in microseconds.
@@ -737,52 +957,85 @@ pub struct LatencyReport {
     pub max: f64,
 }
 
-fn report(group: &Group, st: &Stats, seconds: f64) -> GroupReport {
-    let h = &st.latency;
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn per_sec(n: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        n as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
+fn latency_report(h: &Histogram<u64>) -> LatencyReport {
+    if h.is_empty() {
+        return LatencyReport {
+            mean: 0.0,
+            p50: 0.0,
+            p99: 0.0,
+            p999: 0.0,
+            max: 0.0,
+        };
+    }
     let us = |ns: u64| ns as f64 / 1000.0;
-    let empty = h.is_empty();
+    LatencyReport {
+        mean: h.mean() / 1000.0,
+        p50: us(h.value_at_quantile(0.5)),
+        p99: us(h.value_at_quantile(0.99)),
+        p999: us(h.value_at_quantile(0.999)),
+        max: us(h.max()),
+    }
+}
+
+fn report(group: &Group, st: &Stats, seconds: f64, complete: bool) -> GroupReport {
     GroupReport {
         name: group.name.clone(),
         trace: group.trace.display().to_string(),
+        user: group.auth.as_ref().and_then(|a| a.user.clone()),
+        prefix: group.prefix.clone(),
+        limit: group.limit,
         connections: group.connections,
         miss_penalty_us: group.penalty.as_secs_f64() * 1e6,
         requests: st.requests,
         gets: st.gets,
         hits: st.hits,
-        hit_ratio: if st.gets == 0 {
-            0.0
-        } else {
-            st.hits as f64 / st.gets as f64
-        },
+        hit_ratio: ratio(st.hits, st.gets),
         fills: st.fills,
         sets: st.sets,
         deletes: st.deletes,
         errors: st.errors,
         first_error: st.first_error.clone(),
+        complete: complete && !st.cut && !group.looped,
         seconds,
-        throughput_rps: if seconds > 0.0 {
-            st.requests as f64 / seconds
-        } else {
+        throughput_rps: per_sec(st.requests, seconds),
+        hits_per_sec: per_sec(st.hits, seconds),
+        latency_us: latency_report(&st.latency),
+    }
+}
+
+fn overall(groups: &[GroupReport], st: &Stats, seconds: f64) -> OverallReport {
+    OverallReport {
+        groups: groups.len(),
+        requests: st.requests,
+        gets: st.gets,
+        hits: st.hits,
+        hit_ratio: ratio(st.hits, st.gets),
+        fills: st.fills,
+        errors: st.errors,
+        seconds,
+        throughput_rps: per_sec(st.requests, seconds),
+        hits_per_sec: per_sec(st.hits, seconds),
+        latency_us: latency_report(&st.latency),
+        mean_of_group_means_us: if groups.is_empty() {
             0.0
-        },
-        latency_us: LatencyReport {
-            mean: if empty { 0.0 } else { h.mean() / 1000.0 },
-            p50: if empty {
-                0.0
-            } else {
-                us(h.value_at_quantile(0.5))
-            },
-            p99: if empty {
-                0.0
-            } else {
-                us(h.value_at_quantile(0.99))
-            },
-            p999: if empty {
-                0.0
-            } else {
-                us(h.value_at_quantile(0.999))
-            },
-            max: if empty { 0.0 } else { us(h.max()) },
+        } else {
+            groups.iter().map(|g| g.latency_us.mean).sum::<f64>() / groups.len() as f64
         },
     }
 }
@@ -791,9 +1044,9 @@ async fn replay_group(
     group: Group,
     waiter: Waiter,
     addr: String,
-    cap: Option<u32>,
     progress: Arc<AtomicU64>,
-) -> Result<GroupReport> {
+    deadline: Arc<AtomicBool>,
+) -> Result<(GroupReport, Stats)> {
     let mut conns = Vec::with_capacity(group.connections);
     for _ in 0..group.connections {
         let mut c = Conn::connect(&addr).await?;
@@ -814,9 +1067,11 @@ async fn replay_group(
         let cfg = ConnCfg {
             prefix: group.prefix.clone(),
             penalty: group.penalty,
-            cap,
+            value_size: group.value_size,
+            cap: group.value_size_cap,
             waiter: waiter.clone(),
             progress: progress.clone(),
+            deadline: deadline.clone(),
         };
         let stop = stop.clone();
         tasks.push(tokio::spawn(async move {
@@ -828,58 +1083,266 @@ async fn replay_group(
         }));
     }
     let g2 = group.clone();
-    let reader = tokio::task::spawn_blocking(move || dispatch(&g2, senders, stop));
+    let reader = tokio::task::spawn_blocking(move || dispatch(&g2, senders, stop, deadline));
     let mut total = Stats::new();
     let mut first_err = None;
     for (i, t) in tasks.into_iter().enumerate() {
         match t.await.context("connection task panicked")? {
-            Ok(st) => total.merge(st)?,
+            Ok(st) => total.merge(&st)?,
             Err(e) => {
                 first_err.get_or_insert(e.context(format!("group {} connection {i}", group.name)));
             }
         }
     }
     let seconds = start.elapsed().as_secs_f64();
-    reader
+    let complete = reader
         .await
         .context("trace reader panicked")?
         .with_context(|| format!("group {}", group.name))?;
     if let Some(e) = first_err {
         return Err(e);
     }
-    Ok(report(&group, &total, seconds))
+    Ok((report(&group, &total, seconds, complete), total))
 }
 
-fn print_table(reports: &[GroupReport]) {
+// ---------------------------------------------------------------------------------
+// Tenant polling
+// ---------------------------------------------------------------------------------
+
+/// One `TENANT INFO` answer.
+#[derive(Serialize, Debug)]
+pub struct TenantSample {
+    /// Seconds since the replay started.
+    pub t_s: f64,
+    pub tenant: String,
+    pub group: String,
+    /// The reply as text lines: a bulk/simple string split at line ends, an array's
+    /// elements one a line (nested arrays flattened).
+    pub lines: Vec<String>,
+    /// `key:value` / `key=value` lines, or the pairs of a flat array of
+    /// alternating names and values, as a map (values kept as text).
+    pub fields: std::collections::BTreeMap<String, String>,
+}
+
+/// Everything `--poll-tenants` recorded.
+#[derive(Serialize, Debug, Default)]
+pub struct TenantPolls {
+    pub interval_s: f64,
+    pub samples: Vec<TenantSample>,
+    /// Error replies or connection failures (all ignored).
+    pub errors: u64,
+    pub first_error: Option<String>,
+}
+
+fn flatten_lines(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Nil => {}
+        Value::Str(s) => out.extend(
+            s.lines()
+                .map(|l| l.trim_end_matches('\r').to_owned())
+                .filter(|l| !l.trim().is_empty()),
+        ),
+        Value::Int(i) => out.push(i.to_string()),
+        Value::Error(e) => out.push(e.clone()),
+        Value::Array(items) => items.iter().for_each(|i| flatten_lines(i, out)),
+    }
+}
+
+/// The reply of `TENANT INFO` as lines and fields (see [`TenantSample`]).
+fn tenant_fields(v: &Value) -> (Vec<String>, std::collections::BTreeMap<String, String>) {
+    let mut lines = Vec::new();
+    flatten_lines(v, &mut lines);
+    let mut fields = std::collections::BTreeMap::new();
+    for l in &lines {
+        if let Some((k, val)) = l.split_once([':', '=']) {
+            if !k.trim().is_empty() && !k.starts_with('#') {
+                fields.insert(k.trim().to_owned(), val.trim().to_owned());
+            }
+        }
+    }
+    if fields.is_empty() {
+        if let Value::Array(items) = v {
+            let scalar = |i: &Value| match i {
+                Value::Str(s) => Some(s.clone()),
+                Value::Int(n) => Some(n.to_string()),
+                _ => None,
+            };
+            if items.len() % 2 == 0 {
+                let flat: Option<Vec<String>> = items.iter().map(scalar).collect();
+                if let Some(flat) = flat {
+                    for kv in flat.chunks(2) {
+                        fields.insert(kv[0].clone(), kv[1].clone());
+                    }
+                }
+            }
+        }
+    }
+    (lines, fields)
+}
+
+/// Polls `TENANT INFO` for each (group, tenant) every `interval` until `done`, then
+/// once more. Never fails: connection and command errors are counted.
+async fn poll_tenants(
+    addr: String,
+    auth: Option<Auth>,
+    tenants: Vec<(String, String)>,
+    interval: Duration,
+    start: Instant,
+    mut done: tokio::sync::watch::Receiver<bool>,
+) -> TenantPolls {
+    let mut polls = TenantPolls {
+        interval_s: interval.as_secs_f64(),
+        ..TenantPolls::default()
+    };
+    let mut conn: Option<Conn> = None;
+    loop {
+        let last = *done.borrow();
+        for (group, tenant) in &tenants {
+            let r: Result<Value> = async {
+                if conn.is_none() {
+                    let mut c = Conn::connect(&addr).await?;
+                    if let Some(a) = &auth {
+                        c.auth(a).await?;
+                    }
+                    conn = Some(c);
+                }
+                let c = conn.as_mut().expect("connected above");
+                c.begin(3);
+                c.arg(b"TENANT");
+                c.arg(b"INFO");
+                c.arg(tenant.as_bytes());
+                c.send().await?;
+                c.value().await
+            }
+            .await;
+            let err = match r {
+                Ok(Value::Error(e)) => Some(e),
+                Ok(v) => {
+                    let (lines, fields) = tenant_fields(&v);
+                    polls.samples.push(TenantSample {
+                        t_s: start.elapsed().as_secs_f64(),
+                        tenant: tenant.clone(),
+                        group: group.clone(),
+                        lines,
+                        fields,
+                    });
+                    None
+                }
+                Err(e) => {
+                    conn = None; // reconnect next time
+                    Some(format!("{e:#}"))
+                }
+            };
+            if let Some(e) = err {
+                polls.errors += 1;
+                polls.first_error.get_or_insert(e);
+            }
+        }
+        if last {
+            return polls;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = done.changed() => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------
+
+/// Results of a run, as serialised by `--json`.
+#[derive(Serialize, Debug)]
+pub struct RunReport {
+    pub groups: Vec<GroupReport>,
+    pub overall: OverallReport,
+    /// The `--duration` bound in seconds, if any, and whether it cut the run.
+    pub duration_s: Option<f64>,
+    pub deadline_reached: bool,
+    pub tenant_polls: Option<TenantPolls>,
+}
+
+fn print_table(run: &RunReport) {
     println!(
-        "{:<16} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}",
+        "{:<16} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}",
         "group",
         "requests",
         "hits",
         "hit%",
         "req/s",
+        "hits/s",
         "mean_us",
         "p50_us",
         "p99_us",
         "p99.9_us",
         "errors"
     );
-    for r in reports {
+    let row = |name: &str, requests, hits, hr: f64, rps, hps, l: &LatencyReport, errors| {
         println!(
-            "{:<16} {:>10} {:>10} {:>8.3} {:>10.0} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>7}",
-            r.name,
+            "{:<16} {:>10} {:>10} {:>8.3} {:>10.0} {:>10.0} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>7}",
+            name,
+            requests,
+            hits,
+            hr * 100.0,
+            rps,
+            hps,
+            l.mean,
+            l.p50,
+            l.p99,
+            l.p999,
+            errors
+        );
+    };
+    for r in &run.groups {
+        let name = if r.complete {
+            r.name.clone()
+        } else {
+            format!("{}*", r.name)
+        };
+        row(
+            &name,
             r.requests,
             r.hits,
-            r.hit_ratio * 100.0,
+            r.hit_ratio,
             r.throughput_rps,
-            r.latency_us.mean,
-            r.latency_us.p50,
-            r.latency_us.p99,
-            r.latency_us.p999,
-            r.errors
+            r.hits_per_sec,
+            &r.latency_us,
+            r.errors,
         );
     }
-    for r in reports.iter().filter(|r| r.errors > 0) {
+    if run.groups.len() > 1 {
+        let o = &run.overall;
+        row(
+            "overall",
+            o.requests,
+            o.hits,
+            o.hit_ratio,
+            o.throughput_rps,
+            o.hits_per_sec,
+            &o.latency_us,
+            o.errors,
+        );
+        println!(
+            "mean of the groups' mean latencies: {:.1} us",
+            o.mean_of_group_means_us
+        );
+    }
+    if run.groups.iter().any(|r| !r.complete) {
+        println!("* cut by --duration (or looping): not the whole trace");
+    }
+    if let Some(p) = &run.tenant_polls {
+        println!(
+            "TENANT INFO: {} samples, {} errors{}",
+            p.samples.len(),
+            p.errors,
+            p.first_error
+                .as_deref()
+                .map(|e| format!(" (first: {e})"))
+                .unwrap_or_default()
+        );
+    }
+    for r in run.groups.iter().filter(|r| r.errors > 0) {
         eprintln!(
             "warning: group {}: {} error replies, first: {}",
             r.name,
@@ -890,13 +1353,30 @@ fn print_table(reports: &[GroupReport]) {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    // First, so that `--json TRACE` (a trace taken as the JSON file) is reported as such.
+    if let Some(p) = &args.json {
+        let ok = p.as_os_str() == "-" || p.extension().is_some_and(|e| e == "json");
+        if !ok {
+            bail!(
+                "--json FILE must end in .json (or be `-` for stdout), not {:?}: \
+                 was a trace meant? put --json after the traces",
+                p.display()
+            );
+        }
+    }
     let groups = resolve_groups(&args)?;
+    let poll_interval = match args.poll_tenants {
+        Some(s) if !(s.is_finite() && s > 0.0) => bail!("--poll-tenants needs SECS > 0"),
+        Some(s) => Some(Duration::from_secs_f64(s)),
+        None => None,
+    };
     // Fail fast on unreadable traces before connecting anywhere.
     let mut total_hint = Some(0u64);
     for g in &groups {
         let r =
             augur_trace::open(&g.trace, &g.format).with_context(|| format!("group {}", g.name))?;
         total_hint = match (total_hint, r.len_hint()) {
+            _ if g.looped => None,
             (Some(t), Some(h)) => Some(t + g.limit.map_or(h, |l| l.min(h))),
             (Some(t), None) => g.limit.map(|l| t + l),
             _ => None,
@@ -928,7 +1408,9 @@ pub fn run(args: Args) -> Result<()> {
         None
     };
     let waiter = Waiter::start();
-    let reports: Result<Vec<GroupReport>> = rt.block_on(async {
+    let deadline = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let results: Result<(Vec<(GroupReport, Stats)>, Option<TenantPolls>)> = rt.block_on(async {
         let ticker = bar.clone().map(|pb| {
             let p = progress.clone();
             tokio::spawn(async move {
@@ -938,6 +1420,28 @@ pub fn run(args: Args) -> Result<()> {
                 }
             })
         });
+        let timer = args.duration.map(|d| {
+            let deadline = deadline.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(d).await;
+                deadline.store(true, Ordering::Relaxed);
+            })
+        });
+        let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+        let poller = poll_interval.map(|interval| {
+            let tenants: Vec<(String, String)> = groups
+                .iter()
+                .filter_map(|g| g.tenant.clone().map(|t| (g.name.clone(), t)))
+                .collect();
+            tokio::spawn(poll_tenants(
+                args.addr.clone(),
+                args.poll_auth.as_deref().map(Auth::parse),
+                tenants,
+                interval,
+                start,
+                done_rx,
+            ))
+        });
         let handles: Vec<_> = groups
             .iter()
             .cloned()
@@ -946,8 +1450,8 @@ pub fn run(args: Args) -> Result<()> {
                     g,
                     waiter.clone(),
                     args.addr.clone(),
-                    args.value_size_cap,
                     progress.clone(),
+                    deadline.clone(),
                 ))
             })
             .collect();
@@ -964,26 +1468,48 @@ pub fn run(args: Args) -> Result<()> {
         if let Some(t) = ticker {
             t.abort();
         }
+        if let Some(t) = timer {
+            t.abort();
+        }
+        let _ = done_tx.send(true);
+        let polls = match poller {
+            Some(p) => Some(p.await.context("tenant poller panicked")?),
+            None => None,
+        };
         match err {
             Some(e) => Err(e),
-            None => Ok(out),
+            None => Ok((out, polls)),
         }
     });
+    let seconds = start.elapsed().as_secs_f64();
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    let reports = reports?;
-    if args.json {
-        #[derive(Serialize)]
-        struct Out<'a> {
-            groups: &'a [GroupReport],
+    let (results, tenant_polls) = results?;
+    let mut all = Stats::new();
+    let mut reports = Vec::with_capacity(results.len());
+    for (r, st) in results {
+        all.merge(&st)?;
+        reports.push(r);
+    }
+    let overall = overall(&reports, &all, seconds);
+    let run = RunReport {
+        groups: reports,
+        overall,
+        duration_s: args.duration.map(|d| d.as_secs_f64()),
+        deadline_reached: deadline.load(Ordering::Relaxed),
+        tenant_polls,
+    };
+    match &args.json {
+        Some(p) if p.as_os_str() == "-" => {
+            println!("{}", serde_json::to_string_pretty(&run)?);
         }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&Out { groups: &reports })?
-        );
-    } else {
-        print_table(&reports);
+        Some(p) => {
+            std::fs::write(p, serde_json::to_string_pretty(&run)? + "\n")
+                .with_context(|| format!("writing {}", p.display()))?;
+            print_table(&run);
+        }
+        None => print_table(&run),
     }
     Ok(())
 }
@@ -1024,12 +1550,71 @@ mod tests {
                 prefix: Some("x:".into()),
                 limit: Some(10),
                 name: Some("A".into()),
+                ..GroupSpec::default()
+            }
+        );
+        let g: GroupSpec =
+            "name=t1,trace=b,user=t1,pass=p:w,value-size=64,value_size_cap=32,loop=yes,tenant=T"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            g,
+            GroupSpec {
+                trace: "b".into(),
+                name: Some("t1".into()),
+                user: Some("t1".into()),
+                pass: Some("p:w".into()),
+                value_size: Some(64),
+                value_size_cap: Some(32),
+                looped: Some(true),
+                tenant: Some("T".into()),
+                ..GroupSpec::default()
             }
         );
         assert!("auth=x".parse::<GroupSpec>().is_err());
         assert!("trace=a,color=blue".parse::<GroupSpec>().is_err());
-        assert_eq!(auth_args("u:p:q"), vec!["u", "p:q"]);
-        assert_eq!(auth_args("secret"), vec!["secret"]);
+        assert!(
+            "trace=a,user=u".parse::<GroupSpec>().is_err(),
+            "user without pass"
+        );
+        assert!("trace=a,auth=u:p,pass=p".parse::<GroupSpec>().is_err());
+        assert!("trace=a,loop=maybe".parse::<GroupSpec>().is_err());
+        assert_eq!(Auth::parse("u:p:q").args(), vec!["u", "p:q"]);
+        assert_eq!(Auth::parse("secret").args(), vec!["secret"]);
+        // pass= alone is the default user's password, colons and all.
+        let pw_only = Auth {
+            user: None,
+            pass: "a:b".into(),
+        };
+        assert_eq!(pw_only.args(), vec!["a:b"]);
+    }
+
+    #[test]
+    fn tenant_info_replies_become_fields() {
+        let bulk = Value::Str("# tenant t1\r\ntarget:1048576\r\nk:5\r\n\r\nused=10\r\n".into());
+        let (lines, fields) = tenant_fields(&bulk);
+        assert_eq!(
+            lines,
+            vec!["# tenant t1", "target:1048576", "k:5", "used=10"]
+        );
+        assert_eq!(fields.len(), 3);
+        assert_eq!(fields["target"], "1048576");
+        assert_eq!(fields["k"], "5");
+        assert_eq!(fields["used"], "10");
+        // A flat array of alternating names and values (CONFIG GET style).
+        let arr = Value::Array(vec![
+            Value::Str("target".into()),
+            Value::Int(42),
+            Value::Str("k".into()),
+            Value::Str("16".into()),
+        ]);
+        let (lines, fields) = tenant_fields(&arr);
+        assert_eq!(lines, vec!["target", "42", "k", "16"]);
+        assert_eq!(fields["target"], "42");
+        assert_eq!(fields["k"], "16");
+        // Odd arrays and nested arrays give lines but no pairs.
+        let (_, fields) = tenant_fields(&Value::Array(vec![Value::Str("x".into())]));
+        assert!(fields.is_empty());
     }
 
     #[test]
@@ -1098,6 +1683,38 @@ mod tests {
             server.await.unwrap();
             // The peer has closed: a further read is an error, not a hang or a panic.
             assert!(c.reply().await.is_err());
+        });
+    }
+
+    #[test]
+    fn value_reader_keeps_payloads_split_across_reads() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap().to_string();
+            let server = tokio::spawn(async move {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let canned: &[u8] = b"*2\r\n$5\r\na\r\nbc\r\n*2\r\n:7\r\n-ERR x\r\n$-1\r\n+OK\r\n";
+                for chunk in canned.chunks(2) {
+                    s.write_all(chunk).await.unwrap();
+                    s.flush().await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+            });
+            let mut c = Conn::connect(&addr).await.unwrap();
+            assert_eq!(
+                c.value().await.unwrap(),
+                Value::Array(vec![
+                    Value::Str("a\r\nbc".into()),
+                    Value::Array(vec![Value::Int(7), Value::Error("ERR x".into())]),
+                ])
+            );
+            assert_eq!(c.value().await.unwrap(), Value::Nil);
+            assert_eq!(c.value().await.unwrap(), Value::Str("OK".into()));
+            server.await.unwrap();
         });
     }
 

@@ -389,3 +389,434 @@ fn csv_trace_with_sets_and_deletes() {
     assert_eq!(redis.command(None, &["STRLEN", &hashed]).trim(), ":50");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// ---------------------------------------------------------------------------------
+// Multi-tenant groups (the kRedis paper's §6.4 set-up)
+// ---------------------------------------------------------------------------------
+
+/// Misses of an exact LRU cache of `capacity` objects over `keys`.
+fn lru_misses(keys: &[u64], capacity: usize) -> u64 {
+    use std::collections::{BTreeMap, HashMap};
+    let mut last_use: HashMap<u64, usize> = HashMap::new();
+    let mut by_age: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut misses = 0;
+    for (t, &k) in keys.iter().enumerate() {
+        match last_use.insert(k, t) {
+            Some(old) => {
+                by_age.remove(&old);
+            }
+            None => {
+                misses += 1;
+                if last_use.len() > capacity {
+                    let (_, victim) = by_age.pop_first().unwrap();
+                    last_use.remove(&victim);
+                }
+            }
+        }
+        by_age.insert(t, k);
+    }
+    misses
+}
+
+fn trace_keys(name: &str, limit: usize) -> Vec<u64> {
+    augur_trace::load_all(trace(name))
+        .unwrap()
+        .iter()
+        .take(limit)
+        .map(|r| r.key)
+        .collect()
+}
+
+fn f(v: &Value, field: &str) -> f64 {
+    v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} in {v}"))
+}
+
+fn temp_json(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("augur-replay-{tag}-{}.json", std::process::id()))
+}
+
+/// Runs `augur replay ARGS --json FILE` and returns (stdout, the JSON document).
+fn replay_json_file(args: &[&str], tag: &str) -> (String, Value) {
+    let path = temp_json(tag);
+    let mut all = args.to_vec();
+    all.extend(["--json", path.to_str().unwrap()]);
+    let out = replay(&all);
+    assert!(
+        out.status.success(),
+        "augur replay failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).expect("JSON file");
+    std::fs::remove_file(&path).unwrap();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), doc)
+}
+
+#[test]
+fn exact_lru_simulation_sanity() {
+    // The reference the tests compare against: cold misses only when everything fits,
+    // more when it does not (a cyclic scan over 3 keys misses always at capacity 2).
+    assert_eq!(lru_misses(&[1, 2, 1, 3, 1, 2], 3), 3);
+    assert_eq!(lru_misses(&[1, 2, 3, 1, 2, 3], 2), 6);
+    assert_eq!(lru_misses(&[1, 2, 1, 3, 1, 2], 2), 4);
+}
+
+#[test]
+fn two_acl_tenants_with_user_pass_prefixes_and_json_file() {
+    // Each user may only touch its own prefix: a key sent without (or with the other
+    // tenant's) prefix is refused with -NOPERM and shows up as an error reply.
+    let acl = [
+        "--user", "t1", "on", ">pw1", "~t1:*", "+@all", "--user", "t2", "on", ">pw2", "~t2:*",
+        "+@all",
+    ];
+    let Some(redis) = Redis::start(&acl) else {
+        return;
+    };
+    let (cpp, cs) = (trace("lirs_cpp"), trace("lirs_cs"));
+    let g1 = format!(
+        "name=t1,trace={},user=t1,pass=pw1,prefix=t1:,penalty=100us,connections=2,limit=5000",
+        cpp.display()
+    );
+    let g2 = format!(
+        "name=t2,trace={},user=t2,pass=pw2,prefix=t2:,penalty=200us,connections=3",
+        cs.display()
+    );
+    let (table, doc) = replay_json_file(
+        &["--addr", &redis.addr(), "--group", &g1, "--group", &g2],
+        "two",
+    );
+    let g = doc["groups"].as_array().unwrap();
+    assert_eq!(g.len(), 2);
+    let cpp_keys = trace_keys("lirs_cpp", 5000);
+    let cs_keys = trace_keys("lirs_cs", usize::MAX);
+    // 512 MB holds both working sets: each group's hits equal an exact LRU cache's of
+    // any capacity above its distinct keys, i.e. everything but cold misses.
+    for (grp, keys, user, prefix, penalty) in [
+        (&g[0], &cpp_keys, "t1", "t1:", 100.0),
+        (&g[1], &cs_keys, "t2", "t2:", 200.0),
+    ] {
+        let n = keys.len() as u64;
+        let misses = lru_misses(keys, 1_000_000);
+        assert_eq!(u(grp, "requests"), n, "{grp}");
+        assert_eq!(u(grp, "hits"), n - misses, "{grp}");
+        assert_eq!(u(grp, "fills"), misses, "{grp}");
+        assert_eq!(u(grp, "errors"), 0, "{grp}");
+        assert_eq!(grp["user"].as_str(), Some(user));
+        assert_eq!(grp["prefix"].as_str(), Some(prefix));
+        assert_eq!(grp["complete"].as_bool(), Some(true));
+        assert!((f(grp, "miss_penalty_us") - penalty).abs() < 1e-6);
+        // Every miss paid the penalty, so the mean is at least miss ratio x penalty.
+        let mean = f(&grp["latency_us"], "mean");
+        assert!(
+            mean >= misses as f64 / n as f64 * penalty,
+            "mean {mean} {grp}"
+        );
+        let hps = f(grp, "hits_per_sec");
+        let expect = u(grp, "hits") as f64 / f(grp, "seconds");
+        assert!((hps - expect).abs() <= 1e-6 * expect, "{hps} vs {expect}");
+        // The keys landed under the prefix, one per distinct object.
+        let count = redis.command(
+            Some(&[user, &format!("pw{}", &user[1..])]),
+            &[
+                "EVAL",
+                "return #redis.call('keys', ARGV[1])",
+                "0",
+                &format!("{prefix}*"),
+            ],
+        );
+        assert_eq!(count.trim(), format!(":{misses}"), "{prefix}");
+    }
+    assert_eq!(
+        redis.command(Some(&["t1", "pw1"]), &["GET", "t1:0"]),
+        "$1\r\na"
+    );
+    assert_eq!(
+        redis.command(Some(&["t1", "pw1"]), &["DBSIZE"]).trim(),
+        format!(
+            ":{}",
+            lru_misses(&cpp_keys, 1 << 20) + lru_misses(&cs_keys, 1 << 20)
+        )
+    );
+
+    // The overall numbers add up.
+    let o = &doc["overall"];
+    for field in ["requests", "gets", "hits", "fills", "errors"] {
+        assert_eq!(
+            u(o, field),
+            u(&g[0], field) + u(&g[1], field),
+            "overall {field}"
+        );
+    }
+    assert_eq!(u(o, "groups"), 2);
+    assert!((f(o, "hit_ratio") - u(o, "hits") as f64 / u(o, "gets") as f64).abs() < 1e-12);
+    // Overall mean = request-weighted mean of the groups' (histograms keep 3 digits).
+    let weighted = (f(&g[0]["latency_us"], "mean") * u(&g[0], "requests") as f64
+        + f(&g[1]["latency_us"], "mean") * u(&g[1], "requests") as f64)
+        / u(o, "requests") as f64;
+    let mean = f(&o["latency_us"], "mean");
+    assert!(
+        (mean - weighted).abs() <= 0.002 * weighted,
+        "{mean} vs {weighted}"
+    );
+    let unweighted = (f(&g[0]["latency_us"], "mean") + f(&g[1]["latency_us"], "mean")) / 2.0;
+    assert!((f(o, "mean_of_group_means_us") - unweighted).abs() < 1e-9);
+    let p99s = [f(&g[0]["latency_us"], "p99"), f(&g[1]["latency_us"], "p99")];
+    let p99 = f(&o["latency_us"], "p99");
+    assert!(
+        p99 >= p99s[0].min(p99s[1]) * 0.999 && p99 <= p99s[0].max(p99s[1]) * 1.001,
+        "{p99} {p99s:?}"
+    );
+    // The groups overlap in time: the run is shorter than the two in sequence.
+    assert!(f(o, "seconds") < f(&g[0], "seconds") + f(&g[1], "seconds"));
+    assert_eq!(doc["deadline_reached"].as_bool(), Some(false));
+    assert!(doc["tenant_polls"].is_null());
+    // With --json FILE the table still goes to stdout, with the overall row.
+    assert!(table.contains("overall"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("t2 ")), "{table}");
+
+    // Without its prefix a tenant's keys are refused: errors, not silent misses.
+    let g1_bad = g1
+        .replace("prefix=t1:", "prefix=t2:")
+        .replace("limit=5000", "limit=20");
+    let (_, doc) = replay_json_file(&["--addr", &redis.addr(), "--group", &g1_bad], "noperm");
+    let g = &doc["groups"][0];
+    assert_eq!(u(g, "errors"), 20, "{g}");
+    assert!(g["first_error"].as_str().unwrap().contains("NOPERM"), "{g}");
+}
+
+#[test]
+fn json_file_must_not_be_a_trace() {
+    let cpp = trace("lirs_cpp");
+    let out = replay(&["--json", cpp.to_str().unwrap(), "--addr", "127.0.0.1:1"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(".json"), "{err}");
+    assert!(cpp.exists());
+}
+
+#[test]
+fn duration_bounds_the_run_and_loop_repeats_the_prefix() {
+    let Some(redis) = Redis::start(&[]) else {
+        return;
+    };
+    let cs = trace("lirs_cs");
+    let cpp = trace("lirs_cpp");
+    // `slow`: 1,409 misses at 20 ms on one connection would take 28 s; `fast`: 1,000
+    // requests with no penalty, done well within the 1.5 s bound; `again`: the first
+    // 100 requests of lirs_cpp over and over.
+    let slow = format!(
+        "name=slow,trace={},penalty=20ms,connections=1,prefix=s:",
+        cs.display()
+    );
+    let fast = format!(
+        "name=fast,trace={},limit=1000,connections=2,prefix=f:",
+        cpp.display()
+    );
+    let again = format!(
+        "name=again,trace={},limit=100,loop=1,connections=2,prefix=a:",
+        cpp.display()
+    );
+    let t0 = Instant::now();
+    let (_, doc) = replay_json_file(
+        &[
+            "--addr",
+            &redis.addr(),
+            "--group",
+            &slow,
+            "--group",
+            &fast,
+            "--group",
+            &again,
+            "--duration",
+            "1500ms",
+        ],
+        "duration",
+    );
+    let wall = t0.elapsed().as_secs_f64();
+    assert!(wall < 10.0, "took {wall} s");
+    assert_eq!(doc["deadline_reached"].as_bool(), Some(true));
+    assert!((f(&doc, "duration_s") - 1.5).abs() < 1e-9);
+    let g = doc["groups"].as_array().unwrap();
+    let (slow, fast, again) = (&g[0], &g[1], &g[2]);
+    // Cut: some but not all requests; at most one fill per 20 ms of the bound (plus
+    // the one in flight at the deadline).
+    assert_eq!(slow["complete"].as_bool(), Some(false));
+    assert!(
+        u(slow, "requests") > 0 && u(slow, "requests") < 6_781,
+        "{slow}"
+    );
+    assert!(u(slow, "fills") <= 1500 / 20 + 1, "{slow}");
+    assert!(f(slow, "seconds") < 5.0, "{slow}");
+    // Not cut.
+    assert_eq!(fast["complete"].as_bool(), Some(true));
+    assert_eq!(u(fast, "requests"), 1_000);
+    // Looped: many passes over the prefix, and only its cold misses missed.
+    let distinct = lru_misses(&trace_keys("lirs_cpp", 100), 1 << 20);
+    assert_eq!(again["complete"].as_bool(), Some(false));
+    assert!(u(again, "requests") > 300, "{again}");
+    assert_eq!(u(again, "fills"), distinct, "{again}");
+    assert_eq!(u(again, "hits"), u(again, "requests") - distinct);
+    assert_eq!(
+        u(&doc["overall"], "requests"),
+        g.iter().map(|x| u(x, "requests")).sum::<u64>()
+    );
+
+    // --loop needs --duration.
+    let out = replay(&[cpp.to_str().unwrap(), "--addr", &redis.addr(), "--loop"]);
+    assert!(!out.status.success());
+}
+
+/// A minimal Redis-protocol server with tenants: AUTH and SET answer +OK, GET always
+/// misses, `TENANT INFO name` answers `# name`, `target:<GETs so far>` and `k:5` as a
+/// bulk string. One thread per connection; it lives until the test process exits.
+fn fake_tenant_server() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let gets = Arc::new(AtomicU64::new(0));
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { return };
+            let gets = gets.clone();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let n: usize = line.trim()[1..].parse().unwrap();
+                    let mut args = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        line.clear();
+                        r.read_line(&mut line).unwrap();
+                        let len: usize = line.trim()[1..].parse().unwrap();
+                        let mut buf = vec![0; len + 2];
+                        r.read_exact(&mut buf).unwrap();
+                        buf.truncate(len);
+                        args.push(String::from_utf8(buf).unwrap());
+                    }
+                    let reply = match args[0].to_ascii_uppercase().as_str() {
+                        "GET" => {
+                            gets.fetch_add(1, Ordering::Relaxed);
+                            "$-1\r\n".to_owned()
+                        }
+                        "TENANT" if args.len() == 3 && args[1] == "INFO" => {
+                            let body = format!(
+                                "# {}\r\ntarget:{}\r\nk:5\r\n",
+                                args[2],
+                                gets.load(Ordering::Relaxed)
+                            );
+                            format!("${}\r\n{body}\r\n", body.len())
+                        }
+                        _ => "+OK\r\n".to_owned(),
+                    };
+                    if s.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn poll_tenants_records_tenant_info_over_time() {
+    let addr = fake_tenant_server();
+    let cs = trace("lirs_cs");
+    // 300 misses at 2 ms on one connection: about 0.6 s, polled every 0.1 s.
+    let a = format!(
+        "name=A,trace={},user=alice,pass=x,penalty=2ms,connections=1,limit=300",
+        cs.display()
+    );
+    let b = format!(
+        "name=B,trace={},user=bob,pass=y,tenant=bobs,penalty=2ms,connections=1,limit=300",
+        cs.display()
+    );
+    let anon = format!("name=C,trace={},limit=10", cs.display());
+    let (table, doc) = replay_json_file(
+        &[
+            "--addr",
+            &addr,
+            "--group",
+            &a,
+            "--group",
+            &b,
+            "--group",
+            &anon,
+            "--poll-tenants",
+            "0.1",
+        ],
+        "poll",
+    );
+    assert_eq!(u(&doc["groups"][0], "fills"), 300);
+    let polls = &doc["tenant_polls"];
+    assert!((f(polls, "interval_s") - 0.1).abs() < 1e-9);
+    assert_eq!(u(polls, "errors"), 0, "{polls}");
+    let samples = polls["samples"].as_array().unwrap();
+    // Only groups with a user are polled, under the user name or tenant=.
+    let of = |t: &str| -> Vec<&Value> {
+        samples
+            .iter()
+            .filter(|s| s["tenant"].as_str() == Some(t))
+            .collect()
+    };
+    let (alice, bobs) = (of("alice"), of("bobs"));
+    assert_eq!(alice.len() + bobs.len(), samples.len(), "{polls}");
+    assert!(alice.len() >= 3, "{} samples", alice.len());
+    assert_eq!(alice[0]["group"].as_str(), Some("A"));
+    assert_eq!(bobs[0]["group"].as_str(), Some("B"));
+    assert_eq!(alice[0]["lines"][0].as_str(), Some("# alice"));
+    assert_eq!(alice[0]["fields"]["k"].as_str(), Some("5"));
+    // Over time: timestamps and the server's counter rise; the last sample is taken
+    // after the replay, so it has seen every GET.
+    let series: Vec<(f64, u64)> = alice
+        .iter()
+        .map(|s| {
+            (
+                f(s, "t_s"),
+                s["fields"]["target"].as_str().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        series
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+        "{series:?}"
+    );
+    assert!(series[0].1 < 600, "{series:?}");
+    assert_eq!(series.last().unwrap().1, 610, "{series:?}");
+    assert!(table.contains("TENANT INFO:"), "{table}");
+}
+
+#[test]
+fn poll_tenants_ignores_servers_without_tenants() {
+    let acl = ["--user", "t1", "on", ">pw1", "~*", "+@all"];
+    let Some(redis) = Redis::start(&acl) else {
+        return;
+    };
+    let cs = trace("lirs_cs");
+    let g1 = format!("trace={},user=t1,pass=pw1,limit=2000", cs.display());
+    let (_, doc) = replay_json_file(
+        &[
+            "--addr",
+            &redis.addr(),
+            "--group",
+            &g1,
+            "--poll-tenants",
+            "0.05",
+        ],
+        "poll-redis",
+    );
+    assert_eq!(u(&doc["groups"][0], "requests"), 2_000);
+    let polls = &doc["tenant_polls"];
+    assert_eq!(polls["samples"].as_array().unwrap().len(), 0, "{polls}");
+    assert!(u(polls, "errors") >= 1, "{polls}");
+    let e = polls["first_error"].as_str().unwrap();
+    assert!(e.contains("unknown command"), "{e}");
+}
