@@ -417,6 +417,26 @@ impl Part {
     }
 }
 
+/// Index bytes the profiler charges each entry on top of its allocation: the table's
+/// 8-byte word at its load factor (0.44-0.875 between resizes, ~0.6 on average) plus the
+/// TTL list's share. A constant, not the part's current average, so that a key's size
+/// in the model does not move when the table resizes.
+pub const PROFILE_INDEX_BYTES: u64 = 16;
+
+/// The bytes a key of this shape is charged in the profiler's curves: jemalloc's size
+/// class for its block plus [`PROFILE_INDEX_BYTES`].
+pub fn charged_bytes(key_len: usize, value_len: usize, ttl: bool) -> u64 {
+    let block = Entry::block_size(key_len, value_len, ttl);
+    // SAFETY: nallocx only computes the size class; flags 0 = default alignment.
+    let class = unsafe { tikv_jemalloc_sys::nallocx(block, 0) };
+    class as u64 + PROFILE_INDEX_BYTES
+}
+
+#[inline]
+fn profiled_bytes(e: Entry) -> u64 {
+    e.usable_size() as u64 + PROFILE_INDEX_BYTES
+}
+
 pub struct Shard {
     config: Arc<SharedConfig>,
     /// One part per tenant slot that has touched this shard, indexed by [`TenantId`].
@@ -502,8 +522,7 @@ impl Shard {
                 part.hits += 1;
                 let e = part.entry(pos);
                 e.set_atime(now);
-                let charged = e.usable_size() as u64 + part.index_share();
-                self.sample(ns.tenant, h, charged, RefKind::Hit);
+                self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Hit);
                 Some(e.value())
             }
             Err(_) => {
@@ -568,8 +587,7 @@ impl Shard {
             }
         };
         part.writes += 1;
-        let charged = e.usable_size() as u64 + part.index_share();
-        self.sample(ns.tenant, h, charged, RefKind::Write);
+        self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Write);
         self.publish();
         Ok(())
     }
