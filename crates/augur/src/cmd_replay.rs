@@ -1148,32 +1148,33 @@ fn flatten_lines(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// The reply of `TENANT INFO` as lines and fields (see [`TenantSample`]).
+/// The reply of `TENANT INFO` as lines and fields (see [`TenantSample`]). A flat
+/// array of alternating names and values (a RESP2 map, which is what Augur answers)
+/// is read as pairs, values kept whole (they may contain `:`, e.g. `target_history`,
+/// or be empty); any other reply is read as `key:value` / `key=value` lines.
 fn tenant_fields(v: &Value) -> (Vec<String>, std::collections::BTreeMap<String, String>) {
     let mut lines = Vec::new();
     flatten_lines(v, &mut lines);
     let mut fields = std::collections::BTreeMap::new();
+    if let Value::Array(items) = v {
+        let scalar = |i: &Value| match i {
+            Value::Str(s) => Some(s.clone()),
+            Value::Int(n) => Some(n.to_string()),
+            _ => None,
+        };
+        if items.len() % 2 == 0 {
+            if let Some(flat) = items.iter().map(scalar).collect::<Option<Vec<String>>>() {
+                for kv in flat.chunks(2) {
+                    fields.insert(kv[0].clone(), kv[1].clone());
+                }
+                return (lines, fields);
+            }
+        }
+    }
     for l in &lines {
         if let Some((k, val)) = l.split_once([':', '=']) {
             if !k.trim().is_empty() && !k.starts_with('#') {
                 fields.insert(k.trim().to_owned(), val.trim().to_owned());
-            }
-        }
-    }
-    if fields.is_empty() {
-        if let Value::Array(items) = v {
-            let scalar = |i: &Value| match i {
-                Value::Str(s) => Some(s.clone()),
-                Value::Int(n) => Some(n.to_string()),
-                _ => None,
-            };
-            if items.len() % 2 == 0 {
-                let flat: Option<Vec<String>> = items.iter().map(scalar).collect();
-                if let Some(flat) = flat {
-                    for kv in flat.chunks(2) {
-                        fields.insert(kv[0].clone(), kv[1].clone());
-                    }
-                }
             }
         }
     }
@@ -1612,6 +1613,20 @@ mod tests {
         assert_eq!(lines, vec!["target", "42", "k", "16"]);
         assert_eq!(fields["target"], "42");
         assert_eq!(fields["k"], "16");
+        // TENANT INFO's map (RESP2): values with colons and empty values stay whole.
+        let map = Value::Array(vec![
+            Value::Str("name".into()),
+            Value::Str("t1".into()),
+            Value::Str("miss_latency_us".into()),
+            Value::Str(String::new()),
+            Value::Str("target_history".into()),
+            Value::Str("1:1048576:4 2:2097152:16".into()),
+        ]);
+        let (_, fields) = tenant_fields(&map);
+        assert_eq!(fields.len(), 3, "{fields:?}");
+        assert_eq!(fields["name"], "t1");
+        assert_eq!(fields["miss_latency_us"], "");
+        assert_eq!(fields["target_history"], "1:1048576:4 2:2097152:16");
         // Odd arrays and nested arrays give lines but no pairs.
         let (_, fields) = tenant_fields(&Value::Array(vec![Value::Str("x".into())]));
         assert!(fields.is_empty());

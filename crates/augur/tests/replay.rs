@@ -820,3 +820,195 @@ fn poll_tenants_ignores_servers_without_tenants() {
     let e = polls["first_error"].as_str().unwrap();
     assert!(e.contains("unknown command"), "{e}");
 }
+
+// ---------------------------------------------------------------------------------
+// Against `augur serve` with tenants (ACL users, kRedis partitioning)
+// ---------------------------------------------------------------------------------
+
+/// An `augur serve` child process, killed on drop.
+struct Augur {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Augur {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Augur {
+    /// Starts `augur serve` with `flags` on a fresh port; ready when it reports this
+    /// child's process id.
+    fn start(flags: &[&str]) -> Augur {
+        for _attempt in 0..5 {
+            let port = fresh_port();
+            let mut augur = Augur {
+                child: Command::new(env!("CARGO_BIN_EXE_augur"))
+                    .args(["serve", "--port", &port.to_string(), "--bind", "127.0.0.1"])
+                    .args(flags)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("spawning augur serve"),
+                port,
+            };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if augur.child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                match server_pid(port, None) {
+                    Some(pid) if pid == augur.child.id() => return augur,
+                    Some(_) => break,
+                    None => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        }
+        panic!("augur serve did not start (5 ports tried); flags {flags:?}");
+    }
+
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// One command's reply through the same minimal client as [`Redis::command`].
+    fn command(&self, auth: Option<&[&str]>, args: &[&str]) -> String {
+        Redis::command_on(self.port, auth, args)
+    }
+}
+
+impl Redis {
+    fn command_on(port: u16, auth: Option<&[&str]>, args: &[&str]) -> String {
+        // Borrow the client of `Redis::command` without a Redis child to own.
+        let r = std::mem::ManuallyDrop::new(Redis {
+            child: Command::new("true").spawn().unwrap(),
+            port,
+        });
+        r.command(auth, args)
+    }
+}
+
+#[test]
+fn tenant_groups_against_augur_serve_with_kredis_and_polls() {
+    // Two tenants with the same key names (no prefix): the server keeps them apart.
+    let augur = Augur::start(&[
+        "--user",
+        "t1 on >pw1",
+        "--user",
+        "t2 on >pw2",
+        "--maxmemory",
+        "64mb",
+        "--tenant-partitioning",
+        "kredis",
+        "--tenant-interval-ms",
+        "100",
+        "--tenant-sample-rate",
+        "1",
+    ]);
+    let (cpp, cs) = (trace("lirs_cpp"), trace("lirs_cs"));
+    let g1 = format!(
+        "name=remote,trace={},user=t1,pass=pw1,penalty=500us,connections=2",
+        cpp.display()
+    );
+    let g2 = format!(
+        "name=local,trace={},user=t2,pass=pw2,penalty=50us,connections=2",
+        cs.display()
+    );
+    let (_, doc) = replay_json_file(
+        &[
+            "--addr",
+            &augur.addr(),
+            "--group",
+            &g1,
+            "--group",
+            &g2,
+            "--poll-tenants",
+            "0.1",
+        ],
+        "augur-tenants",
+    );
+    let g = doc["groups"].as_array().unwrap();
+    let samples = doc["tenant_polls"]["samples"].as_array().unwrap();
+    assert_eq!(
+        u(&doc["tenant_polls"], "errors"),
+        0,
+        "{}",
+        doc["tenant_polls"]
+    );
+    for (grp, name, user, pass, penalty) in [
+        (&g[0], "lirs_cpp", "t1", "pw1", 500.0),
+        (&g[1], "lirs_cs", "t2", "pw2", 50.0),
+    ] {
+        let keys = trace_keys(name, usize::MAX);
+        let misses = lru_misses(&keys, 1 << 20);
+        assert_eq!(u(grp, "requests"), keys.len() as u64, "{grp}");
+        assert_eq!(u(grp, "hits"), keys.len() as u64 - misses, "{grp}");
+        assert_eq!(u(grp, "errors"), 0, "{grp}");
+        // The server's own per-tenant figures agree with the client's.
+        assert_eq!(
+            augur.command(Some(&[user, pass]), &["DBSIZE"]).trim(),
+            format!(":{misses}")
+        );
+        let mine: Vec<&Value> = samples
+            .iter()
+            .filter(|s| s["tenant"].as_str() == Some(user))
+            .collect();
+        assert!(mine.len() >= 2, "{} samples of {user}", mine.len());
+        let last = &mine.last().unwrap()["fields"];
+        let num = |k: &str| -> f64 {
+            last[k]
+                .as_str()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{k} in {last}"))
+        };
+        assert_eq!(num("hits") as u64, u(grp, "hits"), "{last}");
+        assert_eq!(num("misses") as u64, misses, "{last}");
+        assert_eq!(num("keys") as u64, misses, "{last}");
+        assert_eq!(last["name"].as_str(), Some(user));
+        // The tuner ran and installed targets and Ks from the K set (`interval:target:K`
+        // each interval; a tenant gone idle at the end gets its minimum, 0).
+        assert!(num("intervals") >= 1.0, "{last}");
+        let history: Vec<(u64, u64)> = last["target_history"]
+            .as_str()
+            .unwrap()
+            .split_whitespace()
+            .map(|e| {
+                let v: Vec<u64> = e.split(':').map(|x| x.parse().unwrap()).collect();
+                (v[1], v[2])
+            })
+            .collect();
+        assert!(history.iter().any(|&(t, _)| t > 0), "{last}");
+        assert!(history
+            .iter()
+            .all(|&(t, k)| t <= 64 << 20 && [1, 2, 4, 8, 16].contains(&k)));
+        assert!([1.0, 2.0, 4.0, 8.0, 16.0].contains(&num("k")), "{last}");
+        // The refill delay the server measured is the replay's penalty (plus a round
+        // trip), once an interval has folded it in.
+        if let Some(lat) = last["miss_latency_us"]
+            .as_str()
+            .and_then(|v| v.parse::<f64>().ok())
+        {
+            assert!(
+                lat >= penalty * 0.9,
+                "{user}: measured {lat} us for {penalty} us"
+            );
+        }
+    }
+    // Both tenants hold "k:0", each its own.
+    for (user, pass) in [("t1", "pw1"), ("t2", "pw2")] {
+        assert_eq!(
+            augur.command(Some(&[user, pass]), &["GET", "k:0"]),
+            "$1\r\na"
+        );
+    }
+    assert_eq!(augur.command(None, &["DBSIZE"]).trim(), ":0");
+
+    // A wrong password fails the run with the server's error.
+    let bad = g1.replace("pass=pw1", "pass=nope");
+    let out = replay(&["--addr", &augur.addr(), "--group", &bad]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("WRONGPASS"), "{err}");
+}
