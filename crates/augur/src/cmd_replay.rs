@@ -72,14 +72,16 @@ const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
     after_help = "Groups: each positional TRACE is one group using the top-level options; \
     --group 'name=t1,trace=PATH,user=t1,pass=pw,penalty=200us,connections=2,prefix=t1:,limit=500000' \
     adds a group (fields: trace, name, user, pass, auth, penalty, connections, prefix, limit, \
-    value-size, value-size-cap, loop, tenant) whose missing fields default to the top-level \
-    options. All groups run concurrently."
+    value-size, value-size-cap, loop, tenant, split) whose missing fields default to the \
+    top-level options. `split=I/N` keeps the keys of the trace (or of its limit prefix) whose \
+    hash is I mod N: N groups with split=0/N .. N-1/N divide one trace between N tenants, as \
+    the kRedis paper's 15-tenant study divides a trace by client id. All groups run concurrently."
 )]
 pub struct Args {
     /// Trace files to replay, one group (tenant) each.
     pub traces: Vec<PathBuf>,
     /// Additional groups: `trace=PATH,name=..,user=..,pass=..,penalty=..,connections=..,
-    /// prefix=..,limit=..,value-size=..,value-size-cap=..,loop=..,tenant=..`.
+    /// prefix=..,limit=..,value-size=..,value-size-cap=..,loop=..,tenant=..,split=I/N`.
     #[arg(long = "group", value_name = "SPEC")]
     pub groups: Vec<GroupSpec>,
     /// Server address.
@@ -153,6 +155,18 @@ pub struct GroupSpec {
     pub looped: Option<bool>,
     /// Tenant name polled with `TENANT INFO` (default: the AUTH user).
     pub tenant: Option<String>,
+    /// `split=I/N`: only the keys whose hash is I mod N.
+    pub split: Option<(u64, u64)>,
+}
+
+fn parse_split(v: &str) -> Result<(u64, u64)> {
+    let parsed = v
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse::<u64>().ok()?, n.trim().parse::<u64>().ok()?)));
+    match parsed {
+        Some((i, n)) if n > 0 && i < n => Ok((i, n)),
+        _ => bail!("split={v:?} must be I/N with 0 <= I < N"),
+    }
 }
 
 fn parse_bool(v: &str) -> Result<bool> {
@@ -194,9 +208,10 @@ impl FromStr for GroupSpec {
                 }
                 "loop" => g.looped = Some(parse_bool(v)?),
                 "tenant" => g.tenant = Some(v.to_owned()),
+                "split" => g.split = Some(parse_split(v)?),
                 other => bail!(
                     "unknown group field {other:?} (trace, name, user, pass, auth, penalty, \
-                     connections, prefix, limit, value-size, value-size-cap, loop, tenant)"
+                     connections, prefix, limit, value-size, value-size-cap, loop, tenant, split)"
                 ),
             }
         }
@@ -286,6 +301,7 @@ struct Group {
     looped: bool,
     /// Polled with `TENANT INFO` (the AUTH user unless given).
     tenant: Option<String>,
+    split: Option<(u64, u64)>,
 }
 
 fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
@@ -352,6 +368,7 @@ fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
             value_size_cap: g.value_size_cap.or(args.value_size_cap),
             looped,
             tenant,
+            split: g.split,
         });
     }
     // Group names key the JSON and the table: make duplicates distinct.
@@ -851,6 +868,9 @@ async fn run_conn(
 /// thread and deals requests to the connections by key hash. Stops early (without
 /// error) if `stop` is set because a connection failed or the deadline passed; returns
 /// whether it dealt the whole trace.
+/// Salt of the `split=I/N` hash (so that it is independent of the connection hash).
+const SPLIT_SALT: u64 = 0x5851_f42d_4c95_7f2d;
+
 fn dispatch(
     group: &Group,
     senders: Vec<mpsc::Sender<Vec<Request>>>,
@@ -871,6 +891,12 @@ fn dispatch(
                 return Ok(false);
             }
             let r = r?;
+            if let Some((i, of)) = group.split {
+                // A hash independent of the one dealing keys to connections below.
+                if augur_trace::synth::mix64(r.key ^ SPLIT_SALT) % of != i {
+                    continue;
+                }
+            }
             dealt += 1;
             let c = (augur_trace::synth::mix64(r.key) % n) as usize;
             batches[c].push(r);
@@ -903,6 +929,8 @@ pub struct GroupReport {
     pub user: Option<String>,
     pub prefix: String,
     pub limit: Option<u64>,
+    /// `I/N` if the group replays one of N key partitions of its trace.
+    pub split: Option<String>,
     pub connections: usize,
     pub miss_penalty_us: f64,
     pub requests: u64,
@@ -1000,6 +1028,7 @@ fn report(group: &Group, st: &Stats, seconds: f64, complete: bool) -> GroupRepor
         user: group.auth.as_ref().and_then(|a| a.user.clone()),
         prefix: group.prefix.clone(),
         limit: group.limit,
+        split: group.split.map(|(i, n)| format!("{i}/{n}")),
         connections: group.connections,
         miss_penalty_us: group.penalty.as_secs_f64() * 1e6,
         requests: st.requests,
@@ -1378,7 +1407,9 @@ pub fn run(args: Args) -> Result<()> {
             augur_trace::open(&g.trace, &g.format).with_context(|| format!("group {}", g.name))?;
         total_hint = match (total_hint, r.len_hint()) {
             _ if g.looped => None,
-            (Some(t), Some(h)) => Some(t + g.limit.map_or(h, |l| l.min(h))),
+            (Some(t), Some(h)) => {
+                Some(t + g.limit.map_or(h, |l| l.min(h)) / g.split.map_or(1, |(_, n)| n))
+            }
             (Some(t), None) => g.limit.map(|l| t + l),
             _ => None,
         };
@@ -1580,6 +1611,14 @@ mod tests {
         );
         assert!("trace=a,auth=u:p,pass=p".parse::<GroupSpec>().is_err());
         assert!("trace=a,loop=maybe".parse::<GroupSpec>().is_err());
+        let g: GroupSpec = "trace=a,split=14/15".parse().unwrap();
+        assert_eq!(g.split, Some((14, 15)));
+        for bad in ["15/15", "1/0", "x/2", "3"] {
+            assert!(
+                format!("trace=a,split={bad}").parse::<GroupSpec>().is_err(),
+                "{bad}"
+            );
+        }
         assert_eq!(Auth::parse("u:p:q").args(), vec!["u", "p:q"]);
         assert_eq!(Auth::parse("secret").args(), vec!["secret"]);
         // pass= alone is the default user's password, colons and all.

@@ -1012,3 +1012,51 @@ fn tenant_groups_against_augur_serve_with_kredis_and_polls() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("WRONGPASS"), "{err}");
 }
+
+#[test]
+fn split_divides_one_trace_between_tenants() {
+    let augur = Augur::start(&[
+        "--user",
+        "a on >p",
+        "--user",
+        "b on >p",
+        "--user",
+        "c on >p",
+        "--tenant-partitioning",
+        "static",
+    ]);
+    let cpp = trace("lirs_cpp");
+    let mut args = vec!["--addr".to_string(), augur.addr()];
+    for (i, user) in ["a", "b", "c"].iter().enumerate() {
+        args.push("--group".into());
+        args.push(format!(
+            "name={user},trace={},user={user},pass=p,split={i}/3,limit=6000",
+            cpp.display()
+        ));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_, doc) = replay_json_file(&args, "split");
+    let g = doc["groups"].as_array().unwrap();
+    let keys = trace_keys("lirs_cpp", 6000);
+    // The parts partition the prefix: requests and distinct keys add up, no part is
+    // empty, and each tenant holds exactly its part's keys.
+    assert_eq!(
+        g.iter().map(|x| u(x, "requests")).sum::<u64>(),
+        keys.len() as u64
+    );
+    assert_eq!(
+        g.iter().map(|x| u(x, "fills")).sum::<u64>(),
+        lru_misses(&keys, 1 << 20)
+    );
+    for (x, user) in g.iter().zip(["a", "b", "c"]) {
+        assert!(u(x, "requests") > 1000, "{x}");
+        assert_eq!(
+            x["split"].as_str().unwrap(),
+            format!("{}/3", user.as_bytes()[0] - b'a')
+        );
+        assert_eq!(
+            augur.command(Some(&[user, "p"]), &["DBSIZE"]).trim(),
+            format!(":{}", u(x, "fills"))
+        );
+    }
+}
