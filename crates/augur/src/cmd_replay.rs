@@ -1382,6 +1382,10 @@ fn print_table(run: &RunReport) {
     }
 }
 
+/// What the replay tasks hand back: each group's report and raw counters, and the
+/// tenant polls.
+type RunResults = (Vec<(GroupReport, Stats)>, Option<TenantPolls>);
+
 pub fn run(args: Args) -> Result<()> {
     // First, so that `--json TRACE` (a trace taken as the JSON file) is reported as such.
     if let Some(p) = &args.json {
@@ -1442,7 +1446,7 @@ pub fn run(args: Args) -> Result<()> {
     let waiter = Waiter::start();
     let deadline = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
-    let results: Result<(Vec<(GroupReport, Stats)>, Option<TenantPolls>)> = rt.block_on(async {
+    let results: Result<RunResults> = rt.block_on(async {
         let ticker = bar.clone().map(|pb| {
             let p = progress.clone();
             tokio::spawn(async move {
