@@ -147,6 +147,16 @@ impl Curve {
 }
 
 /// `n` sizes evenly spaced over (0, max]: max/n, 2max/n, ..., max.
+/// A curve size as `augur mrc` writes it to CSV (and TENANT MRC answers it): whole
+/// objects or bytes when the spacing allows, otherwise 3 decimals.
+pub fn format_size(s: f64) -> String {
+    if (s - s.round()).abs() < 1e-9 {
+        format!("{}", s.round() as u64)
+    } else {
+        format!("{s:.3}")
+    }
+}
+
 pub fn evenly_spaced(max_size: f64, n: usize) -> impl Iterator<Item = f64> {
     (1..=n).map(move |i| max_size * i as f64 / n as f64)
 }

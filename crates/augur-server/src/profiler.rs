@@ -32,7 +32,7 @@ use augur_mrc::MrcModel;
 use augur_store::{Partitioning, RefKind, Reference, ReferenceSink, TenantId, MAX_TENANTS};
 use crossbeam_queue::ArrayQueue;
 use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -98,6 +98,10 @@ pub struct TenantView {
     /// The tuner's last target (bytes) and K, if it has run in `kredis` mode.
     pub target: Option<u64>,
     pub k: Option<u32>,
+    /// The tenant's working set in charged bytes, estimated from the sample: the
+    /// first-seen size of every distinct sampled key, scaled by 1/R (what `augur mrc`
+    /// computes over a whole trace, and the range TENANT MRC spans).
+    pub working_set_bytes: f64,
     /// Sampled references fed to the model, and model heap bytes.
     pub sampled_references: u64,
     pub model_bytes: usize,
@@ -125,6 +129,9 @@ struct TenantModel {
     fed_in_interval: u64,
     size_sum: f64,
     size_n: u64,
+    /// Distinct sampled keys and the sum of their first-seen sizes.
+    seen: HashSet<u64>,
+    seen_bytes: u64,
     lat_sum_us: f64,
     lat_n: u64,
     lat_mean_us: Option<f64>,
@@ -160,6 +167,8 @@ impl TenantModel {
             fed_in_interval: 0,
             size_sum: 0.0,
             size_n: 0,
+            seen: HashSet::new(),
+            seen_bytes: 0,
             lat_sum_us: 0.0,
             lat_n: 0,
             lat_mean_us: None,
@@ -174,7 +183,11 @@ impl TenantModel {
     }
 
     fn feed(&mut self, id: u64, bytes: u32) {
-        self.krr.access(id, bytes.max(1));
+        let bytes = bytes.max(1);
+        if self.seen.insert(id) {
+            self.seen_bytes += u64::from(bytes);
+        }
+        self.krr.access(id, bytes);
         self.fed += 1;
         self.fed_in_interval += 1;
         self.size_sum += bytes as f64;
@@ -198,6 +211,12 @@ pub struct Profiler {
     pending: HashMap<(TenantId, u64), Instant>,
     last_interval: Instant,
     last_commands: u64,
+    /// The registry and configuration as of the last batch (refreshed between batches,
+    /// not read under locks for every reference): each tenant's name and sample rate,
+    /// the K set and the miss cut-off.
+    tenant_meta: HashMap<TenantId, (String, f64)>,
+    ks: Vec<u32>,
+    cutoff: Duration,
 }
 
 impl Profiler {
@@ -210,18 +229,51 @@ impl Profiler {
             pending: HashMap::new(),
             last_interval: Instant::now(),
             last_commands,
+            tenant_meta: HashMap::new(),
+            ks: Vec::new(),
+            cutoff: Duration::ZERO,
         }
+        .refreshed()
+    }
+
+    fn refreshed(mut self) -> Self {
+        self.refresh();
+        self
+    }
+
+    /// Re-reads the tenants and the configuration the per-reference path uses.
+    fn refresh(&mut self) {
+        let cfg = self.shared.config.read();
+        self.ks = cfg.tenant_k_set.clone();
+        self.cutoff = Duration::from_millis(cfg.tenant_miss_cutoff_ms);
+        let default_rate = cfg.tenant_sample_rate;
+        drop(cfg);
+        self.tenant_meta = self
+            .shared
+            .tenants
+            .users()
+            .into_iter()
+            .map(|u| {
+                (
+                    u.id,
+                    (u.name, u.settings.sample_rate.unwrap_or(default_rate)),
+                )
+            })
+            .collect();
     }
 
     /// Runs until the server shuts down.
     pub fn run(mut self) {
         let mut last_sweep = Instant::now();
         while !self.shared.shutdown_requested.load(Relaxed) {
+            self.refresh();
             let mut drained = 0usize;
             while let Some(r) = self.queue.queue.pop() {
                 self.handle(r);
                 drained += 1;
-                if drained >= 1 << 16 {
+                // Back to the interval clock every few thousand references, so a
+                // profiler that is behind still ends intervals on time.
+                if drained >= 1 << 12 {
                     break;
                 }
             }
@@ -238,29 +290,23 @@ impl Profiler {
         }
     }
 
+    /// The model of tenant `t`, new if the slot's user, its rate or the K set changed.
     fn model(&mut self, t: TenantId) -> Option<&mut TenantModel> {
-        let user = self.shared.tenants.by_id(t)?;
-        let (ks, rate) = {
-            let cfg = self.shared.config.read();
-            (
-                cfg.tenant_k_set.clone(),
-                user.settings.sample_rate.unwrap_or(cfg.tenant_sample_rate),
-            )
-        };
+        let (name, rate) = self.tenant_meta.get(&t)?;
         let stale = self
             .models
             .get(&t)
-            .is_none_or(|m| m.name != user.name || m.ks != ks || m.rate != rate);
+            .is_none_or(|m| m.name != *name || m.ks != self.ks || m.rate != *rate);
         if stale {
-            self.models
-                .insert(t, TenantModel::new(user.name, &ks, rate));
+            let m = TenantModel::new(name.clone(), &self.ks, *rate);
+            self.models.insert(t, m);
         }
         self.models.get_mut(&t)
     }
 
     /// One sampled reference.
     pub fn handle(&mut self, r: Reference) {
-        let cutoff = Duration::from_millis(self.shared.config.read().tenant_miss_cutoff_ms);
+        let cutoff = self.cutoff;
         match r.kind {
             RefKind::Hit => {
                 if let Some(m) = self.model(r.tenant) {
@@ -313,7 +359,7 @@ impl Profiler {
     /// Misses not refilled within the cut-off enter the model as references of the
     /// tenant's mean size.
     fn sweep_pending(&mut self, now: Instant) {
-        let cutoff = Duration::from_millis(self.shared.config.read().tenant_miss_cutoff_ms);
+        let cutoff = self.cutoff;
         let expired: Vec<(TenantId, u64)> = self
             .pending
             .iter()
@@ -341,10 +387,9 @@ impl Profiler {
     /// End of an interval: refresh every tenant's view and, in `kredis` mode, partition
     /// memory and install targets and K.
     pub fn run_interval(&mut self) {
-        // Everything sampled so far belongs to this interval.
-        while let Some(r) = self.queue.queue.pop() {
-            self.handle(r);
-        }
+        // The interval ends at once with what the model has: draining the queue first
+        // could take seconds when the profiler is behind (and forever under load).
+        self.refresh();
         let secs = self.last_interval.elapsed().as_secs_f64().max(1e-3);
         self.last_interval = Instant::now();
         self.last_commands = self.shared.counters.total_commands_processed.load();
@@ -434,8 +479,9 @@ impl Profiler {
                 predicted_miss_ratio: predicted,
                 target: None,
                 k: None,
+                working_set_bytes: m.seen_bytes as f64 / m.rate,
                 sampled_references: m.fed,
-                model_bytes: m.krr.memory_bytes(),
+                model_bytes: m.krr.memory_bytes() + m.seen.capacity() * 16,
                 history: m.history.clone(),
             };
             rows.push(Row {

@@ -210,6 +210,21 @@ impl Entry {
         self.key_offset() + self.key_len() + len <= self.usable_size()
     }
 
+    /// Whether a value of `len` bytes should overwrite this block in place: it fits and
+    /// a fresh block for it would come from the same jemalloc size class. A smaller
+    /// value in a larger class gets a new block, so the memory charged for the key
+    /// shrinks with it (keeping the old block would leave `SET k <100 KB>; SET k x`
+    /// charging 100 KB for one byte).
+    pub fn reuse_for(&self, len: usize) -> bool {
+        if !self.fits_in_place(len) {
+            return false;
+        }
+        let block = self.key_offset() + self.key_len() + len;
+        // SAFETY: nallocx only computes the size class; flags 0 = default alignment.
+        let class = unsafe { tikv_jemalloc_sys::nallocx(block, 0) };
+        class == self.usable_size()
+    }
+
     /// Overwrites the value in place; the caller checked [`Entry::fits_in_place`].
     pub fn overwrite_value(&self, value: &[u8]) {
         debug_assert!(self.fits_in_place(value.len()));

@@ -132,6 +132,9 @@ pub(crate) struct Part {
     pub(crate) expired: u64,
     /// Writes (SET-like commands) that stored a value.
     pub(crate) writes: u64,
+    /// `used()` as last added to the tenant's store-wide counter
+    /// ([`TenantLimits::used`](crate::tenant::TenantLimits::used)).
+    synced: u64,
 }
 
 impl Part {
@@ -149,6 +152,7 @@ impl Part {
             evicted: 0,
             expired: 0,
             writes: 0,
+            synced: 0,
         }
     }
 
@@ -250,8 +254,8 @@ impl Part {
             SetTtl::Keep => e.expire_at(),
             SetTtl::At(at) => Some(at),
         };
-        if new_expire.is_some() == had_ttl && e.fits_in_place(value.len()) {
-            // Same layout and it fits: overwrite in place, no allocation.
+        if new_expire.is_some() == had_ttl && e.reuse_for(value.len()) {
+            // Same layout and size class: overwrite in place, no allocation.
             e.overwrite_value(value);
             e.set_atime(now);
             if let Some(at) = new_expire {
@@ -423,6 +427,11 @@ impl Part {
 /// in the model does not move when the table resizes.
 pub const PROFILE_INDEX_BYTES: u64 = 16;
 
+/// A shard adds a tenant's usage change to the store-wide per-tenant counter once it
+/// reaches this many bytes: one atomic add per ~16 KB of churn instead of per write,
+/// at an error of at most this much per shard.
+const TENANT_SYNC_BYTES: u64 = 16 << 10;
+
 /// The bytes a key of this shape is charged in the profiler's curves: jemalloc's size
 /// class for its block plus [`PROFILE_INDEX_BYTES`].
 pub fn charged_bytes(key_len: usize, value_len: usize, ttl: bool) -> u64 {
@@ -449,6 +458,9 @@ pub struct Shard {
     shared_pool: EvictionPool<PoolKey>,
     shared_pool_policy: EvictionPolicy,
     rng: SmallRng,
+    /// The tenant of the last `part()` call: the one whose store-wide usage
+    /// `publish()` brings up to date.
+    touched: TenantId,
 }
 
 // SAFETY: the shard exclusively owns every entry allocation it indexes.
@@ -469,14 +481,16 @@ impl Shard {
             shared_pool: EvictionPool::new(),
             shared_pool_policy: policy,
             rng: SmallRng::seed_from_u64(seed),
+            touched: 0,
         };
-        s.publish();
+        s.published_used.0.store(0, Ordering::Relaxed);
         s
     }
 
     /// The part of tenant `t`, created on first use.
     #[inline]
     fn part(&mut self, t: TenantId) -> &mut Part {
+        self.touched = t;
         let t = t as usize;
         if t >= self.parts.len() {
             let (dbs, policy) = (self.config.databases, self.config.policy());
@@ -729,6 +743,7 @@ impl Shard {
         }
         self.shared_pool
             .retain(|k| pool_tenant(k) != ns.tenant || k[2] != ns.db);
+        self.sync_tenant_used(ns.tenant, true);
         self.publish();
     }
 
@@ -742,6 +757,7 @@ impl Shard {
             }
         }
         self.shared_pool.retain(|k| pool_tenant(k) != t);
+        self.sync_tenant_used(t, true);
         self.publish();
     }
 
@@ -779,6 +795,9 @@ impl Shard {
             }
         }
         if removed > 0 {
+            for t in 0..self.parts.len() {
+                self.sync_tenant_used(t as TenantId, false);
+            }
             self.publish();
         }
         removed
@@ -847,8 +866,26 @@ impl Shard {
         self.clock as u32
     }
 
-    fn publish(&self) {
+    fn publish(&mut self) {
         self.published_used.0.store(self.used(), Ordering::Relaxed);
+        self.sync_tenant_used(self.touched, false);
+    }
+
+    /// Adds what tenant `t` gained or freed here since the last sync to its store-wide
+    /// usage, once the difference reaches [`TENANT_SYNC_BYTES`] (or always with
+    /// `force`): the eviction decision (`most_over_target`) compares a tenant's whole
+    /// usage with its whole target, which a shard's own share cannot do fairly (a
+    /// tenant's keys are never spread exactly evenly over shards).
+    fn sync_tenant_used(&mut self, t: TenantId, force: bool) {
+        let Some(p) = self.parts.get_mut(t as usize) else {
+            return;
+        };
+        let used = p.used();
+        let delta = used.wrapping_sub(p.synced) as i64;
+        if force || delta.unsigned_abs() >= TENANT_SYNC_BYTES {
+            self.config.tenants.get(t).add_used(delta);
+            p.synced = used;
+        }
     }
 
     /// The tenant that gives memory when the shard is full under partitioning (kRedis
@@ -856,14 +893,13 @@ impl Shard {
     /// over, the writer gives (a tenant at or under its target is never evicted by
     /// another's load); when the writer has nothing here either, the largest part.
     fn most_over_target(&self, writer: TenantId) -> Option<TenantId> {
-        let shards = self.config.shards as i128;
         let mut best: Option<(i128, TenantId)> = None;
         for (t, p) in self.parts.iter().enumerate() {
             if p.len() == 0 {
                 continue;
             }
-            let target = self.config.tenants.get(t as TenantId).target() as i128 / shards;
-            let over = p.used() as i128 - target;
+            let limits = self.config.tenants.get(t as TenantId);
+            let over = limits.used() as i128 - limits.target() as i128;
             if best.is_none_or(|(b, _)| over > b) {
                 best = Some((over, t as TenantId));
             }
@@ -927,7 +963,10 @@ impl Shard {
                     if v as usize >= self.parts.len() {
                         false
                     } else {
-                        self.parts[v as usize].evict_one(v, policy, k, clock, &mut self.rng)
+                        let done =
+                            self.parts[v as usize].evict_one(v, policy, k, clock, &mut self.rng);
+                        self.sync_tenant_used(v, false);
+                        done
                     }
                 }
                 None => self.evict_one_shared(policy),

@@ -305,6 +305,16 @@ impl Store {
         out
     }
 
+    /// Tenant `t`'s bytes over all shards as eviction sees them: lock-free, within
+    /// 16 KB per shard of the exact figure `tenant_stats` sums under the locks.
+    pub fn tenant_usage(&self, t: TenantId) -> u64 {
+        if (t as usize) < MAX_TENANTS {
+            self.config.tenants.get(t).used()
+        } else {
+            0
+        }
+    }
+
     /// How memory is divided between tenants.
     pub fn partitioning(&self) -> Partitioning {
         self.config.tenants.partitioning()

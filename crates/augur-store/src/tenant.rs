@@ -104,9 +104,19 @@ pub struct TenantLimits {
     pub(crate) samples: AtomicUsize,
     /// Spatial-sampling threshold of the profiler (`hash mod 2^24 < threshold`; 0 = off).
     pub(crate) sample_threshold: AtomicU64,
+    /// The tenant's bytes over all shards, as the shards last synced them (each within
+    /// 16 KB of its own share): what eviction compares with the target.
+    pub(crate) used: AtomicU64,
 }
 
 impl TenantLimits {
+    /// The tenant's usage over all shards (within 16 KB per shard).
+    pub fn used(&self) -> u64 {
+        self.used.load(Relaxed)
+    }
+    pub(crate) fn add_used(&self, delta: i64) {
+        self.used.fetch_add(delta as u64, Relaxed);
+    }
     pub fn cap(&self) -> u64 {
         self.cap.load(Relaxed)
     }

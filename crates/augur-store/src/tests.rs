@@ -374,6 +374,35 @@ fn memory_accounting_returns_to_baseline_after_flush() {
 }
 
 #[test]
+fn overwriting_with_a_smaller_value_shrinks_the_charge() {
+    let s = store(0, EvictionPolicy::NoEviction, 1);
+    let ns = Ns::new(0, 0);
+    let empty = s.used_memory();
+    s.lock_key(b"k")
+        .set(ns, b"k", &vec![7; 100 * 1024], SetTtl::Clear, 0)
+        .unwrap();
+    let big = s.used_memory() - empty;
+    assert!(big >= 100 * 1024, "{big}");
+    s.lock_key(b"k")
+        .set(ns, b"k", b"x", SetTtl::Clear, 0)
+        .unwrap();
+    let small = s.used_memory() - empty;
+    assert!(
+        small < 1024,
+        "one byte still charged {small} bytes (index included)"
+    );
+    let info = s.lock_key(b"k").info(ns, b"k", 0).unwrap();
+    assert!(info.memory_bytes < 1024, "{}", info.memory_bytes);
+    assert_eq!(s.lock_key(b"k").get(ns, b"k", 0).unwrap(), b"x");
+    // Same size class: still overwritten in place, same charge.
+    s.lock_key(b"k")
+        .set(ns, b"k", b"y", SetTtl::Clear, 0)
+        .unwrap();
+    assert_eq!(s.used_memory() - empty, small);
+    check_all(&s);
+}
+
+#[test]
 fn lowering_maxmemory_evicts_at_once() {
     let s = store(0, EvictionPolicy::AllKeysLru, 2);
     for i in 0..20_000u32 {
@@ -500,8 +529,30 @@ fn tenant_memory_sums_to_used_memory() {
     assert!(per[5].used_bytes > per[0].used_bytes);
     assert_eq!(per[0].keys, 3000);
     assert_eq!(per[5].keys, 2000);
+    // The store-wide per-tenant counters eviction reads are within 16 KB per shard.
+    for t in [0u16, 5] {
+        let synced = s.tenant_usage(t) as i64;
+        let exact = per[t as usize].used_bytes as i64;
+        assert!(
+            (synced - exact).abs() <= 4 * (16 << 10),
+            "{t}: {synced} vs {exact}"
+        );
+    }
+    // Deletes, flushes and drops keep them honest.
+    for i in 0..1000 {
+        let k = format!("a{i}");
+        s.lock_key(k.as_bytes())
+            .delete(Ns::new(0, 0), k.as_bytes(), 0);
+    }
+    let exact = s.tenant_stats()[0].used_bytes as i64;
+    let synced = s.tenant_usage(0) as i64;
+    assert!(
+        (synced - exact).abs() <= 4 * (16 << 10),
+        "{synced} vs {exact}"
+    );
     s.drop_tenant(5);
     assert_eq!(s.tenant_stats()[5], TenantStats::default());
+    assert_eq!(s.tenant_usage(5), 0);
     check_all(&s);
 }
 

@@ -503,14 +503,7 @@ fn curves_csv(curves: &[Curve]) -> Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
-/// Sizes are whole objects or bytes when the spacing allows; otherwise 3 decimals.
-fn format_size(s: f64) -> String {
-    if (s - s.round()).abs() < 1e-9 {
-        format!("{}", s.round() as u64)
-    } else {
-        format!("{s:.3}")
-    }
-}
+use augur_mrc::curve::format_size;
 
 /// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `target` ticks.
 fn nice_step(max: f64, target: usize) -> f64 {

@@ -13,6 +13,10 @@ use augur_mrc::curve::Curve;
 use augur_mrc::partition::MergedMrc;
 use std::sync::atomic::Ordering::Relaxed;
 
+/// Points of a TENANT MRC answer by default (as `augur mrc --points`).
+const DEFAULT_MRC_POINTS: usize = 100;
+const MAX_MRC_POINTS: usize = 10_000;
+
 fn noperm(c: &mut Client, cmd: &str) {
     c.out.error(&format!(
         "NOPERM User {} has no permissions to run the '{cmd}' command",
@@ -213,6 +217,10 @@ pub fn tenant_info_fields(shared: &Shared, u: &User) -> Vec<(&'static str, Strin
         ("observed_miss_ratio", opt(view.observed_miss_ratio)),
         ("predicted_miss_ratio", opt(view.predicted_miss_ratio)),
         ("predicted_miss_ratio_at_target", opt(predicted_at_target)),
+        (
+            "working_set_bytes",
+            format!("{}", view.working_set_bytes.round() as u64),
+        ),
         ("sampled_references", view.sampled_references.to_string()),
         (
             "dropped_samples",
@@ -329,9 +337,28 @@ pub(super) fn tenant_command(
                 return no_such_tenant(c, args.get(2));
             };
             let view = shared.profiler.views.lock().get(&u.id).cloned().unwrap_or_default();
-            let which = if args.len() > 3 { lossy(args.get(3)).to_ascii_lowercase() } else { "merged".into() };
-            if args.len() > 4 {
-                return c.out.error("ERR syntax error");
+            // TENANT MRC name [K|merged] [POINTS n]
+            let mut which = "merged".to_string();
+            let mut npoints = DEFAULT_MRC_POINTS;
+            let mut i = 3;
+            while i < args.len() {
+                let a = lossy(args.get(i)).to_ascii_lowercase();
+                if a == "points" && i + 1 < args.len() {
+                    match lossy(args.get(i + 1)).parse::<usize>() {
+                        Ok(n) if (1..=MAX_MRC_POINTS).contains(&n) => npoints = n,
+                        _ => {
+                            return c.out.error(&format!(
+                                "ERR POINTS must be between 1 and {MAX_MRC_POINTS}"
+                            ))
+                        }
+                    }
+                    i += 2;
+                } else if i == 3 {
+                    which = a;
+                    i += 1;
+                } else {
+                    return c.out.error("ERR syntax error");
+                }
             }
             let curve: Option<Curve> = if which == "merged" {
                 if view.curves.is_empty() {
@@ -353,11 +380,13 @@ pub(super) fn tenant_command(
                     Err(_) => return c.out.error("ERR the curve must be a K or 'merged'"),
                 }
             };
+            // The points `augur mrc` writes: evenly spaced over (0, working set].
+            let curve = curve.map(|cv| cv.resample(view.working_set_bytes, npoints));
             let points = curve.map(|c| c.points).unwrap_or_default();
             c.out.array(points.len());
             for p in points {
                 c.out.array(2);
-                c.out.bulk_str(&format!("{}", p.size.round() as u64));
+                c.out.bulk_str(&augur_mrc::curve::format_size(p.size));
                 c.out.bulk_str(&format_double(p.miss_ratio));
             }
         }
@@ -373,8 +402,9 @@ pub(super) fn tenant_command(
                 "    List the tenants (ACL users).",
                 "INFO <name>",
                 "    Memory, target, K, hits, misses, evictions, miss latency, access rate, predictions.",
-                "MRC <name> [<K>|merged]",
-                "    The tenant's miss-ratio curve: (bytes, miss ratio) points.",
+                "MRC <name> [<K>|merged] [POINTS <n>]",
+                "    The tenant's miss-ratio curve: (bytes, miss ratio) at n (default 100) sizes",
+                "    evenly spaced up to its estimated working set, as `augur mrc` writes them.",
             ],
         ),
     }
