@@ -783,3 +783,83 @@ async fn tenant_parameters_change_live() {
     }
     s.stop().await;
 }
+
+/// One HTTP request over a raw socket; returns (status line, body).
+async fn http_get(port: u16, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// The value of one sample line `name{labels} value` in a Prometheus exposition.
+fn sample(body: &str, series: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|r| r.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("{series} missing from:\n{body}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn prometheus_metrics_per_tenant() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cfg = two_tenants();
+    cfg.metrics_port = port;
+    cfg.tenant_lines = vec!["app2 maxmemory 5mb".into()];
+    cfg.tenant_partitioning = augur_store::Partitioning::Static;
+    let s = TestServer::start(cfg).await;
+    let mut a = s.con_as("app1", "pw1").await;
+    for i in 0..5 {
+        let _: () = q(&mut a, &["SET", &format!("k{i}"), "v"]).await.unwrap();
+    }
+    for i in 0..8 {
+        let _: Option<String> = q(&mut a, &["GET", &format!("k{i}")]).await.unwrap();
+    }
+    let (status, body) = http_get(port, "/metrics").await;
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(
+        sample(&body, r#"augur_tenant_hits_total{tenant="app1"}"#),
+        5.0
+    );
+    assert_eq!(
+        sample(&body, r#"augur_tenant_misses_total{tenant="app1"}"#),
+        3.0
+    );
+    assert_eq!(
+        sample(&body, r#"augur_tenant_writes_total{tenant="app1"}"#),
+        5.0
+    );
+    assert_eq!(sample(&body, r#"augur_tenant_keys{tenant="app1"}"#), 5.0);
+    assert_eq!(
+        sample(&body, r#"augur_tenant_hits_total{tenant="app2"}"#),
+        0.0
+    );
+    assert_eq!(
+        sample(&body, r#"augur_tenant_maxmemory_bytes{tenant="app2"}"#),
+        (5 << 20) as f64
+    );
+    let used = sample(&body, r#"augur_tenant_used_bytes{tenant="app1"}"#);
+    assert!(used > 0.0);
+    assert!(
+        body.contains("# TYPE augur_tenant_used_bytes gauge"),
+        "{body}"
+    );
+    assert!(body.contains("# TYPE augur_tenant_hits counter"), "{body}");
+    assert!(body.trim_end().ends_with("# EOF"));
+    let (status, _) = http_get(port, "/other").await;
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    s.stop().await;
+}
