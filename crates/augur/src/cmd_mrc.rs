@@ -486,7 +486,7 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
 }
 
 /// CSV with header `model,k,size,miss_ratio` (k empty for single-curve models).
-fn curves_csv(curves: &[Curve]) -> Result<String> {
+pub(crate) fn curves_csv(curves: &[Curve]) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(["model", "k", "size", "miss_ratio"])?;
     for c in curves {
@@ -547,7 +547,7 @@ fn xml_escape(s: &str) -> String {
 
 /// A hand-written SVG line plot: axes with ticks and labels, a grid, one polyline per
 /// curve and a legend.
-fn plot_svg(curves: &[Curve], title: &str) -> String {
+pub(crate) fn plot_svg(curves: &[Curve], title: &str) -> String {
     const W: f64 = 860.0;
     const H: f64 = 520.0;
     const L: f64 = 70.0;

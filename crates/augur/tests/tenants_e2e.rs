@@ -863,3 +863,65 @@ async fn prometheus_metrics_per_tenant() {
     assert_eq!(status, "HTTP/1.1 404 Not Found");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn augur_tenants_prints_the_table_and_writes_each_tenants_curves() {
+    let mut cfg = two_tenants();
+    cfg.tenant_sample_rate = 1.0;
+    cfg.tenant_k_set = vec![1, 4];
+    cfg.tenant_interval_ms = 150;
+    let s = TestServer::start(cfg).await;
+    let mut d = s.con().await;
+    let mut a = s.con_as("app1", "pw1").await;
+    cache_workload(&mut a, 3000).await;
+    wait_intervals(&mut d, "app1", 2).await;
+    let dir = std::env::temp_dir().join(format!("augur-tenants-cli-{}", std::process::id()));
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_augur"))
+        .args(["tenants", "--addr", &s.addr.to_string(), "--once"])
+        .arg("--csv")
+        .arg(&dir)
+        .arg("--svg")
+        .arg(&dir)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    let header = table.lines().nth(1).unwrap();
+    assert!(
+        header.starts_with("TENANT") && header.contains("HIT%"),
+        "{table}"
+    );
+    for name in ["app1", "app2", "default"] {
+        assert!(
+            table.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{table}"
+        );
+    }
+    // app1's CSV holds the K = 4 points TENANT MRC answers, in augur mrc's format.
+    let csv = std::fs::read_to_string(dir.join("app1.csv")).unwrap();
+    assert!(csv.starts_with("model,k,size,miss_ratio\n"), "{csv}");
+    let online: Vec<(String, String)> = q(&mut d, &["TENANT", "MRC", "app1", "4"]).await.unwrap();
+    let rows: Vec<&str> = csv.lines().filter(|l| l.starts_with("krr,4,")).collect();
+    assert_eq!(rows.len(), online.len());
+    for (row, (size, mr)) in rows.iter().zip(&online) {
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!(f[2], size);
+        assert!((f[3].parse::<f64>().unwrap() - mr.parse::<f64>().unwrap()).abs() < 1e-6);
+    }
+    assert!(csv.lines().any(|l| l.starts_with("krr-merged,,")));
+    let svg = std::fs::read_to_string(dir.join("app1.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("polyline"),
+        "{}",
+        &svg[..200.min(svg.len())]
+    );
+    // A tenant with no references yet has no curve file.
+    assert!(!dir.join("app2.csv").exists());
+    std::fs::remove_dir_all(&dir).ok();
+    s.stop().await;
+}

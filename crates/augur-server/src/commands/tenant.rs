@@ -370,6 +370,12 @@ pub(super) fn tenant_command(
                 match which.parse::<u32>() {
                     Ok(k) => match view.curves.iter().find(|c| c.k == Some(k)) {
                         Some(cv) => Some(cv.clone()),
+                        // Profiled but nothing measured yet: an empty curve.
+                        None if view.curves.is_empty()
+                            && shared.config.read().tenant_k_set.contains(&k) =>
+                        {
+                            None
+                        }
                         None => {
                             return c.out.error(&format!(
                                 "ERR K {k} is not profiled (tenant-k-set is {})",
