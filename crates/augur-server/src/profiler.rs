@@ -246,8 +246,10 @@ impl Profiler {
         let cfg = self.shared.config.read();
         self.ks = cfg.tenant_k_set.clone();
         self.cutoff = Duration::from_millis(cfg.tenant_miss_cutoff_ms);
-        let default_rate = cfg.tenant_sample_rate;
         drop(cfg);
+        // The model samples at the rate the store filters with (one source of truth:
+        // the tenant's threshold in the store).
+        let store = &self.shared.store;
         self.tenant_meta = self
             .shared
             .tenants
@@ -256,7 +258,10 @@ impl Profiler {
             .map(|u| {
                 (
                     u.id,
-                    (u.name, u.settings.sample_rate.unwrap_or(default_rate)),
+                    (
+                        u.name,
+                        store.tenant_sample_rate(u.id).max(f64::MIN_POSITIVE),
+                    ),
                 )
             })
             .collect();
@@ -399,6 +404,17 @@ impl Profiler {
         let stats = self.shared.store.tenant_stats();
         self.models
             .retain(|t, m| users.iter().any(|u| u.id == *t && u.name == m.name));
+        if cfg.tenant_sample_rate_auto {
+            for u in users.iter().filter(|u| u.settings.sample_rate.is_none()) {
+                let keys = stats.get(u.id as usize).map_or(0, |s| s.keys);
+                let now = self.shared.store.tenant_sample_rate(u.id);
+                if let Some(rate) = auto_sample_rate(keys, now, cfg.tenant_sample_rate) {
+                    // A new rate is a new sample: the model restarts (see `model`).
+                    self.shared.store.set_tenant_sample_rate(u.id, rate);
+                }
+            }
+            self.refresh();
+        }
 
         struct Row {
             id: TenantId,
@@ -532,6 +548,27 @@ impl Profiler {
     }
 }
 
+/// Keys above which `tenant-sample-rate auto` samples at [`BIG_TENANT_RATE`] (kRedis §5:
+/// "0.001 ... 0.01 for tenants with fewer than about 8M keys").
+pub const BIG_TENANT_KEYS: u64 = 8_000_000;
+/// Keys below which a big tenant goes back to the small-tenant rate (hysteresis, so a
+/// tenant near 8M keys does not restart its model every interval).
+pub const SMALL_AGAIN_KEYS: u64 = 6_000_000;
+pub const BIG_TENANT_RATE: f64 = 0.001;
+
+/// The rate `auto` moves a tenant with `keys` keys to, if it should move from `now`.
+pub fn auto_sample_rate(keys: u64, now: f64, small_rate: f64) -> Option<f64> {
+    let is_big =
+        augur_store::sample_threshold(now) == augur_store::sample_threshold(BIG_TENANT_RATE);
+    let want = if keys >= BIG_TENANT_KEYS || (is_big && keys >= SMALL_AGAIN_KEYS) {
+        BIG_TENANT_RATE
+    } else {
+        small_rate
+    };
+    let same = augur_store::sample_threshold(want) == augur_store::sample_threshold(now);
+    (!same && now > 0.0).then_some(want)
+}
+
 /// A curve that predicts a miss for every size: what a tenant with no sampled
 /// references yet asks for (nothing beyond its minimum).
 fn flat_mrc(k: u32) -> MergedMrc {
@@ -554,4 +591,19 @@ pub fn start(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<()>
     std::thread::Builder::new()
         .name("augur-profiler".into())
         .spawn(move || Profiler::new(shared, queue).run())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_rate_follows_section_5_with_hysteresis() {
+        assert_eq!(auto_sample_rate(1000, 0.01, 0.01), None);
+        assert_eq!(auto_sample_rate(9_000_000, 0.01, 0.01), Some(0.001));
+        assert_eq!(auto_sample_rate(7_000_000, 0.001, 0.01), None);
+        assert_eq!(auto_sample_rate(5_000_000, 0.001, 0.01), Some(0.01));
+        // A tenant whose profiling is off (rate 0) stays off.
+        assert_eq!(auto_sample_rate(9_000_000, 0.0, 0.01), None);
+    }
 }
