@@ -92,7 +92,9 @@ pub struct TenantView {
     pub access_rate: f64,
     /// Miss ratio observed during the last interval.
     pub observed_miss_ratio: Option<f64>,
-    /// Miss ratio the merged curve predicted for the last interval at the memory the
+    /// Miss ratio predicted for the last interval, at the memory the tenant held and the
+    /// K it was evicted with, from the curve of the interval before's references (what
+    /// "model vs reality" compares; see `interval_curves`).
     /// tenant held (what "model vs reality" compares).
     pub predicted_miss_ratio: Option<f64>,
     /// The tuner's last target (bytes) and K, if it has run in `kredis` mode.
@@ -141,8 +143,10 @@ struct TenantModel {
     unfilled: u64,
     /// Store counters at the interval's start: (hits, misses, writes).
     last_counts: (u64, u64, u64),
-    /// The merged curve at the end of the last interval, to predict the next.
-    last_merged: Option<MergedMrc>,
+    /// Cumulative curves and their reference total at the end of the last interval.
+    prev_cumulative: Option<(Vec<Curve>, f64)>,
+    /// The last interval's own curves (its references only), to predict the next.
+    forecast: Vec<Curve>,
     history: VecDeque<(u64, u64, u32)>,
 }
 
@@ -177,7 +181,8 @@ impl TenantModel {
             refills: 0,
             unfilled: 0,
             last_counts: (0, 0, 0),
-            last_merged: None,
+            prev_cumulative: None,
+            forecast: Vec::new(),
             history: VecDeque::new(),
         }
     }
@@ -424,6 +429,11 @@ impl Profiler {
         let mut rows: Vec<Row> = Vec::new();
         for u in &users {
             let st = stats.get(u.id as usize).cloned().unwrap_or_default();
+            // The K this interval was evicted with: the tuner's, else the global one.
+            let k_used = match self.shared.store.tenant_limits(u.id).2 {
+                0 => self.shared.store.samples() as u32,
+                k => k as u32,
+            };
             let Some(m) = self.model(u.id) else { continue };
             let (h0, m0, w0) = m.last_counts;
             let (dh, dm, dw) = (
@@ -468,15 +478,28 @@ impl Profiler {
             };
             let observed = (dh + dm > 0).then(|| dm as f64 / (dh + dm) as f64);
             let predicted = m
-                .last_merged
-                .as_ref()
-                .map(|mm| mm.miss_ratio(st.used_bytes));
+                .forecast
+                .iter()
+                .find(|c| c.k == Some(k_used))
+                .map(|c| c.miss_ratio_at(st.used_bytes as f64))
+                .or_else(|| {
+                    MergedMrc::new(&m.forecast)
+                        .ok()
+                        .map(|mm| mm.miss_ratio(st.used_bytes))
+                });
+            let (references, sampled) = m.krr.counts();
+            let total = if m.rate < 1.0 {
+                references as f64 * m.rate
+            } else {
+                sampled as f64
+            };
+            m.forecast = interval_curves(&curves, total, m.prev_cumulative.as_ref());
+            m.prev_cumulative = Some((curves.clone(), total));
             let merged = if curves.is_empty() {
                 None
             } else {
                 MergedMrc::new(&curves).ok()
             };
-            m.last_merged = merged.clone();
             let access_rate = (dh + dm) as f64 / secs;
             let demand = TenantDemand {
                 mrc: merged.unwrap_or_else(|| flat_mrc(cfg.tenant_k_set[0])),
@@ -546,6 +569,39 @@ impl Profiler {
             views.insert(r.id, r.view);
         }
     }
+}
+
+/// The curves of one interval's references alone, from the cumulative curves at its end
+/// (`total` references) and at its start: a curve is misses / references at every size,
+/// so the interval's is `(mr_end(c) T_end - mr_start(c) T_start) / (T_end - T_start)`.
+/// The cumulative curve carries every cold miss since the tenant started and lags a
+/// changing workload; the last interval's own curve is the better forecast of the next.
+fn interval_curves(end: &[Curve], total: f64, start: Option<&(Vec<Curve>, f64)>) -> Vec<Curve> {
+    let Some((start_curves, start_total)) = start else {
+        return end.to_vec();
+    };
+    let n = total - start_total;
+    if n < 1.0 {
+        return end.to_vec();
+    }
+    end.iter()
+        .map(|c| {
+            let before = start_curves.iter().find(|s| s.k == c.k);
+            let points = c
+                .points
+                .iter()
+                .map(|p| {
+                    let misses_before =
+                        before.map_or(0.0, |b| b.miss_ratio_at(p.size) * start_total);
+                    Point {
+                        size: p.size,
+                        miss_ratio: ((p.miss_ratio * total - misses_before) / n).clamp(0.0, 1.0),
+                    }
+                })
+                .collect();
+            Curve::new(c.model.clone(), c.k, c.unit, points)
+        })
+        .collect()
 }
 
 /// Keys above which `tenant-sample-rate auto` samples at [`BIG_TENANT_RATE`] (kRedis §5:
