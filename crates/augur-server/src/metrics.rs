@@ -117,10 +117,9 @@ pub fn render(shared: &Shared) -> String {
         let (cap, target, k) = shared.store.tenant_limits(u.id);
         let view = views.get(&u.id).cloned().unwrap_or_default();
         let k = if k == 0 { global_k } else { k as f64 };
-        let predicted_at_target = (!view.curves.is_empty() && target > 0)
-            .then(|| augur_mrc::partition::MergedMrc::new(&view.curves).ok())
-            .flatten()
-            .map(|m| m.miss_ratio(target));
+        let predicted_at_target = (target > 0)
+            .then(|| view.forecast_at(target, k as u32))
+            .flatten();
         let gauge_values: [Option<f64>; 14] = [
             Some(st.used_bytes as f64),
             Some(st.keys as f64),

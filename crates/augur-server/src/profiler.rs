@@ -81,8 +81,11 @@ impl ReferenceSink for RefQueue {
 /// What the profiler last published about a tenant (TENANT INFO / MRC, INFO, metrics).
 #[derive(Debug, Clone, Default)]
 pub struct TenantView {
-    /// Per-K KRR curves in charged bytes.
+    /// Per-K KRR curves in charged bytes, over every reference since the model started
+    /// (what TENANT MRC answers and the tuner partitions with).
     pub curves: Vec<Curve>,
+    /// The last interval's own per-K curves (see `interval_curves`): the forecast.
+    pub forecast: Vec<Curve>,
     /// Measured mean miss latency (µs) and the number of refills it rests on.
     pub miss_latency_us: Option<f64>,
     pub miss_latency_samples: u64,
@@ -109,6 +112,22 @@ pub struct TenantView {
     pub model_bytes: usize,
     /// (interval number, target, K) of the last intervals.
     pub history: VecDeque<(u64, u64, u32)>,
+}
+
+impl TenantView {
+    /// The miss ratio the last interval's curve forecasts at `bytes` with sample size
+    /// `k` (the merged curve if `k` is not profiled); `None` before any interval.
+    pub fn forecast_at(&self, bytes: u64, k: u32) -> Option<f64> {
+        if self.forecast.is_empty() {
+            return None;
+        }
+        match self.forecast.iter().find(|c| c.k == Some(k)) {
+            Some(c) => Some(c.miss_ratio_at(bytes as f64)),
+            None => MergedMrc::new(&self.forecast)
+                .ok()
+                .map(|m| m.miss_ratio(bytes)),
+        }
+    }
 }
 
 /// The profiler's published state, shared with the command handlers.
@@ -143,6 +162,8 @@ struct TenantModel {
     unfilled: u64,
     /// Store counters at the interval's start: (hits, misses, writes).
     last_counts: (u64, u64, u64),
+    /// The queue's drop counter for this tenant at the interval's start.
+    last_dropped: u64,
     /// Cumulative curves and their reference total at the end of the last interval.
     prev_cumulative: Option<(Vec<Curve>, f64)>,
     /// The last interval's own curves (its references only), to predict the next.
@@ -181,6 +202,7 @@ impl TenantModel {
             refills: 0,
             unfilled: 0,
             last_counts: (0, 0, 0),
+            last_dropped: 0,
             prev_cumulative: None,
             forecast: Vec::new(),
             history: VecDeque::new(),
@@ -434,7 +456,10 @@ impl Profiler {
                 0 => self.shared.store.samples() as u32,
                 k => k as u32,
             };
+            let dropped_total = self.shared.ref_queue.dropped(u.id);
             let Some(m) = self.model(u.id) else { continue };
+            let dropped = dropped_total.saturating_sub(m.last_dropped);
+            m.last_dropped = dropped_total;
             let (h0, m0, w0) = m.last_counts;
             let (dh, dm, dw) = (
                 st.hits.saturating_sub(h0),
@@ -451,8 +476,16 @@ impl Profiler {
                 0.0
             };
             let refs = dh + dw + (dm as f64 * unfilled_share).round() as u64;
-            m.krr
-                .add_unsampled_references(refs.saturating_sub(m.fed_in_interval));
+            // References dropped on a full queue were sampled but never modelled: the
+            // stream the model saw is the fed share of the sampled one, so it stands
+            // for that share of the interval's references.
+            let fed = m.fed_in_interval;
+            let seen = if dropped > 0 && fed > 0 {
+                (refs as f64 * fed as f64 / (fed + dropped) as f64).round() as u64
+            } else {
+                refs
+            };
+            m.krr.add_unsampled_references(seen.saturating_sub(fed));
             m.fed_in_interval = 0;
             // Miss latency: the interval's mean, folded into a mean that halves the
             // weight of older intervals.
@@ -510,6 +543,7 @@ impl Profiler {
             };
             let view = TenantView {
                 curves,
+                forecast: m.forecast.clone(),
                 miss_latency_us: m.lat_mean_us,
                 miss_latency_samples: m.lat_total_samples,
                 penalty_us,

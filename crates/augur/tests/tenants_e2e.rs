@@ -680,7 +680,9 @@ async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
     let mut cfg = two_tenants();
     cfg.maxmemory = 6 << 20;
     cfg.tenant_partitioning = augur_store::Partitioning::Kredis;
-    cfg.tenant_sample_rate = 1.0;
+    // A quarter of the keys (375 of app1's, 3000 of app2's): enough for the curves, and
+    // a profiler that keeps up with this test's pipelined load on two busy cores.
+    cfg.tenant_sample_rate = 0.25;
     cfg.tenant_interval_ms = 300;
     cfg.tenant_alloc_unit = 128 << 10;
     // K = 16 is K' = 256 swaps-per-level in KRR: too slow to keep up with this test's
@@ -715,8 +717,10 @@ async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
     let ib = tenant_info(&mut d, "app2").await;
     let (ta, tb) = (num(&ia, "target"), num(&ib, "target"));
     let ws_a = 1500.0 * augur_store::charged_bytes(5, 1000, false) as f64;
+    // The tuner sees app1's working set through a 25% sample of its keys (375 expected;
+    // the count is binomial, sd 17): at least 85% of it, i.e. 3 sd.
     assert!(
-        ta >= 0.95 * ws_a,
+        ta >= 0.85 * ws_a,
         "app1's target {ta} < its working set {ws_a}: {ia:?}"
     );
     assert!(ta + tb <= (6 << 20) as f64, "{ta} + {tb}");
