@@ -624,6 +624,14 @@ impl Krr {
                 .map(KrrStack::memory_bytes)
                 .sum::<usize>()
     }
+
+    /// Counts `n` references to keys outside the spatial sample that were not passed to
+    /// [`MrcModel::access`]: an online caller that filters on the request path (the
+    /// server hands over sampled keys only) tells the model how many it skipped, so
+    /// SHARDS-adj divides by the whole stream's `N * R` as offline.
+    pub fn add_unsampled_references(&mut self, n: u64) {
+        self.references += n;
+    }
 }
 
 impl MrcModel for Krr {

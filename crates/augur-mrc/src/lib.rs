@@ -1,5 +1,6 @@
 //! Miss-ratio-curve models for Augur: exact (Olken), KRR for Redis's sampled LRU,
-//! SHARDS, MIMIR and miniature simulation, plus the [`curve::Curve`] type they produce.
+//! SHARDS, MIMIR and miniature simulation, plus the [`curve::Curve`] type they produce
+//! and kRedis's memory partitioning among tenants over those curves ([`partition`]).
 //!
 //! A pure library: no I/O, no threads, no server types. Every model is usable online
 //! (fed one request at a time, bounded memory) and offline (fed a whole trace).
@@ -10,6 +11,7 @@ pub mod krr;
 pub mod mimir;
 pub mod minisim;
 pub mod olken;
+pub mod partition;
 pub mod shards;
 
 /// An online miss-ratio-curve model, fed one request at a time in O(1) amortised time

@@ -179,8 +179,95 @@ commands! {
     Client b"CLIENT" "client" -2 [] 0 0 0 "connection" "A container for client connection commands." CLIENT_SUBS;
     Memory b"MEMORY" "memory" -2 [] 0 0 0 "server" "A container for memory diagnostics commands." MEMORY_SUBS;
     Object b"OBJECT" "object" -2 [] 0 0 0 "generic" "A container for object introspection commands." OBJECT_SUBS;
+    Acl b"ACL" "acl" -2 [] 0 0 0 "server" "A container for Access List Control commands." ACL_SUBS;
+    Tenant b"TENANT" "tenant" -2 [] 0 0 0 "server" "A container for Augur's tenant commands: limits, statistics and miss-ratio curves of each tenant (ACL user)." TENANT_SUBS;
     Shutdown b"SHUTDOWN" "shutdown" -1 [ADMIN|NOSCRIPT|LOADING|STALE|ALLOW_BUSY] 0 0 0 "server" "Synchronously saves the database(s) to disk and shuts down the Redis server." NONE;
 }
+
+const ACL_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "acl|setuser",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary:
+            "Creates and modifies an ACL user and its rules (creating a user creates its tenant).",
+    },
+    SubSpec {
+        name: "acl|deluser",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Deletes ACL users, their tenants' keys, and terminates their connections.",
+    },
+    SubSpec {
+        name: "acl|getuser",
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Lists the ACL rules of a user.",
+    },
+    SubSpec {
+        name: "acl|users",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Lists all ACL users.",
+    },
+    SubSpec {
+        name: "acl|list",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Dumps the effective rules in ACL file format.",
+    },
+    SubSpec {
+        name: "acl|whoami",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Returns the authenticated username of the current connection.",
+    },
+    SubSpec {
+        name: "acl|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const TENANT_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "tenant|set",
+        arity: -5,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Sets a tenant's parameters (maxmemory, min-memory, miss-penalty, sample-rate).",
+    },
+    SubSpec {
+        name: "tenant|get",
+        arity: -3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Returns a tenant's parameters.",
+    },
+    SubSpec {
+        name: "tenant|list",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Lists the tenants.",
+    },
+    SubSpec {
+        name: "tenant|info",
+        arity: 3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Returns a tenant's memory, target, K, hits, misses, evictions, miss latency, access rate and predicted miss ratio.",
+    },
+    SubSpec {
+        name: "tenant|mrc",
+        arity: -3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Returns a tenant's miss-ratio curve (bytes, miss ratio) for one K or merged.",
+    },
+    SubSpec {
+        name: "tenant|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
 
 const CONFIG_SUBS: &[SubSpec] = &[
     SubSpec {

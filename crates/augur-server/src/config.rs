@@ -4,7 +4,7 @@
 //! One function, [`ServerConfig::apply`], validates every `name value` pair whatever its
 //! source (file, flag, CONFIG SET), so the three can never disagree on what is valid.
 
-use augur_store::EvictionPolicy;
+use augur_store::{EvictionPolicy, Partitioning};
 
 /// Redis's `loglevel` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +74,50 @@ pub struct ServerConfig {
     pub threads: usize,
     /// Store shards (a power of two).
     pub shards: usize,
+    /// How memory is divided between tenants (off | static | kredis).
+    pub tenant_partitioning: Partitioning,
+    /// What the kRedis tuner minimises: total miss latency (Eq. 6) or misses (Eq. 7).
+    pub tenant_objective: TenantObjective,
+    /// Requests between two tuner runs (kRedis §4.2: "every interval").
+    pub tenant_interval: u64,
+    /// Longest time between two tuner runs, in milliseconds (0 = requests only).
+    pub tenant_interval_ms: u64,
+    /// Spatial sampling rate R of the per-tenant profiler (kRedis §2.7); 0 = off.
+    pub tenant_sample_rate: f64,
+    /// The K values profiled and chosen from (kRedis §5 tracks several at once).
+    pub tenant_k_set: Vec<u32>,
+    /// Allocation unit G of the partitioning DP, in bytes (Alg. 3).
+    pub tenant_alloc_unit: u64,
+    /// A refill SET later than this after the GET miss is not counted as the miss's
+    /// latency (milliseconds).
+    pub tenant_miss_cutoff_ms: u64,
+    /// Miss penalty assumed for a tenant that never refills, in microseconds.
+    pub tenant_default_miss_penalty_us: f64,
+    /// Port of the Prometheus `/metrics` HTTP endpoint (0 = off).
+    pub metrics_port: u16,
+    /// `user ...` lines of the config file (ACL rules, Redis syntax), in order.
+    pub users: Vec<String>,
+    /// `tenant NAME param value ...` lines of the config file, in order.
+    pub tenant_lines: Vec<String>,
+}
+
+/// The kRedis tuner's objective (`tenant-objective`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TenantObjective {
+    /// Minimise Σ mMRC_i(C_i)·a_i·p_i: total time spent on misses (Eq. 6).
+    #[default]
+    Latency,
+    /// Maximise hits, Σ (1 - mMRC_i(C_i))·a_i (Eq. 7).
+    Hits,
+}
+
+impl TenantObjective {
+    pub fn name(self) -> &'static str {
+        match self {
+            TenantObjective::Latency => "latency",
+            TenantObjective::Hits => "hits",
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -95,6 +139,18 @@ impl Default for ServerConfig {
             hz: 10,
             threads: 0,
             shards: 64,
+            tenant_partitioning: Partitioning::Off,
+            tenant_objective: TenantObjective::Latency,
+            tenant_interval: 1_000_000,
+            tenant_interval_ms: 10_000,
+            tenant_sample_rate: 0.01,
+            tenant_k_set: vec![1, 2, 4, 8, 16],
+            tenant_alloc_unit: 1024 * 1024,
+            tenant_miss_cutoff_ms: 1000,
+            tenant_default_miss_penalty_us: 1000.0,
+            metrics_port: 0,
+            users: Vec::new(),
+            tenant_lines: Vec::new(),
         }
     }
 }
@@ -119,6 +175,16 @@ pub const PARAMS: &[&str] = &[
     "hz",
     "threads",
     "shards",
+    "tenant-partitioning",
+    "tenant-objective",
+    "tenant-interval",
+    "tenant-interval-ms",
+    "tenant-sample-rate",
+    "tenant-k-set",
+    "tenant-alloc-unit",
+    "tenant-miss-cutoff-ms",
+    "tenant-default-miss-penalty",
+    "metrics-port",
     "save",
     "appendonly",
 ];
@@ -135,6 +201,15 @@ pub const LIVE_PARAMS: &[&str] = &[
     "proto-max-bulk-len",
     "client-query-buffer-limit",
     "hz",
+    "tenant-partitioning",
+    "tenant-objective",
+    "tenant-interval",
+    "tenant-interval-ms",
+    "tenant-sample-rate",
+    "tenant-k-set",
+    "tenant-alloc-unit",
+    "tenant-miss-cutoff-ms",
+    "tenant-default-miss-penalty",
     "save",
     "appendonly",
 ];
@@ -159,6 +234,26 @@ pub fn parse_memory(s: &str) -> Option<u64> {
         _ => return None,
     };
     num.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// Parses a duration such as `200us`, `2ms`, `1.5s` or a bare number of microseconds,
+/// into microseconds.
+pub fn parse_duration_us(s: &str) -> Option<f64> {
+    let s = s.trim().to_ascii_lowercase();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let mul = match unit {
+        "" | "us" => 1.0,
+        "ms" => 1e3,
+        "s" => 1e6,
+        "ns" => 1e-3,
+        _ => return None,
+    };
+    let v = n * mul;
+    (v.is_finite() && v >= 0.0).then_some(v)
 }
 
 fn parse_int<T: std::str::FromStr>(v: &str) -> Result<T, String> {
@@ -247,6 +342,69 @@ impl ServerConfig {
                 }
                 self.shards = n;
             }
+            "tenant-partitioning" => {
+                self.tenant_partitioning = Partitioning::parse(value)
+                    .ok_or("argument(s) must be one of the following: off, static, kredis")?
+            }
+            "tenant-objective" => {
+                self.tenant_objective = match value.to_ascii_lowercase().as_str() {
+                    "latency" => TenantObjective::Latency,
+                    "hits" => TenantObjective::Hits,
+                    _ => return Err("argument(s) must be one of the following: latency, hits".into()),
+                }
+            }
+            "tenant-interval" => {
+                let n: u64 = parse_int(value)?;
+                if n < 1000 {
+                    return Err("argument must be between 1000 and 18446744073709551615 inclusive".into());
+                }
+                self.tenant_interval = n;
+            }
+            "tenant-interval-ms" => self.tenant_interval_ms = parse_int(value)?,
+            "tenant-sample-rate" => {
+                let r: f64 = value
+                    .parse()
+                    .map_err(|_| "argument couldn't be parsed into a number".to_string())?;
+                if !(0.0..=1.0).contains(&r) {
+                    return Err("argument must be between 0 and 1 inclusive".into());
+                }
+                self.tenant_sample_rate = r;
+            }
+            "tenant-k-set" => {
+                let mut ks = Vec::new();
+                for part in value.split(|c: char| c == ',' || c.is_whitespace()).filter(|p| !p.is_empty()) {
+                    let k: u32 = parse_int(part)?;
+                    if !(1..=64).contains(&k) {
+                        return Err("every K must be between 1 and 64 inclusive".into());
+                    }
+                    ks.push(k);
+                }
+                ks.sort_unstable();
+                ks.dedup();
+                if ks.is_empty() || ks.len() > 8 {
+                    return Err("argument must list 1 to 8 values of K".into());
+                }
+                self.tenant_k_set = ks;
+            }
+            "tenant-alloc-unit" => {
+                let n = parse_memory(value).ok_or("argument must be a memory value")?;
+                if n < 1024 {
+                    return Err("argument must be a memory value greater than or equal to 1kb".into());
+                }
+                self.tenant_alloc_unit = n;
+            }
+            "tenant-miss-cutoff-ms" => {
+                let n: u64 = parse_int(value)?;
+                if n == 0 {
+                    return Err("argument must be between 1 and 18446744073709551615 inclusive".into());
+                }
+                self.tenant_miss_cutoff_ms = n;
+            }
+            "tenant-default-miss-penalty" => {
+                self.tenant_default_miss_penalty_us =
+                    parse_duration_us(value).ok_or("argument must be a duration such as 200us, 2ms or 1s")?
+            }
+            "metrics-port" => self.metrics_port = parse_int(value)?,
             // Persistence is not implemented: accept only the "off" settings, so configs
             // and tools that turn persistence off keep working.
             "save" => {
@@ -283,6 +441,21 @@ impl ServerConfig {
             "hz" => self.hz.to_string(),
             "threads" => self.threads.to_string(),
             "shards" => self.shards.to_string(),
+            "tenant-partitioning" => self.tenant_partitioning.name().to_string(),
+            "tenant-objective" => self.tenant_objective.name().to_string(),
+            "tenant-interval" => self.tenant_interval.to_string(),
+            "tenant-interval-ms" => self.tenant_interval_ms.to_string(),
+            "tenant-sample-rate" => self.tenant_sample_rate.to_string(),
+            "tenant-k-set" => self
+                .tenant_k_set
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            "tenant-alloc-unit" => self.tenant_alloc_unit.to_string(),
+            "tenant-miss-cutoff-ms" => self.tenant_miss_cutoff_ms.to_string(),
+            "tenant-default-miss-penalty" => format!("{}us", self.tenant_default_miss_penalty_us),
+            "metrics-port" => self.metrics_port.to_string(),
             "save" => String::new(),
             "appendonly" => "no".to_string(),
             _ => return None,
@@ -308,6 +481,24 @@ impl ServerConfig {
             let Some((name, values)) = args.split_first() else {
                 continue;
             };
+            // ACL users and tenant settings are directives, not single parameters: kept
+            // in order and applied by the server when it builds its tenant registry.
+            if name.eq_ignore_ascii_case("user") || name.eq_ignore_ascii_case("tenant") {
+                if values.is_empty() {
+                    return Err(format!(
+                        "line {}: '{}': wrong number of arguments",
+                        i + 1,
+                        line
+                    ));
+                }
+                let rest = values.join(" ");
+                if name.eq_ignore_ascii_case("user") {
+                    self.users.push(rest);
+                } else {
+                    self.tenant_lines.push(rest);
+                }
+                continue;
+            }
             let value = values.join(" ");
             self.apply(name, &value)
                 .map_err(|e| format!("line {}: '{}': {}", i + 1, line, e))?;

@@ -3,6 +3,7 @@
 
 use crate::resp::Args;
 use crate::state::{Shared, REDIS_COMPAT_VERSION};
+use augur_store::TenantId;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -15,11 +16,15 @@ const DEFAULT: &[&str] = &[
     "replication",
     "cpu",
     "keyspace",
+    "tenants",
 ];
 
 /// Renders the sections INFO's arguments ask for (none, `default`, `all`, `everything`,
 /// or section names, case-insensitive; unknown names add nothing, as in Redis).
-pub fn render(shared: &Shared, args: Args<'_>) -> String {
+///
+/// `tenant` is the caller's: `keyspace` shows its databases only, and `tenants` shows
+/// every tenant to the default user and only itself to any other.
+pub fn render(shared: &Shared, tenant: TenantId, args: Args<'_>) -> String {
     let mut wanted: Vec<&str> = Vec::new();
     if args.len() == 1 {
         wanted.extend_from_slice(DEFAULT);
@@ -43,12 +48,12 @@ pub fn render(shared: &Shared, args: Args<'_>) -> String {
         if !out.is_empty() {
             out.push_str("\r\n");
         }
-        section_text(shared, section, &mut out);
+        section_text(shared, tenant, section, &mut out);
     }
     out
 }
 
-fn section_text(shared: &Shared, section: &str, o: &mut String) {
+fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String) {
     let cfg = shared.config.read().clone();
     let uptime = shared.started.elapsed().as_secs();
     macro_rules! line {
@@ -104,7 +109,7 @@ fn section_text(shared: &Shared, section: &str, o: &mut String) {
             line!("aof_rewrite_in_progress:0");
         }
         "stats" => {
-            let s = shared.store.stats();
+            let s = shared.store.stats(tenant);
             let k = &shared.counters;
             line!("# Stats");
             line!(
@@ -145,11 +150,52 @@ fn section_text(shared: &Shared, section: &str, o: &mut String) {
         }
         "keyspace" => {
             line!("# Keyspace");
-            let s = shared.store.stats();
+            let s = shared.store.stats(tenant);
             for (db, (keys, expires)) in s.keys_per_db.iter().enumerate() {
                 if *keys > 0 {
                     line!("db{db}:keys={keys},expires={expires},avg_ttl=0");
                 }
+            }
+        }
+        "tenants" => {
+            line!("# Tenants");
+            line!("tenant_partitioning:{}", cfg.tenant_partitioning.name());
+            line!("tenant_objective:{}", cfg.tenant_objective.name());
+            line!(
+                "tenant_intervals:{}",
+                shared.profiler.intervals.load(Relaxed)
+            );
+            if let Some(e) = shared.profiler.last_error.lock().clone() {
+                line!("tenant_last_error:{e}");
+            }
+            let users = shared.tenants.users();
+            line!("tenants:{}", users.len());
+            for u in users {
+                if tenant != 0 && u.id != tenant {
+                    continue;
+                }
+                let fields = crate::commands::tenant_info_fields(shared, &u);
+                let get = |name: &str| {
+                    fields
+                        .iter()
+                        .find(|(k, _)| *k == name)
+                        .map_or(String::new(), |(_, v)| v.clone())
+                };
+                line!(
+                    "tenant_{}:id={},used_memory={},keys={},target={},k={},hits={},misses={},evicted_keys={},miss_latency_us={},access_rate={},predicted_miss_ratio_at_target={}",
+                    u.name,
+                    u.id,
+                    get("used_memory"),
+                    get("keys"),
+                    get("target"),
+                    get("k"),
+                    get("hits"),
+                    get("misses"),
+                    get("evicted_keys"),
+                    get("miss_latency_us"),
+                    get("access_rate"),
+                    get("predicted_miss_ratio_at_target")
+                );
             }
         }
         _ => {}

@@ -8,9 +8,11 @@ pub mod cmdtable;
 pub mod commands;
 pub mod config;
 pub mod info;
+pub mod profiler;
 pub mod resp;
 pub mod server;
 pub mod state;
+pub mod tenants;
 
 pub use config::{parse_memory, LogLevel, ServerConfig};
 pub use server::{Server, ServerHandle};

@@ -65,6 +65,10 @@ impl Server {
             listeners.push(l);
         }
         let shared = Arc::new(Shared::new(config, log_hook));
+        shared
+            .setup_tenants()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        crate::profiler::start(shared.clone())?;
         *shared.listen_addrs.lock() = listeners
             .iter()
             .filter_map(|l| l.local_addr().ok())

@@ -94,6 +94,8 @@ pub struct ClientMeta {
     /// Milliseconds since `created` of the last command batch (for idle and timeout).
     pub last_interaction_ms: AtomicU64,
     pub db: AtomicU8,
+    /// The tenant (ACL user) the connection is authenticated as.
+    pub tenant: std::sync::atomic::AtomicU16,
     pub resp: AtomicU8,
     /// Index into COMMANDS of the last command, u32::MAX for none.
     pub last_cmd: AtomicU32,
@@ -114,6 +116,7 @@ impl ClientMeta {
             created: Instant::now(),
             last_interaction_ms: AtomicU64::new(0),
             db: AtomicU8::new(0),
+            tenant: std::sync::atomic::AtomicU16::new(0),
             resp: AtomicU8::new(2),
             last_cmd: AtomicU32::new(u32::MAX),
             name: Mutex::default(),
@@ -137,6 +140,12 @@ impl ClientMeta {
 
 pub struct Shared {
     pub store: Store,
+    /// ACL users, which are the tenants.
+    pub tenants: crate::tenants::Registry,
+    /// What the profiler thread publishes (curves, measured miss cost, targets).
+    pub profiler: crate::profiler::ProfilerState,
+    /// The queue sampled references take to the profiler.
+    pub ref_queue: Arc<crate::profiler::RefQueue>,
     pub config: RwLock<ServerConfig>,
     // Hot copies of live settings, read by every connection without a lock.
     pub proto_max_bulk_len: AtomicU64,
@@ -176,8 +185,12 @@ impl Shared {
                 .map(|_| char::from_digit(rng.gen_range(0..16), 16).unwrap_or('0'))
                 .collect()
         };
+        let tenants = crate::tenants::Registry::new(config.requirepass.as_deref());
         Self {
             store,
+            tenants,
+            profiler: crate::profiler::ProfilerState::default(),
+            ref_queue: Arc::new(crate::profiler::RefQueue::new()),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
             query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
             maxclients: AtomicU64::new(config.maxclients),
@@ -218,11 +231,109 @@ impl Shared {
         self.timeout_secs.store(new.timeout, Relaxed);
         self.hz.store(new.hz, Relaxed);
         self.pass_required.store(new.requirepass.is_some(), Relaxed);
+        let old = self.config.read().clone();
+        if old.requirepass != new.requirepass {
+            // requirepass is the default user's password, as in Redis.
+            let rules: Vec<Vec<u8>> = match &new.requirepass {
+                Some(p) => vec![
+                    b"resetpass".to_vec(),
+                    [b">".as_slice(), p.as_bytes()].concat(),
+                ],
+                None => vec![b"nopass".to_vec()],
+            };
+            let refs: Vec<&[u8]> = rules.iter().map(Vec::as_slice).collect();
+            let _ = self.tenants.set_user("default", &refs);
+        }
+        if old.tenant_partitioning != new.tenant_partitioning {
+            self.store.set_partitioning(new.tenant_partitioning);
+        }
         let level = new.loglevel;
+        let (rate_changed, limits_changed) = (
+            old.tenant_sample_rate != new.tenant_sample_rate,
+            old.maxmemory != new.maxmemory || old.tenant_partitioning != new.tenant_partitioning,
+        );
         *self.config.write() = new;
+        if rate_changed {
+            self.install_sample_rates();
+        }
+        if limits_changed {
+            self.install_tenant_limits();
+        }
         if level != old_level {
             if let Some(hook) = &self.log_hook {
                 hook(level);
+            }
+        }
+    }
+
+    /// Applies the config file's `user` and `tenant` lines and installs every tenant's
+    /// limits, sampling rate and the partitioning mode in the store.
+    pub fn setup_tenants(&self) -> Result<(), String> {
+        let (users, lines, mode, maxmemory) = {
+            let c = self.config.read();
+            (
+                c.users.clone(),
+                c.tenant_lines.clone(),
+                c.tenant_partitioning,
+                c.maxmemory,
+            )
+        };
+        for line in &users {
+            let mut words = line.split_whitespace();
+            let name = words.next().ok_or("user: missing name")?;
+            let rules: Vec<&[u8]> = words.map(str::as_bytes).collect();
+            self.tenants
+                .set_user(name, &rules)
+                .map_err(|e| format!("user {name}: {e:?}"))?;
+        }
+        for line in &lines {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let (name, rest) = words.split_first().ok_or("tenant: missing name")?;
+            if rest.len() % 2 != 0 || rest.is_empty() {
+                return Err(format!("tenant {name}: expected parameter value pairs"));
+            }
+            let pairs: Vec<(String, String)> = rest
+                .chunks(2)
+                .map(|p| (p[0].to_string(), p[1].to_string()))
+                .collect();
+            self.tenants
+                .set_settings(name, &pairs, maxmemory)
+                .map_err(|e| format!("tenant {name}: {e:?}"))?;
+        }
+        self.store.set_partitioning(mode);
+        self.install_sample_rates();
+        self.install_tenant_limits();
+        Ok(())
+    }
+
+    /// Pushes every tenant's profiler sampling rate to the store.
+    pub fn install_sample_rates(&self) {
+        let default_rate = self.config.read().tenant_sample_rate;
+        for u in self.tenants.users() {
+            self.store
+                .set_tenant_sample_rate(u.id, u.settings.sample_rate.unwrap_or(default_rate));
+        }
+    }
+
+    /// Pushes the operator's per-tenant limits to the store: caps always; targets as
+    /// `static` computes them unless the kRedis tuner owns them.
+    pub fn install_tenant_limits(&self) {
+        let (maxmemory, mode) = {
+            let c = self.config.read();
+            (c.maxmemory, c.tenant_partitioning)
+        };
+        let tuner_owns =
+            mode == augur_store::Partitioning::Kredis && self.profiler.intervals.load(Relaxed) > 0;
+        self.tenants
+            .install_static_limits(&self.store, maxmemory, tuner_owns);
+    }
+
+    /// Closes every connection authenticated as tenant `t` (ACL DELUSER, or the user
+    /// turned off), except connection `keep` (the one asking).
+    pub fn disconnect_tenant_except(&self, t: augur_store::TenantId, keep: u64) {
+        for c in self.clients.lock().values() {
+            if c.tenant.load(Relaxed) == t && c.id != keep {
+                c.close();
             }
         }
     }

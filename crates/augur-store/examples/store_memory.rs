@@ -3,7 +3,7 @@
 //! `cargo run --release -p augur-store --example store_memory [N] [SHARDS]`
 //! Also prints the latency distribution of single SETs (index resizes show in the tail).
 
-use augur_store::{EvictionPolicy, SetTtl, Store, StoreConfig};
+use augur_store::{EvictionPolicy, Ns, SetTtl, Store, StoreConfig};
 
 fn rss() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -39,7 +39,7 @@ fn main() {
         let t0 = std::time::Instant::now();
         store
             .lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), &value, SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), &value, SetTtl::Clear, 0)
             .unwrap();
         lat.push(t0.elapsed().as_nanos().min(u32::MAX as u128) as u32);
     }

@@ -12,11 +12,18 @@ mod index;
 mod policy_name;
 mod shard;
 mod store;
+mod tenant;
 
 pub use glob::glob_match_nocase;
 pub use policy_name::EvictionPolicy;
-pub use shard::{EntryInfo, SetTtl, Shard, TtlState, WriteError};
-pub use store::{glob_match, MultiLock, ScanPage, Store, StoreConfig, StoreStats};
+pub use shard::{
+    charged_bytes, EntryInfo, SetTtl, Shard, TtlState, WriteError, PROFILE_INDEX_BYTES,
+};
+pub use store::{glob_match, MultiLock, ScanPage, Store, StoreConfig, StoreStats, TenantStats};
+pub use tenant::{
+    mix64, sample_threshold, Ns, Partitioning, RefKind, Reference, ReferenceSink, TenantId,
+    TenantLimits, MAX_TENANTS, SAMPLE_MODULUS,
+};
 
 #[cfg(test)]
 mod tests;

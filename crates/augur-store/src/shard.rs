@@ -37,6 +37,7 @@
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
 use crate::store::{key_hash, SharedConfig, UsedCell};
+use crate::tenant::{mix64, Ns, Partitioning, RefKind, Reference, TenantId, SAMPLE_MODULUS};
 use crate::EvictionPolicy;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
 use rand::rngs::SmallRng;
@@ -84,15 +85,21 @@ pub struct EntryInfo {
     pub memory_bytes: usize,
 }
 
-/// A pooled eviction candidate: the database byte followed by the key (Redis keeps a
-/// copy of the key name in its pool for the same reason: entries move).
+/// A pooled eviction candidate: the tenant (2 bytes, little-endian), the database byte,
+/// then the key (Redis keeps a copy of the key name in its pool for the same reason:
+/// entries move).
 type PoolKey = Box<[u8]>;
 
-fn pool_key(db: u8, key: &[u8]) -> PoolKey {
-    let mut v = Vec::with_capacity(key.len() + 1);
+fn pool_key(tenant: TenantId, db: u8, key: &[u8]) -> PoolKey {
+    let mut v = Vec::with_capacity(key.len() + 3);
+    v.extend_from_slice(&tenant.to_le_bytes());
     v.push(db);
     v.extend_from_slice(key);
     v.into_boxed_slice()
+}
+
+fn pool_tenant(id: &[u8]) -> TenantId {
+    TenantId::from_le_bytes([id[0], id[1]])
 }
 
 /// Mixes the database number into a key's hash so the same key in different databases
@@ -107,361 +114,47 @@ fn entry_hash(e: Entry) -> u64 {
     db_hash(key_hash(e.key()), e.db())
 }
 
-pub struct Shard {
-    config: Arc<SharedConfig>,
+/// One tenant's dictionary in a shard (kRedis §4.3): its entries, TTL list, eviction
+/// pool and counters. See the `tenant` module for why tenants are parts of shards.
+pub(crate) struct Part {
     table: Table,
     volatile: Vec<Entry>,
-    clock: u64,
     /// Sum of the entries' usable sizes.
     entry_bytes: u64,
-    /// `used()` published for lock-free reads by `Store::used_memory`.
-    published_used: Arc<UsedCell>,
     keys_per_db: Vec<u64>,
     expires_per_db: Vec<u64>,
     pool: EvictionPool<PoolKey>,
     /// The policy `pool` was filled under; a policy change empties it.
     pool_policy: EvictionPolicy,
-    rng: SmallRng,
     pub(crate) hits: u64,
     pub(crate) misses: u64,
     pub(crate) evicted: u64,
     pub(crate) expired: u64,
+    /// Writes (SET-like commands) that stored a value.
+    pub(crate) writes: u64,
 }
 
-// SAFETY: the shard exclusively owns every entry allocation it indexes.
-unsafe impl Send for Shard {}
-
-impl Shard {
-    pub(crate) fn new(
-        config: Arc<SharedConfig>,
-        published_used: Arc<UsedCell>,
-        seed: u64,
-    ) -> Shard {
-        let dbs = config.databases;
-        let policy = config.policy();
-        let s = Shard {
-            config,
+impl Part {
+    fn new(dbs: usize, policy: EvictionPolicy) -> Part {
+        Part {
             table: Table::new(),
             volatile: Vec::new(),
-            clock: 0,
             entry_bytes: 0,
-            published_used,
             keys_per_db: vec![0; dbs],
             expires_per_db: vec![0; dbs],
             pool: EvictionPool::new(),
             pool_policy: policy,
-            rng: SmallRng::seed_from_u64(seed),
             hits: 0,
             misses: 0,
             evicted: 0,
             expired: 0,
-        };
-        s.publish();
-        s
-    }
-
-    // ----- public key-level API -----
-
-    /// Reads a value: lazily expires it, counts a keyspace hit or miss, and makes the key
-    /// most recently used. The slice is valid while the shard stays locked.
-    pub fn get(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<&[u8]> {
-        let now = self.tick();
-        match self.find_live(db, key, now_ms) {
-            Some(e) => {
-                self.hits += 1;
-                e.set_atime(now);
-                Some(e.value())
-            }
-            None => {
-                self.misses += 1;
-                None
-            }
+            writes: 0,
         }
     }
 
-    /// Reads a value without counting stats or touching recency (lazily expires it).
-    pub fn peek(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<&[u8]> {
-        self.find_live(db, key, now_ms).map(|e| e.value())
-    }
-
-    /// Information about a key without touching it (lazily expires it).
-    pub fn info(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<EntryInfo> {
-        let e = self.find_live(db, key, now_ms)?;
-        let per_entry_index = self.index_bytes() / self.table.len().max(1) as u64;
-        Some(EntryInfo {
-            value_len: e.value_len(),
-            idle_accesses: self.idle_of(e),
-            expire_at_ms: e.expire_at(),
-            memory_bytes: e.usable_size() + per_entry_index as usize,
-        })
-    }
-
-    /// Inserts or replaces a value, evicting first (per the store's policy) if the shard
-    /// is over its share of `maxmemory`. Makes the key most recently used.
-    pub fn set(
-        &mut self,
-        db: u8,
-        key: &[u8],
-        value: &[u8],
-        ttl: SetTtl,
-        now_ms: u64,
-    ) -> Result<(), WriteError> {
-        if key.len() > MAX_LEN || value.len() > MAX_LEN {
-            return Err(WriteError::TooLarge);
-        }
-        // Room for the block this write may allocate (an upper bound: a replaced value
-        // frees its old block too), so the shard never ends above its budget.
-        self.make_room(
-            Entry::block_size(key.len(), value.len(), matches!(ttl, SetTtl::At(_))) as u64,
-        )?;
-        let now = self.tick();
-        let h = db_hash(key_hash(key), db);
-        let found = self.find_live_pos(db, key, h, now_ms);
-        match found {
-            Ok(pos) => self.replace(pos, value, ttl, now),
-            Err(vacancy) => {
-                let expire = match ttl {
-                    SetTtl::At(at) => Some(at),
-                    SetTtl::Clear | SetTtl::Keep => None,
-                };
-                self.insert_new(db, key, value, expire, now, h, vacancy);
-            }
-        }
-        self.publish();
-        Ok(())
-    }
-
-    /// Removes a key; true if it existed (and had not expired).
-    pub fn delete(&mut self, db: u8, key: &[u8], now_ms: u64) -> bool {
-        let h = db_hash(key_hash(key), db);
-        match self.find_live_pos(db, key, h, now_ms) {
-            Ok(pos) => {
-                self.remove_at(pos);
-                self.publish();
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Whether the key exists (lazily expires it; no stats, no touch).
-    pub fn exists(&mut self, db: u8, key: &[u8], now_ms: u64) -> bool {
-        self.find_live(db, key, now_ms).is_some()
-    }
-
-    /// Makes the key most recently used; true if it exists (TOUCH).
-    pub fn touch(&mut self, db: u8, key: &[u8], now_ms: u64) -> bool {
-        let now = self.tick();
-        match self.find_live(db, key, now_ms) {
-            Some(e) => {
-                e.set_atime(now);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Sets (`Some(at_ms)`) or removes (`None`) a key's expiry time. Returns false if the
-    /// key does not exist; for `None`, also false if it had no TTL (PERSIST's 0).
-    /// An `at_ms` not in the future deletes the key (and still returns true), as Redis does.
-    pub fn set_expire(&mut self, db: u8, key: &[u8], at_ms: Option<u64>, now_ms: u64) -> bool {
-        let h = db_hash(key_hash(key), db);
-        let Ok(pos) = self.find_live_pos(db, key, h, now_ms) else {
-            return false;
-        };
-        let e = self.entry(pos);
-        match at_ms {
-            // Redis counts this as a deletion, not an expiry (no expired_keys bump).
-            Some(at) if at <= now_ms => self.remove_at(pos),
-            Some(at) if e.has_ttl() => e.set_expire_at(at),
-            Some(at) => {
-                self.volatile.push(e);
-                self.expires_per_db[e.db() as usize] += 1;
-                let v = self.volatile.len() as u32 - 1;
-                self.reallocate(pos, Some((at, v)));
-            }
-            None if e.has_ttl() => {
-                self.unlist_volatile(e);
-                self.reallocate(pos, None);
-            }
-            None => return false,
-        }
-        self.publish();
-        true
-    }
-
-    pub fn ttl(&mut self, db: u8, key: &[u8], now_ms: u64) -> TtlState {
-        match self.find_live(db, key, now_ms) {
-            None => TtlState::Missing,
-            Some(e) => match e.expire_at() {
-                None => TtlState::Persistent,
-                Some(at) => TtlState::ExpiresAt(at),
-            },
-        }
-    }
-
-    // ----- crate-level operations used by Store -----
-
-    /// Heap bytes held by this shard: entries' usable sizes plus index capacity.
+    /// Heap bytes held by this tenant here: entries' usable sizes plus index capacity.
     pub(crate) fn used(&self) -> u64 {
         self.entry_bytes + self.index_bytes()
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.table.len()
-    }
-
-    pub(crate) fn keys_in_db(&self, db: u8) -> u64 {
-        self.keys_per_db.get(db as usize).copied().unwrap_or(0)
-    }
-
-    pub(crate) fn db_counts(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.keys_per_db
-            .iter()
-            .copied()
-            .zip(self.expires_per_db.iter().copied())
-    }
-
-    pub(crate) fn reset_stats(&mut self) {
-        self.hits = 0;
-        self.misses = 0;
-        self.evicted = 0;
-        self.expired = 0;
-    }
-
-    /// Evicts until within budget (used after CONFIG SET maxmemory lowers the limit).
-    pub(crate) fn enforce_limit(&mut self) {
-        let _ = self.make_room(0);
-        self.publish();
-    }
-
-    /// Removes every entry of `db`.
-    pub(crate) fn flush_db(&mut self, db: u8) {
-        let mut pos = self.table.positions();
-        while pos > 0 {
-            pos -= 1;
-            // Removal only moves already-examined (higher) entries down into `pos`..
-            // A shrink reassigns positions wholesale: then start over from the top.
-            if self.table.at(pos).is_some_and(|e| e.db() == db) {
-                let epoch = self.table.epoch();
-                self.remove_at(pos);
-                if self.table.epoch() != epoch {
-                    pos = self.table.positions();
-                }
-            }
-        }
-        self.pool.retain(|k| k[0] != db);
-        self.publish();
-    }
-
-    /// Removes everything and returns the memory to the allocator.
-    pub(crate) fn flush_all(&mut self) {
-        for e in self.table.entries() {
-            e.free();
-        }
-        self.table.clear();
-        self.volatile = Vec::new();
-        self.entry_bytes = 0;
-        self.keys_per_db.iter_mut().for_each(|c| *c = 0);
-        self.expires_per_db.iter_mut().for_each(|c| *c = 0);
-        self.pool.clear();
-        self.publish();
-    }
-
-    /// One shard's part of the active expiry cycle (Redis `activeExpireCycle`): sample
-    /// 20 keys with a TTL, delete the expired ones, and go on while more than a quarter
-    /// of a sample had expired (at most `max_rounds` samples). Returns keys removed.
-    pub(crate) fn expire_cycle(&mut self, now_ms: u64, max_rounds: usize) -> u64 {
-        const SAMPLE: usize = 20;
-        let mut removed: u64 = 0;
-        for _ in 0..max_rounds {
-            if self.volatile.is_empty() {
-                break;
-            }
-            let n = SAMPLE.min(self.volatile.len());
-            let mut expired_here: u64 = 0;
-            for _ in 0..n {
-                if self.volatile.is_empty() {
-                    break;
-                }
-                let e = self.volatile[self.rng.gen_range(0..self.volatile.len())];
-                if e.expire_at().is_some_and(|at| now_ms > at) {
-                    let pos = self.position_of(e);
-                    self.remove_at(pos);
-                    self.expired += 1;
-                    expired_here += 1;
-                }
-            }
-            removed += expired_here;
-            if expired_here * 4 <= n as u64 {
-                break;
-            }
-        }
-        if removed > 0 {
-            self.publish();
-        }
-        removed
-    }
-
-    /// Number of positions a SCAN walks in this shard, and the epoch they belong to.
-    pub(crate) fn scan_extent(&self) -> (usize, u32) {
-        (self.table.positions(), self.table.epoch())
-    }
-
-    /// Live keys of `db` matching `pattern` at positions `range`, walked from the top down.
-    pub(crate) fn collect_keys(
-        &self,
-        db: u8,
-        range: std::ops::Range<usize>,
-        pattern: Option<&[u8]>,
-        now_ms: u64,
-        out: &mut Vec<Vec<u8>>,
-    ) {
-        let end = range.end.min(self.table.positions());
-        for pos in (range.start.min(end)..end).rev() {
-            let Some(e) = self.table.at(pos) else {
-                continue;
-            };
-            if e.db() != db || e.expire_at().is_some_and(|at| now_ms > at) {
-                continue;
-            }
-            if pattern.is_none_or(|p| crate::glob::glob_match(p, e.key())) {
-                out.push(e.key().to_vec());
-            }
-        }
-    }
-
-    /// A uniformly random live key of `db` in this shard.
-    pub(crate) fn random_key(&mut self, db: u8, now_ms: u64) -> Option<Vec<u8>> {
-        for _ in 0..100 {
-            if self.keys_in_db(db) == 0 {
-                return None;
-            }
-            let pos = self.random_position_of_db(db)?;
-            let e = self.entry(pos);
-            if e.expire_at().is_some_and(|at| now_ms > at) {
-                self.remove_at(pos);
-                self.expired += 1;
-                self.publish();
-                continue;
-            }
-            return Some(e.key().to_vec());
-        }
-        None
-    }
-
-    // ----- internals -----
-
-    /// Advances the logical clock; returns the new time as stored in entries.
-    #[inline]
-    fn tick(&mut self) -> u32 {
-        self.clock += 1;
-        self.clock as u32
-    }
-
-    #[inline]
-    fn idle_of(&self, e: Entry) -> u64 {
-        (self.clock as u32).wrapping_sub(e.atime()) as u64
     }
 
     fn index_bytes(&self) -> u64 {
@@ -469,8 +162,13 @@ impl Shard {
             + self.volatile.capacity() as u64 * std::mem::size_of::<Entry>() as u64
     }
 
-    fn publish(&self) {
-        self.published_used.0.store(self.used(), Ordering::Relaxed);
+    /// The index bytes one entry is charged (its share of the table and TTL list).
+    fn index_share(&self) -> u64 {
+        self.index_bytes() / self.table.len().max(1) as u64
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
     }
 
     #[inline]
@@ -478,9 +176,7 @@ impl Shard {
         self.table.at(pos).expect("position is occupied")
     }
 
-    /// The position of a pooled eviction candidate (database byte + key), if indexed.
-    fn find_pooled(table: &Table, id: &PoolKey) -> Option<usize> {
-        let (db, key) = (id[0], &id[1..]);
+    fn find_pooled(table: &Table, db: u8, key: &[u8]) -> Option<usize> {
         table.find(db_hash(key_hash(key), db), |e| {
             e.db() == db && e.key() == key
         })
@@ -509,7 +205,6 @@ impl Shard {
         if self.entry(pos).expire_at().is_some_and(|at| now_ms > at) {
             self.remove_at(pos);
             self.expired += 1;
-            self.publish();
             return Err(None);
         }
         Ok(pos)
@@ -522,8 +217,6 @@ impl Shard {
             .map(|pos| self.entry(pos))
     }
 
-    /// Inserts an absent key; `vacancy` is where the failed lookup ended (see
-    /// [`Table::find_or_vacancy`]).
     #[allow(clippy::too_many_arguments)]
     fn insert_new(
         &mut self,
@@ -534,7 +227,7 @@ impl Shard {
         now: u32,
         h: u64,
         vacancy: Option<usize>,
-    ) {
+    ) -> Entry {
         let ttl = expire.map(|at| (at, self.volatile.len() as u32));
         let e = Entry::new(db, key, value, ttl, now);
         self.entry_bytes += e.usable_size() as u64;
@@ -544,10 +237,12 @@ impl Shard {
         }
         self.keys_per_db[db as usize] += 1;
         self.table.insert_at_vacancy(h, e, vacancy, &entry_hash);
+        e
     }
 
-    /// Replaces the value (and maybe the TTL) of the entry at `pos`.
-    fn replace(&mut self, pos: usize, value: &[u8], ttl: SetTtl, now: u32) {
+    /// Replaces the value (and maybe the TTL) of the entry at `pos`; returns the entry
+    /// now holding the value.
+    fn replace(&mut self, pos: usize, value: &[u8], ttl: SetTtl, now: u32) -> Entry {
         let e = self.entry(pos);
         let had_ttl = e.has_ttl();
         let new_expire = match ttl {
@@ -562,7 +257,7 @@ impl Shard {
             if let Some(at) = new_expire {
                 e.set_expire_at(at);
             }
-            return;
+            return e;
         }
         let vol_idx = match (had_ttl, new_expire.is_some()) {
             (true, true) => Some(e.volatile_index()),
@@ -579,6 +274,7 @@ impl Shard {
         };
         let fresh = Entry::new(e.db(), e.key(), value, new_expire.zip(vol_idx), now);
         self.swap_allocation(pos, e, fresh);
+        fresh
     }
 
     /// Copies the entry at `pos` into a block with (`Some`) or without a TTL block.
@@ -623,15 +319,11 @@ impl Shard {
         e.free();
     }
 
-    fn random_position(&mut self) -> Option<usize> {
-        self.table.random_occupied(&mut self.rng)
-    }
-
-    fn random_position_of_db(&mut self, db: u8) -> Option<usize> {
+    fn random_position_of_db(&self, db: u8, rng: &mut SmallRng) -> Option<usize> {
         // Rejection sampling is uniform over db's entries; fall back to a scan when db
-        // holds a tiny share of this shard.
+        // holds a tiny share of this part.
         for _ in 0..64 {
-            let pos = self.random_position()?;
+            let pos = self.table.random_occupied(rng)?;
             if self.entry(pos).db() == db {
                 return Some(pos);
             }
@@ -642,106 +334,758 @@ impl Shard {
         if positions.is_empty() {
             None
         } else {
-            Some(positions[self.rng.gen_range(0..positions.len())])
+            Some(positions[rng.gen_range(0..positions.len())])
         }
     }
 
-    /// Evicts until `incoming` more bytes fit in the shard's budget. Fails with OOM under
-    /// noeviction or when the policy finds nothing it may evict.
-    fn make_room(&mut self, incoming: u64) -> Result<(), WriteError> {
-        let budget = self.config.shard_limit();
-        if budget == 0 {
-            return Ok(());
+    /// Removes every entry of `db`.
+    fn flush_db(&mut self, db: u8) {
+        let mut pos = self.table.positions();
+        while pos > 0 {
+            pos -= 1;
+            // Removal only moves already-examined (higher) entries down into `pos`..
+            // A shrink reassigns positions wholesale: then start over from the top.
+            if self.table.at(pos).is_some_and(|e| e.db() == db) {
+                let epoch = self.table.epoch();
+                self.remove_at(pos);
+                if self.table.epoch() != epoch {
+                    pos = self.table.positions();
+                }
+            }
         }
-        let limit = budget.saturating_sub(incoming);
-        if self.used() <= limit {
-            return Ok(());
+        self.pool.retain(|k| k[2] != db);
+    }
+
+    /// Removes everything and returns the memory to the allocator.
+    fn flush_all(&mut self) {
+        for e in self.table.entries() {
+            e.free();
         }
-        let policy = self.config.policy();
-        if policy == EvictionPolicy::NoEviction {
-            return Err(WriteError::OutOfMemory);
-        }
+        self.table.clear();
+        self.volatile = Vec::new();
+        self.entry_bytes = 0;
+        self.keys_per_db.iter_mut().for_each(|c| *c = 0);
+        self.expires_per_db.iter_mut().for_each(|c| *c = 0);
+        self.pool.clear();
+    }
+
+    /// Chooses and removes one victim of this tenant by `policy` with K = `k`; false if
+    /// the policy finds nothing it may evict here.
+    fn evict_one(
+        &mut self,
+        tenant: TenantId,
+        policy: EvictionPolicy,
+        k: usize,
+        clock: u32,
+        rng: &mut SmallRng,
+    ) -> bool {
         if policy != self.pool_policy {
             self.pool.clear();
             self.pool_policy = policy;
         }
-        let k = self.config.samples();
-        while self.used() > limit {
-            let victim = match policy {
-                EvictionPolicy::NoEviction => None,
-                EvictionPolicy::AllKeysRandom => self.random_position(),
-                EvictionPolicy::VolatileRandom => (!self.volatile.is_empty()).then(|| {
-                    let e = self.volatile[self.rng.gen_range(0..self.volatile.len())];
-                    self.position_of(e)
-                }),
-                EvictionPolicy::AllKeysLru
-                | EvictionPolicy::VolatileLru
-                | EvictionPolicy::VolatileTtl => {
-                    let mut candidates = Sampled {
-                        table: &self.table,
-                        volatile: &self.volatile,
-                        clock: self.clock as u32,
-                        from_volatile: policy.volatile_only(),
-                        by_ttl: policy == EvictionPolicy::VolatileTtl,
-                    };
-                    select_victim_pooled(&mut self.pool, &mut candidates, k, &mut self.rng)
-                        .and_then(|id| Self::find_pooled(&self.table, &id))
+        let victim = match policy {
+            EvictionPolicy::NoEviction => None,
+            EvictionPolicy::AllKeysRandom => self.table.random_occupied(rng),
+            EvictionPolicy::VolatileRandom => (!self.volatile.is_empty()).then(|| {
+                let e = self.volatile[rng.gen_range(0..self.volatile.len())];
+                self.position_of(e)
+            }),
+            EvictionPolicy::AllKeysLru
+            | EvictionPolicy::VolatileLru
+            | EvictionPolicy::VolatileTtl => {
+                let mut pool = std::mem::take(&mut self.pool);
+                let mut candidates = Sampled {
+                    parts: std::slice::from_ref(self),
+                    first_tenant: tenant,
+                    clock,
+                    from_volatile: policy.volatile_only(),
+                    by_ttl: policy == EvictionPolicy::VolatileTtl,
+                };
+                let id = select_victim_pooled(&mut pool, &mut candidates, k, rng);
+                self.pool = pool;
+                id.and_then(|id| Self::find_pooled(&self.table, id[2], &id[3..]))
+            }
+        };
+        match victim {
+            Some(pos) => {
+                self.remove_at(pos);
+                self.evicted += 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Index bytes the profiler charges each entry on top of its allocation: the table's
+/// 8-byte word at its load factor (0.44-0.875 between resizes, ~0.6 on average) plus the
+/// TTL list's share. A constant, not the part's current average, so that a key's size
+/// in the model does not move when the table resizes.
+pub const PROFILE_INDEX_BYTES: u64 = 16;
+
+/// The bytes a key of this shape is charged in the profiler's curves: jemalloc's size
+/// class for its block plus [`PROFILE_INDEX_BYTES`].
+pub fn charged_bytes(key_len: usize, value_len: usize, ttl: bool) -> u64 {
+    let block = Entry::block_size(key_len, value_len, ttl);
+    // SAFETY: nallocx only computes the size class; flags 0 = default alignment.
+    let class = unsafe { tikv_jemalloc_sys::nallocx(block, 0) };
+    class as u64 + PROFILE_INDEX_BYTES
+}
+
+#[inline]
+fn profiled_bytes(e: Entry) -> u64 {
+    e.usable_size() as u64 + PROFILE_INDEX_BYTES
+}
+
+pub struct Shard {
+    config: Arc<SharedConfig>,
+    /// One part per tenant slot that has touched this shard, indexed by [`TenantId`].
+    parts: Vec<Part>,
+    clock: u64,
+    /// `used()` published for lock-free reads by `Store::used_memory`.
+    published_used: Arc<UsedCell>,
+    /// The pool of free competition (`tenant-partitioning off`): candidates of all
+    /// tenants, as Redis's one pool over one keyspace.
+    shared_pool: EvictionPool<PoolKey>,
+    shared_pool_policy: EvictionPolicy,
+    rng: SmallRng,
+}
+
+// SAFETY: the shard exclusively owns every entry allocation it indexes.
+unsafe impl Send for Shard {}
+
+impl Shard {
+    pub(crate) fn new(
+        config: Arc<SharedConfig>,
+        published_used: Arc<UsedCell>,
+        seed: u64,
+    ) -> Shard {
+        let policy = config.policy();
+        let s = Shard {
+            config,
+            parts: Vec::new(),
+            clock: 0,
+            published_used,
+            shared_pool: EvictionPool::new(),
+            shared_pool_policy: policy,
+            rng: SmallRng::seed_from_u64(seed),
+        };
+        s.publish();
+        s
+    }
+
+    /// The part of tenant `t`, created on first use.
+    #[inline]
+    fn part(&mut self, t: TenantId) -> &mut Part {
+        let t = t as usize;
+        if t >= self.parts.len() {
+            let (dbs, policy) = (self.config.databases, self.config.policy());
+            self.parts.resize_with(t + 1, || Part::new(dbs, policy));
+        }
+        &mut self.parts[t]
+    }
+
+    /// Hands a reference to the profiler if the tenant is profiled and the key is in
+    /// its spatial sample (kRedis §2.7): O(1), and nothing at all for other keys.
+    #[inline]
+    fn sample(&self, t: TenantId, id: u64, bytes: u64, kind: RefKind) {
+        let thr = self
+            .config
+            .tenants
+            .get(t)
+            .sample_threshold
+            .load(Ordering::Relaxed);
+        if thr == 0 || (mix64(id) & (SAMPLE_MODULUS - 1)) >= thr {
+            return;
+        }
+        if let Some(sink) = self.config.sink.get() {
+            sink.record(Reference {
+                tenant: t,
+                id,
+                bytes: bytes.min(u32::MAX as u64) as u32,
+                kind,
+                at: std::time::Instant::now(),
+            });
+        }
+    }
+
+    // ----- public key-level API -----
+
+    /// Reads a value: lazily expires it, counts a keyspace hit or miss, and makes the key
+    /// most recently used. The slice is valid while the shard stays locked.
+    pub fn get(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<&[u8]> {
+        let now = self.tick();
+        let h = db_hash(key_hash(key), ns.db);
+        let part = self.part(ns.tenant);
+        match part.find_live_pos(ns.db, key, h, now_ms) {
+            Ok(pos) => {
+                part.hits += 1;
+                let e = part.entry(pos);
+                e.set_atime(now);
+                self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Hit);
+                Some(e.value())
+            }
+            Err(_) => {
+                part.misses += 1;
+                self.sample(ns.tenant, h, 0, RefKind::Miss);
+                self.publish();
+                None
+            }
+        }
+    }
+
+    /// Reads a value without counting stats or touching recency (lazily expires it).
+    pub fn peek(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<&[u8]> {
+        self.part(ns.tenant)
+            .find_live(ns.db, key, now_ms)
+            .map(|e| e.value())
+    }
+
+    /// Information about a key without touching it (lazily expires it).
+    pub fn info(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<EntryInfo> {
+        let clock = self.clock as u32;
+        let part = self.part(ns.tenant);
+        let e = part.find_live(ns.db, key, now_ms)?;
+        Some(EntryInfo {
+            value_len: e.value_len(),
+            idle_accesses: clock.wrapping_sub(e.atime()) as u64,
+            expire_at_ms: e.expire_at(),
+            memory_bytes: e.usable_size() + part.index_share() as usize,
+        })
+    }
+
+    /// Inserts or replaces a value, evicting first (per the store's policy and the
+    /// tenants' limits) if memory is short. Makes the key most recently used.
+    pub fn set(
+        &mut self,
+        ns: Ns,
+        key: &[u8],
+        value: &[u8],
+        ttl: SetTtl,
+        now_ms: u64,
+    ) -> Result<(), WriteError> {
+        if key.len() > MAX_LEN || value.len() > MAX_LEN {
+            return Err(WriteError::TooLarge);
+        }
+        // Room for the block this write may allocate (an upper bound: a replaced value
+        // frees its old block too), so the shard never ends above its budget.
+        self.make_room(
+            ns.tenant,
+            Entry::block_size(key.len(), value.len(), matches!(ttl, SetTtl::At(_))) as u64,
+        )?;
+        let now = self.tick();
+        let h = db_hash(key_hash(key), ns.db);
+        let part = self.part(ns.tenant);
+        let e = match part.find_live_pos(ns.db, key, h, now_ms) {
+            Ok(pos) => part.replace(pos, value, ttl, now),
+            Err(vacancy) => {
+                let expire = match ttl {
+                    SetTtl::At(at) => Some(at),
+                    SetTtl::Clear | SetTtl::Keep => None,
+                };
+                part.insert_new(ns.db, key, value, expire, now, h, vacancy)
+            }
+        };
+        part.writes += 1;
+        self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Write);
+        self.publish();
+        Ok(())
+    }
+
+    /// Removes a key; true if it existed (and had not expired).
+    pub fn delete(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
+        let h = db_hash(key_hash(key), ns.db);
+        let part = self.part(ns.tenant);
+        match part.find_live_pos(ns.db, key, h, now_ms) {
+            Ok(pos) => {
+                part.remove_at(pos);
+                self.sample(ns.tenant, h, 0, RefKind::Delete);
+                self.publish();
+                true
+            }
+            Err(_) => {
+                self.publish();
+                false
+            }
+        }
+    }
+
+    /// Whether the key exists (lazily expires it; no stats, no touch).
+    pub fn exists(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
+        self.part(ns.tenant).find_live(ns.db, key, now_ms).is_some()
+    }
+
+    /// Makes the key most recently used; true if it exists (TOUCH).
+    pub fn touch(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
+        let now = self.tick();
+        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
+            Some(e) => {
+                e.set_atime(now);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sets (`Some(at_ms)`) or removes (`None`) a key's expiry time. Returns false if the
+    /// key does not exist; for `None`, also false if it had no TTL (PERSIST's 0).
+    /// An `at_ms` not in the future deletes the key (and still returns true), as Redis does.
+    pub fn set_expire(&mut self, ns: Ns, key: &[u8], at_ms: Option<u64>, now_ms: u64) -> bool {
+        let h = db_hash(key_hash(key), ns.db);
+        let part = self.part(ns.tenant);
+        let Ok(pos) = part.find_live_pos(ns.db, key, h, now_ms) else {
+            self.publish();
+            return false;
+        };
+        let e = part.entry(pos);
+        match at_ms {
+            // Redis counts this as a deletion, not an expiry (no expired_keys bump).
+            Some(at) if at <= now_ms => part.remove_at(pos),
+            Some(at) if e.has_ttl() => e.set_expire_at(at),
+            Some(at) => {
+                part.volatile.push(e);
+                part.expires_per_db[e.db() as usize] += 1;
+                let v = part.volatile.len() as u32 - 1;
+                part.reallocate(pos, Some((at, v)));
+            }
+            None if e.has_ttl() => {
+                part.unlist_volatile(e);
+                part.reallocate(pos, None);
+            }
+            None => return false,
+        }
+        self.publish();
+        true
+    }
+
+    pub fn ttl(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> TtlState {
+        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
+            None => TtlState::Missing,
+            Some(e) => match e.expire_at() {
+                None => TtlState::Persistent,
+                Some(at) => TtlState::ExpiresAt(at),
+            },
+        }
+    }
+
+    // ----- crate-level operations used by Store -----
+
+    /// Heap bytes held by this shard: all parts' entries and index capacity.
+    pub(crate) fn used(&self) -> u64 {
+        self.parts.iter().map(Part::used).sum()
+    }
+
+    pub(crate) fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.parts.iter().map(Part::len).sum()
+    }
+
+    pub(crate) fn keys_in_db(&self, ns: Ns) -> u64 {
+        self.parts
+            .get(ns.tenant as usize)
+            .and_then(|p| p.keys_per_db.get(ns.db as usize).copied())
+            .unwrap_or(0)
+    }
+
+    /// Per database of tenant `t`: (keys, keys with a TTL).
+    pub(crate) fn db_counts(&self, t: TenantId) -> Vec<(u64, u64)> {
+        match self.parts.get(t as usize) {
+            Some(p) => p
+                .keys_per_db
+                .iter()
+                .copied()
+                .zip(p.expires_per_db.iter().copied())
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    pub(crate) fn reset_stats(&mut self) {
+        for p in &mut self.parts {
+            p.hits = 0;
+            p.misses = 0;
+            p.evicted = 0;
+            p.expired = 0;
+            p.writes = 0;
+        }
+    }
+
+    /// Evicts until within budget (used after CONFIG SET maxmemory or a tenant's limit
+    /// is lowered).
+    pub(crate) fn enforce_limit(&mut self) {
+        for t in 0..self.parts.len() {
+            let _ = self.make_room(t as TenantId, 0);
+        }
+        self.publish();
+    }
+
+    /// Removes every entry of `ns`.
+    pub(crate) fn flush_db(&mut self, ns: Ns) {
+        if let Some(p) = self.parts.get_mut(ns.tenant as usize) {
+            p.flush_db(ns.db);
+        }
+        self.shared_pool
+            .retain(|k| pool_tenant(k) != ns.tenant || k[2] != ns.db);
+        self.publish();
+    }
+
+    /// Removes every entry of tenant `t` and returns its memory to the allocator;
+    /// `reset` also zeroes its counters (the tenant is being deleted).
+    pub(crate) fn flush_tenant(&mut self, t: TenantId, reset: bool) {
+        if let Some(p) = self.parts.get_mut(t as usize) {
+            p.flush_all();
+            if reset {
+                p.reset_counters();
+            }
+        }
+        self.shared_pool.retain(|k| pool_tenant(k) != t);
+        self.publish();
+    }
+
+    /// One shard's part of the active expiry cycle (Redis `activeExpireCycle`): in each
+    /// tenant's part, sample 20 keys with a TTL, delete the expired ones, and go on
+    /// while more than a quarter of a sample had expired (at most `max_rounds`
+    /// samples). Returns keys removed.
+    pub(crate) fn expire_cycle(&mut self, now_ms: u64, max_rounds: usize) -> u64 {
+        const SAMPLE: usize = 20;
+        let mut removed: u64 = 0;
+        let rng = &mut self.rng;
+        for part in &mut self.parts {
+            for _ in 0..max_rounds {
+                if part.volatile.is_empty() {
+                    break;
+                }
+                let n = SAMPLE.min(part.volatile.len());
+                let mut expired_here: u64 = 0;
+                for _ in 0..n {
+                    if part.volatile.is_empty() {
+                        break;
+                    }
+                    let e = part.volatile[rng.gen_range(0..part.volatile.len())];
+                    if e.expire_at().is_some_and(|at| now_ms > at) {
+                        let pos = part.position_of(e);
+                        part.remove_at(pos);
+                        part.expired += 1;
+                        expired_here += 1;
+                    }
+                }
+                removed += expired_here;
+                if expired_here * 4 <= n as u64 {
+                    break;
+                }
+            }
+        }
+        if removed > 0 {
+            self.publish();
+        }
+        removed
+    }
+
+    /// Number of positions a SCAN walks in tenant `t`'s part, and their epoch.
+    pub(crate) fn scan_extent(&self, t: TenantId) -> (usize, u32) {
+        self.parts
+            .get(t as usize)
+            .map_or((0, 0), |p| (p.table.positions(), p.table.epoch()))
+    }
+
+    /// Live keys of `ns` matching `pattern` at positions `range`, walked from the top down.
+    pub(crate) fn collect_keys(
+        &self,
+        ns: Ns,
+        range: std::ops::Range<usize>,
+        pattern: Option<&[u8]>,
+        now_ms: u64,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        let Some(part) = self.parts.get(ns.tenant as usize) else {
+            return;
+        };
+        let end = range.end.min(part.table.positions());
+        for pos in (range.start.min(end)..end).rev() {
+            let Some(e) = part.table.at(pos) else {
+                continue;
+            };
+            if e.db() != ns.db || e.expire_at().is_some_and(|at| now_ms > at) {
+                continue;
+            }
+            if pattern.is_none_or(|p| crate::glob::glob_match(p, e.key())) {
+                out.push(e.key().to_vec());
+            }
+        }
+    }
+
+    /// A uniformly random live key of `ns` in this shard.
+    pub(crate) fn random_key(&mut self, ns: Ns, now_ms: u64) -> Option<Vec<u8>> {
+        let t = ns.tenant as usize;
+        for _ in 0..100 {
+            if self.keys_in_db(ns) == 0 {
+                return None;
+            }
+            let part = self.parts.get_mut(t)?;
+            let pos = part.random_position_of_db(ns.db, &mut self.rng)?;
+            let e = part.entry(pos);
+            if e.expire_at().is_some_and(|at| now_ms > at) {
+                part.remove_at(pos);
+                part.expired += 1;
+                self.publish();
+                continue;
+            }
+            return Some(e.key().to_vec());
+        }
+        None
+    }
+
+    // ----- internals -----
+
+    /// Advances the logical clock; returns the new time as stored in entries.
+    #[inline]
+    fn tick(&mut self) -> u32 {
+        self.clock += 1;
+        self.clock as u32
+    }
+
+    fn publish(&self) {
+        self.published_used.0.store(self.used(), Ordering::Relaxed);
+    }
+
+    /// The tenant that gives memory when the shard is full under partitioning (kRedis
+    /// §4.2 step 4): the one most over its target share of this shard. When nobody is
+    /// over, the writer gives (a tenant at or under its target is never evicted by
+    /// another's load); when the writer has nothing here either, the largest part.
+    fn most_over_target(&self, writer: TenantId) -> Option<TenantId> {
+        let shards = self.config.shards as i128;
+        let mut best: Option<(i128, TenantId)> = None;
+        for (t, p) in self.parts.iter().enumerate() {
+            if p.len() == 0 {
+                continue;
+            }
+            let target = self.config.tenants.get(t as TenantId).target() as i128 / shards;
+            let over = p.used() as i128 - target;
+            if best.is_none_or(|(b, _)| over > b) {
+                best = Some((over, t as TenantId));
+            }
+        }
+        match best {
+            Some((over, t)) if over > 0 => Some(t),
+            _ if self.parts.get(writer as usize).is_some_and(|p| p.len() > 0) => Some(writer),
+            Some((_, t)) => Some(t),
+            None => None,
+        }
+    }
+
+    /// Evicts until `incoming` more bytes of tenant `t` fit: within the tenant's cap and
+    /// within the shard's share of `maxmemory`. Fails with OOM under noeviction or when
+    /// the policy finds nothing it may evict.
+    fn make_room(&mut self, t: TenantId, incoming: u64) -> Result<(), WriteError> {
+        let budget = self.config.shard_limit();
+        let mode = self.config.tenants.partitioning();
+        let limits = self.config.tenants.get(t);
+        let cap = if mode == Partitioning::Off {
+            0
+        } else {
+            // A cap below one byte per shard still means "almost nothing", not "no cap".
+            limits.cap().div_ceil(self.config.shards as u64)
+        };
+        if budget == 0 && cap == 0 {
+            return Ok(());
+        }
+        let policy = self.config.policy();
+        loop {
+            let own = self.parts.get(t as usize).map_or(0, Part::used);
+            let over_cap = cap > 0 && own + incoming > cap;
+            let over_global = budget > 0 && self.used() + incoming > budget;
+            if !over_cap && !over_global {
+                break;
+            }
+            if policy == EvictionPolicy::NoEviction {
+                self.publish();
+                return Err(WriteError::OutOfMemory);
+            }
+            let victim = if over_cap {
+                Some(t)
+            } else if mode == Partitioning::Off {
+                None
+            } else {
+                match self.most_over_target(t) {
+                    Some(v) => Some(v),
+                    None => {
+                        self.publish();
+                        return Err(WriteError::OutOfMemory);
+                    }
                 }
             };
-            match victim {
-                Some(pos) => {
-                    self.remove_at(pos);
-                    self.evicted += 1;
+            let evicted = match victim {
+                Some(v) => {
+                    let k = match self.config.tenants.get(v).samples() {
+                        0 => self.config.samples(),
+                        k => k.clamp(1, 64),
+                    };
+                    let clock = self.clock as u32;
+                    if v as usize >= self.parts.len() {
+                        false
+                    } else {
+                        self.parts[v as usize].evict_one(v, policy, k, clock, &mut self.rng)
+                    }
                 }
-                None => {
-                    self.publish();
-                    return Err(WriteError::OutOfMemory);
-                }
+                None => self.evict_one_shared(policy),
+            };
+            if !evicted {
+                self.publish();
+                return Err(WriteError::OutOfMemory);
             }
         }
         self.publish();
         Ok(())
     }
+
+    /// Free competition (`tenant-partitioning off`): one victim chosen among all
+    /// tenants' entries with the global K, as Redis would over one keyspace.
+    fn evict_one_shared(&mut self, policy: EvictionPolicy) -> bool {
+        if policy != self.shared_pool_policy {
+            self.shared_pool.clear();
+            self.shared_pool_policy = policy;
+        }
+        let from_volatile = policy.volatile_only();
+        let weight = |p: &Part| {
+            if from_volatile {
+                p.volatile.len()
+            } else {
+                p.len()
+            }
+        };
+        let victim: Option<(usize, usize)> = match policy {
+            EvictionPolicy::NoEviction => None,
+            EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom => {
+                let total: usize = self.parts.iter().map(weight).sum();
+                if total == 0 {
+                    None
+                } else {
+                    let t = pick_weighted(&self.parts, &weight, self.rng.gen_range(0..total));
+                    let p = &self.parts[t];
+                    let pos = if from_volatile {
+                        let e = p.volatile[self.rng.gen_range(0..p.volatile.len())];
+                        Some(p.position_of(e))
+                    } else {
+                        p.table.random_occupied(&mut self.rng)
+                    };
+                    pos.map(|pos| (t, pos))
+                }
+            }
+            EvictionPolicy::AllKeysLru
+            | EvictionPolicy::VolatileLru
+            | EvictionPolicy::VolatileTtl => {
+                let mut candidates = Sampled {
+                    parts: &self.parts,
+                    first_tenant: 0,
+                    clock: self.clock as u32,
+                    from_volatile,
+                    by_ttl: policy == EvictionPolicy::VolatileTtl,
+                };
+                let k = self.config.samples();
+                select_victim_pooled(&mut self.shared_pool, &mut candidates, k, &mut self.rng)
+                    .and_then(|id| {
+                        let t = pool_tenant(&id) as usize;
+                        let pos = Part::find_pooled(&self.parts.get(t)?.table, id[2], &id[3..])?;
+                        Some((t, pos))
+                    })
+            }
+        };
+        match victim {
+            Some((t, pos)) => {
+                let p = &mut self.parts[t];
+                p.remove_at(pos);
+                p.evicted += 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Part {
+    fn reset_counters(&mut self) {
+        self.hits = 0;
+        self.misses = 0;
+        self.evicted = 0;
+        self.expired = 0;
+        self.writes = 0;
+    }
+}
+
+/// The index of the part that the `r`-th entry (0-based, in `weight` order) falls in.
+fn pick_weighted(parts: &[Part], weight: &impl Fn(&Part) -> usize, mut r: usize) -> usize {
+    for (i, p) in parts.iter().enumerate() {
+        let w = weight(p);
+        if r < w {
+            return i;
+        }
+        r -= w;
+    }
+    parts.len().saturating_sub(1)
 }
 
 impl Drop for Shard {
     fn drop(&mut self) {
-        for e in self.table.entries() {
-            e.free();
+        for p in &mut self.parts {
+            for e in p.table.entries() {
+                e.free();
+            }
+            p.table.clear();
         }
-        self.table.clear();
     }
 }
 
-/// The shard's entries seen as eviction candidates for [`augur_sim::policy`].
+/// Parts' entries seen as eviction candidates for [`augur_sim::policy`]: one part (a
+/// tenant's own eviction) or all of them (free competition), uniform over the union.
 struct Sampled<'a> {
-    table: &'a Table,
-    volatile: &'a [Entry],
+    parts: &'a [Part],
+    /// The tenant of `parts[0]` (parts[i] is tenant first_tenant + i).
+    first_tenant: TenantId,
     clock: u32,
     from_volatile: bool,
     by_ttl: bool,
+}
+
+impl Sampled<'_> {
+    fn weight(&self, p: &Part) -> usize {
+        if self.from_volatile {
+            p.volatile.len()
+        } else {
+            p.len()
+        }
+    }
 }
 
 impl Candidates for Sampled<'_> {
     type Id = PoolKey;
 
     fn population(&self) -> usize {
-        if self.from_volatile {
-            self.volatile.len()
-        } else {
-            self.table.len()
-        }
+        self.parts.iter().map(|p| self.weight(p)).sum()
     }
 
     fn sample<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Option<(PoolKey, u64)> {
-        if self.population() == 0 {
+        let total = self.population();
+        if total == 0 {
             return None;
         }
-        let e = if self.from_volatile {
-            self.volatile[rng.gen_range(0..self.volatile.len())]
+        let i = if self.parts.len() == 1 {
+            0
         } else {
-            let pos = self.table.random_occupied(rng)?;
-            self.table.at(pos)?
+            pick_weighted(
+                self.parts,
+                &|p: &Part| self.weight(p),
+                rng.gen_range(0..total),
+            )
+        };
+        let part = &self.parts[i];
+        let e = if self.from_volatile {
+            part.volatile[rng.gen_range(0..part.volatile.len())]
+        } else {
+            let pos = part.table.random_occupied(rng)?;
+            part.table.at(pos)?
         };
         let score = if self.by_ttl {
             // Soonest expiry first: Redis uses ULLONG_MAX - expire as the "idle" score.
@@ -749,23 +1093,41 @@ impl Candidates for Sampled<'_> {
         } else {
             self.clock.wrapping_sub(e.atime()) as u64
         };
-        Some((pool_key(e.db(), e.key()), score))
+        let tenant = self.first_tenant + i as TenantId;
+        Some((pool_key(tenant, e.db(), e.key()), score))
     }
 
     fn contains(&self, id: &PoolKey) -> bool {
-        Shard::find_pooled(self.table, id)
+        let t = pool_tenant(id).wrapping_sub(self.first_tenant) as usize;
+        let Some(part) = self.parts.get(t) else {
+            return false;
+        };
+        Part::find_pooled(&part.table, id[2], &id[3..])
             // Like Redis (which looks the key up in `db->expires` for volatile policies),
             // a candidate whose TTL was removed since it was pooled is no longer eligible.
             .is_some_and(|pos| {
-                !self.from_volatile || self.table.at(pos).is_some_and(|e| e.has_ttl())
+                !self.from_volatile || part.table.at(pos).is_some_and(|e| e.has_ttl())
             })
     }
 }
-
 #[cfg(test)]
 impl Shard {
     /// Checks every internal invariant; panics with a description if one is broken.
     pub(crate) fn check_invariants(&self) {
+        for p in &self.parts {
+            p.check_invariants();
+        }
+        assert_eq!(
+            self.published_used.0.load(Ordering::Relaxed),
+            self.used(),
+            "published used"
+        );
+    }
+}
+
+#[cfg(test)]
+impl Part {
+    fn check_invariants(&self) {
         let mut bytes = 0u64;
         let mut n = 0usize;
         let mut keys = vec![0u64; self.keys_per_db.len()];
@@ -802,10 +1164,5 @@ impl Shard {
         assert_eq!(bytes, self.entry_bytes, "entry byte accounting");
         assert_eq!(keys, self.keys_per_db, "per-db key counts");
         assert_eq!(expires, self.expires_per_db, "per-db expire counts");
-        assert_eq!(
-            self.published_used.0.load(Ordering::Relaxed),
-            self.used(),
-            "published used"
-        );
     }
 }

@@ -1,5 +1,6 @@
 //! The store: shards, live configuration, and whole-keyspace operations.
 
+use crate::tenant::{Ns, Partitioning, ReferenceSink, TenantId, TenantTable, MAX_TENANTS};
 use crate::{EvictionPolicy, Shard};
 use parking_lot::{Mutex, MutexGuard};
 use std::hash::BuildHasher;
@@ -42,6 +43,19 @@ pub struct StoreStats {
     pub keys_per_db: Vec<(u64, u64)>,
 }
 
+/// One tenant's figures, for TENANT INFO, INFO tenants and the tuner.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TenantStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub writes: u64,
+    pub evicted: u64,
+    pub expired: u64,
+    /// Bytes charged to the tenant (its share of `used_memory`).
+    pub used_bytes: u64,
+    pub keys: u64,
+}
+
 /// One page of SCAN.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScanPage {
@@ -57,6 +71,9 @@ pub(crate) struct SharedConfig {
     samples: AtomicUsize,
     pub(crate) shards: usize,
     pub(crate) databases: usize,
+    pub(crate) tenants: TenantTable,
+    /// Where sampled references go (set once by the server when it starts profiling).
+    pub(crate) sink: OnceLock<Arc<dyn ReferenceSink>>,
 }
 
 impl SharedConfig {
@@ -133,6 +150,8 @@ impl Store {
             samples: AtomicUsize::new(config.samples.clamp(1, 64)),
             shards: n,
             databases: config.databases.clamp(1, 256),
+            tenants: TenantTable::new(),
+            sink: OnceLock::new(),
         });
         let used: Box<[Arc<UsedCell>]> = (0..n).map(|_| Arc::new(UsedCell::default())).collect();
         let shards = (0..n)
@@ -242,23 +261,108 @@ impl Store {
         max > 0 && self.policy() == EvictionPolicy::NoEviction && self.used_memory() > max
     }
 
-    pub fn stats(&self) -> StoreStats {
+    /// Whole-store counters; `keys_per_db` is tenant `keyspace_of`'s databases (INFO
+    /// keyspace shows the caller's tenant only).
+    pub fn stats(&self, keyspace_of: TenantId) -> StoreStats {
         let mut st = StoreStats {
             keys_per_db: vec![(0, 0); self.config.databases],
             ..Default::default()
         };
         for s in self.shards.iter() {
             let g = s.0.lock();
-            st.keyspace_hits += g.hits;
-            st.keyspace_misses += g.misses;
-            st.evicted_keys += g.evicted;
-            st.expired_keys += g.expired;
-            for (acc, (k, e)) in st.keys_per_db.iter_mut().zip(g.db_counts()) {
+            for p in g.parts() {
+                st.keyspace_hits += p.hits;
+                st.keyspace_misses += p.misses;
+                st.evicted_keys += p.evicted;
+                st.expired_keys += p.expired;
+            }
+            for (acc, (k, e)) in st.keys_per_db.iter_mut().zip(g.db_counts(keyspace_of)) {
                 acc.0 += k;
                 acc.1 += e;
             }
         }
         st
+    }
+
+    /// Figures of every tenant slot up to the highest one in use (index = TenantId).
+    pub fn tenant_stats(&self) -> Vec<TenantStats> {
+        let mut out: Vec<TenantStats> = Vec::new();
+        for s in self.shards.iter() {
+            let g = s.0.lock();
+            if out.len() < g.parts().len() {
+                out.resize(g.parts().len(), TenantStats::default());
+            }
+            for (acc, p) in out.iter_mut().zip(g.parts()) {
+                acc.hits += p.hits;
+                acc.misses += p.misses;
+                acc.writes += p.writes;
+                acc.evicted += p.evicted;
+                acc.expired += p.expired;
+                acc.used_bytes += p.used();
+                acc.keys += p.len() as u64;
+            }
+        }
+        out
+    }
+
+    /// How memory is divided between tenants.
+    pub fn partitioning(&self) -> Partitioning {
+        self.config.tenants.partitioning()
+    }
+
+    /// Switches the partitioning mode live (no key is lost; limits apply from the next
+    /// write on, and at once to tenants over a cap).
+    pub fn set_partitioning(&self, mode: Partitioning) {
+        self.config
+            .tenants
+            .partitioning
+            .store(mode.code(), Ordering::Relaxed);
+        self.enforce_limits();
+    }
+
+    /// Sets tenant `t`'s hard cap, target and K (0 = none / the global K). A lowered
+    /// cap is enforced at once (as CONFIG SET maxmemory is).
+    pub fn set_tenant_limits(&self, t: TenantId, cap: u64, target: u64, samples: usize) {
+        let l = self.config.tenants.get(t);
+        let old_cap = l.cap.swap(cap, Ordering::Relaxed);
+        l.target.store(target, Ordering::Relaxed);
+        l.samples.store(samples.min(64), Ordering::Relaxed);
+        if cap != 0 && (old_cap == 0 || cap < old_cap) {
+            self.enforce_limits();
+        }
+    }
+
+    /// Tenant `t`'s current (cap, target, K) as set.
+    pub fn tenant_limits(&self, t: TenantId) -> (u64, u64, usize) {
+        let l = self.config.tenants.get(t);
+        (l.cap(), l.target(), l.samples())
+    }
+
+    /// Sets the spatial sampling rate of tenant `t`'s profiling (0 = off).
+    pub fn set_tenant_sample_rate(&self, t: TenantId, rate: f64) {
+        self.config
+            .tenants
+            .get(t)
+            .sample_threshold
+            .store(crate::tenant::sample_threshold(rate), Ordering::Relaxed);
+    }
+
+    /// Installs where sampled references go; only the first call takes effect.
+    pub fn set_reference_sink(&self, sink: Arc<dyn ReferenceSink>) {
+        let _ = self.config.sink.set(sink);
+    }
+
+    /// Removes every key of tenant `t` and clears its limits and counters (the slot can
+    /// then be given to a new tenant).
+    pub fn drop_tenant(&self, t: TenantId) {
+        if t as usize >= MAX_TENANTS {
+            return;
+        }
+        self.set_tenant_limits(t, 0, 0, 0);
+        self.set_tenant_sample_rate(t, 0.0);
+        for s in self.shards.iter() {
+            s.0.lock().flush_tenant(t, true);
+        }
     }
 
     /// CONFIG RESETSTAT: zero hits, misses, evicted and expired counters.
@@ -269,36 +373,37 @@ impl Store {
     }
 
     /// Keys in `db` (including expired keys not yet removed, as Redis's DBSIZE).
-    pub fn dbsize(&self, db: u8) -> u64 {
-        self.shards.iter().map(|s| s.0.lock().keys_in_db(db)).sum()
+    pub fn dbsize(&self, ns: Ns) -> u64 {
+        self.shards.iter().map(|s| s.0.lock().keys_in_db(ns)).sum()
     }
 
-    /// Total keys over all databases.
+    /// Total keys over all tenants and databases.
     pub fn total_keys(&self) -> u64 {
         self.shards.iter().map(|s| s.0.lock().len() as u64).sum()
     }
 
-    pub fn flushdb(&self, db: u8) {
+    pub fn flushdb(&self, ns: Ns) {
         for s in self.shards.iter() {
-            s.0.lock().flush_db(db);
+            s.0.lock().flush_db(ns);
         }
     }
 
-    pub fn flushall(&self) {
+    /// FLUSHALL: every database of tenant `t` (other tenants keep their keys).
+    pub fn flushall(&self, t: TenantId) {
         for s in self.shards.iter() {
-            s.0.lock().flush_all();
+            s.0.lock().flush_tenant(t, false);
         }
     }
 
     /// A uniformly random live key of `db`: a shard chosen with probability proportional
     /// to its share of `db`, then a uniform key within it.
-    pub fn random_key(&self, db: u8, now_ms: u64) -> Option<Vec<u8>> {
+    pub fn random_key(&self, ns: Ns, now_ms: u64) -> Option<Vec<u8>> {
         use rand::Rng;
         for _ in 0..8 {
             let counts: Vec<u64> = self
                 .shards
                 .iter()
-                .map(|s| s.0.lock().keys_in_db(db))
+                .map(|s| s.0.lock().keys_in_db(ns))
                 .collect();
             let total: u64 = counts.iter().sum();
             if total == 0 {
@@ -316,7 +421,7 @@ impl Store {
                     }
                 })
                 .unwrap_or(0);
-            if let Some(k) = self.shards[shard].0.lock().random_key(db, now_ms) {
+            if let Some(k) = self.shards[shard].0.lock().random_key(ns, now_ms) {
                 return Some(k);
             }
         }
@@ -324,13 +429,13 @@ impl Store {
     }
 
     /// All live keys of `db` matching a glob `pattern` (Redis's glob syntax).
-    pub fn keys(&self, db: u8, pattern: &[u8], now_ms: u64) -> Vec<Vec<u8>> {
+    pub fn keys(&self, ns: Ns, pattern: &[u8], now_ms: u64) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         let all = pattern == b"*";
         for s in self.shards.iter() {
             let g = s.0.lock();
             g.collect_keys(
-                db,
+                ns,
                 0..usize::MAX,
                 (!all).then_some(pattern),
                 now_ms,
@@ -350,7 +455,7 @@ impl Store {
     /// since) restarts that shard from its top: duplicates, never misses.
     pub fn scan(
         &self,
-        db: u8,
+        ns: Ns,
         cursor: u64,
         count: usize,
         pattern: Option<&[u8]>,
@@ -370,13 +475,13 @@ impl Store {
         let mut budget = count;
         while shard < n && budget > 0 {
             let g = self.shards[shard as usize].0.lock();
-            let (positions, epoch) = g.scan_extent();
+            let (positions, epoch) = g.scan_extent(ns.tenant);
             let top = match resume {
                 Some((e, pos)) if e == epoch & 0xFF => pos.min(positions),
                 _ => positions,
             };
             let from = top.saturating_sub(budget);
-            g.collect_keys(db, from..top, pattern, now_ms, &mut page.keys);
+            g.collect_keys(ns, from..top, pattern, now_ms, &mut page.keys);
             budget -= top - from;
             if from > 0 {
                 page.next_cursor =

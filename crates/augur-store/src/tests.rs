@@ -64,20 +64,20 @@ proptest! {
             match op {
                 Op::Set(db, k, v, t) => {
                     let ttl = t.map_or(SetTtl::Clear, SetTtl::At);
-                    s.lock_key(&key(k)).set(db, &key(k), &v, ttl, now).unwrap();
+                    s.lock_key(&key(k)).set(Ns::new(0, db), &key(k), &v, ttl, now).unwrap();
                     model.insert((db, key(k)), (v, t));
                 }
                 Op::SetKeep(db, k, v) => {
-                    s.lock_key(&key(k)).set(db, &key(k), &v, SetTtl::Keep, now).unwrap();
+                    s.lock_key(&key(k)).set(Ns::new(0, db), &key(k), &v, SetTtl::Keep, now).unwrap();
                     let old = model.get(&(db, key(k))).and_then(|(_, t)| *t);
                     model.insert((db, key(k)), (v, old));
                 }
                 Op::Del(db, k) => {
-                    let existed = s.lock_key(&key(k)).delete(db, &key(k), now);
+                    let existed = s.lock_key(&key(k)).delete(Ns::new(0, db), &key(k), now);
                     prop_assert_eq!(existed, model.remove(&(db, key(k))).is_some());
                 }
                 Op::Expire(db, k, t) => {
-                    let r = s.lock_key(&key(k)).set_expire(db, &key(k), t, now);
+                    let r = s.lock_key(&key(k)).set_expire(Ns::new(0, db), &key(k), t, now);
                     let expected = match (model.get_mut(&(db, key(k))), t) {
                         (None, _) => false,
                         (Some((_, old)), None) => old.take().is_some(),
@@ -86,11 +86,11 @@ proptest! {
                     prop_assert_eq!(r, expected);
                 }
                 Op::Get(db, k) => {
-                    let got = s.lock_key(&key(k)).get(db, &key(k), now).map(|v| v.to_vec());
+                    let got = s.lock_key(&key(k)).get(Ns::new(0, db), &key(k), now).map(|v| v.to_vec());
                     prop_assert_eq!(got, model.get(&(db, key(k))).map(|(v, _)| v.clone()));
                 }
                 Op::FlushDb(db) => {
-                    s.flushdb(db);
+                    s.flushdb(Ns::new(0, db));
                     model.retain(|(d, _), _| *d != db);
                 }
             }
@@ -98,14 +98,14 @@ proptest! {
         }
         for ((db, k), (v, t)) in &model {
             let mut g = s.lock_key(k);
-            prop_assert_eq!(g.peek(*db, k, now), Some(&v[..]));
-            let ttl = g.ttl(*db, k, now);
+            prop_assert_eq!(g.peek(Ns::new(0, *db), k, now), Some(&v[..]));
+            let ttl = g.ttl(Ns::new(0, *db), k, now);
             prop_assert_eq!(ttl, t.map_or(TtlState::Persistent, TtlState::ExpiresAt));
         }
         for db in 0..3u8 {
             let n = model.keys().filter(|(d, _)| *d == db).count() as u64;
-            prop_assert_eq!(s.dbsize(db), n);
-            let mut keys = s.keys(db, b"*", now);
+            prop_assert_eq!(s.dbsize(Ns::new(0, db)), n);
+            let mut keys = s.keys(Ns::new(0, db), b"*", now);
             keys.sort();
             let mut expected: Vec<Vec<u8>> = model.keys().filter(|(d, _)| *d == db).map(|(_, k)| k.clone()).collect();
             expected.sort();
@@ -122,7 +122,7 @@ fn eviction_keeps_memory_within_the_limit_and_counts_evictions() {
     for i in 0..200_000u32 {
         let k = format!("key:{i:010}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), &value, SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), &value, SetTtl::Clear, 0)
             .unwrap();
     }
     check_all(&s);
@@ -130,8 +130,8 @@ fn eviction_keeps_memory_within_the_limit_and_counts_evictions() {
     // Each shard may overshoot its budget by the one write that follows eviction.
     assert!(used <= limit + 4 * 256, "used {used} > limit {limit}");
     assert!(used > limit * 9 / 10, "eviction too eager: {used}");
-    let st = s.stats();
-    assert_eq!(st.evicted_keys + s.dbsize(0), 200_000);
+    let st = s.stats(0);
+    assert_eq!(st.evicted_keys + s.dbsize(Ns::new(0, 0)), 200_000);
     assert!(st.evicted_keys > 100_000);
 }
 
@@ -145,7 +145,7 @@ fn sampled_lru_keeps_recently_used_keys() {
         let k = format!("k{i}");
         probe
             .lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), &value, SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), &value, SetTtl::Clear, 0)
             .unwrap();
     }
     let limit = probe.used_memory();
@@ -153,16 +153,17 @@ fn sampled_lru_keeps_recently_used_keys() {
     for round in 0..50_000u32 {
         let hot = format!("hot{}", round % 1000);
         let mut g = s.lock_key(hot.as_bytes());
-        if g.get(0, hot.as_bytes(), 0).is_none() {
-            g.set(0, hot.as_bytes(), &value, SetTtl::Clear, 0).unwrap();
+        if g.get(Ns::new(0, 0), hot.as_bytes(), 0).is_none() {
+            g.set(Ns::new(0, 0), hot.as_bytes(), &value, SetTtl::Clear, 0)
+                .unwrap();
         }
         drop(g);
         let cold = format!("cold{round}");
         s.lock_key(cold.as_bytes())
-            .set(0, cold.as_bytes(), &value, SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), cold.as_bytes(), &value, SetTtl::Clear, 0)
             .unwrap();
     }
-    let st = s.stats();
+    let st = s.stats(0);
     // Hot keys miss only on their first touch (1_000) plus rare evictions.
     assert!(
         st.keyspace_misses < 1_100,
@@ -177,10 +178,10 @@ fn random_policy_evicts_and_noeviction_refuses_writes() {
     for i in 0..30_000u32 {
         let k = format!("{i}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), &[1; 64], SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), &[1; 64], SetTtl::Clear, 0)
             .unwrap();
     }
-    assert!(s.stats().evicted_keys > 0);
+    assert!(s.stats(0).evicted_keys > 0);
     check_all(&s);
 
     let s = store(1 << 20, EvictionPolicy::NoEviction, 2);
@@ -189,7 +190,7 @@ fn random_policy_evicts_and_noeviction_refuses_writes() {
         let k = format!("{i}");
         match s
             .lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), &[1; 64], SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), &[1; 64], SetTtl::Clear, 0)
         {
             Ok(()) => {}
             Err(WriteError::OutOfMemory) => {
@@ -201,7 +202,7 @@ fn random_policy_evicts_and_noeviction_refuses_writes() {
     }
     assert!(refused);
     assert!(s.over_limit_for_writes() || s.used_memory() <= 1 << 20);
-    assert_eq!(s.stats().evicted_keys, 0);
+    assert_eq!(s.stats(0).evicted_keys, 0);
 }
 
 #[test]
@@ -216,14 +217,20 @@ fn volatile_policies_evict_only_keys_with_a_ttl() {
         for i in 0..1000u32 {
             let k = format!("p{i}");
             s.lock_key(k.as_bytes())
-                .set(0, k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
+                .set(Ns::new(0, 0), k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
                 .unwrap();
         }
         let mut oom = false;
         for i in 0..20_000u64 {
             let k = format!("v{i}");
             if s.lock_key(k.as_bytes())
-                .set(0, k.as_bytes(), &[0; 100], SetTtl::At(1_000_000 + i), 0)
+                .set(
+                    Ns::new(0, 0),
+                    k.as_bytes(),
+                    &[0; 100],
+                    SetTtl::At(1_000_000 + i),
+                    0,
+                )
                 .is_err()
             {
                 oom = true;
@@ -233,7 +240,8 @@ fn volatile_policies_evict_only_keys_with_a_ttl() {
         for i in 0..1000u32 {
             let k = format!("p{i}");
             assert!(
-                s.lock_key(k.as_bytes()).exists(0, k.as_bytes(), 0),
+                s.lock_key(k.as_bytes())
+                    .exists(Ns::new(0, 0), k.as_bytes(), 0),
                 "{policy} evicted persistent {k}"
             );
         }
@@ -241,14 +249,20 @@ fn volatile_policies_evict_only_keys_with_a_ttl() {
             // The soonest-expiring keys go first: early ones are mostly gone, late ones stay.
             let early = (0..1000u64)
                 .filter(|i| {
-                    s.lock_key(format!("v{i}").as_bytes())
-                        .exists(0, format!("v{i}").as_bytes(), 0)
+                    s.lock_key(format!("v{i}").as_bytes()).exists(
+                        Ns::new(0, 0),
+                        format!("v{i}").as_bytes(),
+                        0,
+                    )
                 })
                 .count();
             let late = (19_000..20_000u64)
                 .filter(|i| {
-                    s.lock_key(format!("v{i}").as_bytes())
-                        .exists(0, format!("v{i}").as_bytes(), 0)
+                    s.lock_key(format!("v{i}").as_bytes()).exists(
+                        Ns::new(0, 0),
+                        format!("v{i}").as_bytes(),
+                        0,
+                    )
                 })
                 .count();
             assert!(early < 50 && late > 950, "early {early} late {late}");
@@ -260,7 +274,7 @@ fn volatile_policies_evict_only_keys_with_a_ttl() {
     let refused = (0..5000u32).any(|i| {
         let k = format!("p{i}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
             .is_err()
     });
     assert!(refused);
@@ -272,23 +286,23 @@ fn ttl_expires_lazily_and_in_the_active_cycle() {
     for i in 0..1000u32 {
         let k = format!("t{i}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), b"v", SetTtl::At(1000), 0)
+            .set(Ns::new(0, 0), k.as_bytes(), b"v", SetTtl::At(1000), 0)
             .unwrap();
     }
     s.lock_key(b"keep")
-        .set(0, b"keep", b"v", SetTtl::Clear, 0)
+        .set(Ns::new(0, 0), b"keep", b"v", SetTtl::Clear, 0)
         .unwrap();
     // Not yet expired at the expiry instant itself (Redis: expired when now > when).
-    assert!(s.lock_key(b"t1").exists(0, b"t1", 1000));
+    assert!(s.lock_key(b"t1").exists(Ns::new(0, 0), b"t1", 1000));
     // Lazy: a read after expiry sees nothing and removes the key.
-    assert_eq!(s.lock_key(b"t1").get(0, b"t1", 1001), None);
+    assert_eq!(s.lock_key(b"t1").get(Ns::new(0, 0), b"t1", 1001), None);
     let mut removed = 0;
     for _ in 0..200 {
         removed += s.active_expire_cycle(1001);
     }
     assert_eq!(removed, 999);
-    assert_eq!(s.dbsize(0), 1);
-    assert_eq!(s.stats().expired_keys, 1000);
+    assert_eq!(s.dbsize(Ns::new(0, 0)), 1);
+    assert_eq!(s.stats(0).expired_keys, 1000);
     check_all(&s);
 }
 
@@ -298,25 +312,26 @@ fn scan_returns_every_key_present_throughout_despite_deletes() {
     for i in 0..5000u32 {
         let k = format!("k{i}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), b"v", SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), b"v", SetTtl::Clear, 0)
             .unwrap();
         s.lock_key(k.as_bytes())
-            .set(1, k.as_bytes(), b"v", SetTtl::Clear, 0)
+            .set(Ns::new(0, 1), k.as_bytes(), b"v", SetTtl::Clear, 0)
             .unwrap();
     }
     let mut seen = HashSet::new();
     let mut cursor = 0;
     let mut step = 0u32;
     loop {
-        let page = s.scan(0, cursor, 37, None, 0);
+        let page = s.scan(Ns::new(0, 0), cursor, 37, None, 0);
         seen.extend(page.keys);
         // Between pages, delete odd keys and insert new ones.
         for j in 0..20u32 {
             let k = format!("k{}", (step * 20 + j) * 2 + 1);
-            s.lock_key(k.as_bytes()).delete(0, k.as_bytes(), 0);
+            s.lock_key(k.as_bytes())
+                .delete(Ns::new(0, 0), k.as_bytes(), 0);
             let n = format!("new{step}_{j}");
             s.lock_key(n.as_bytes())
-                .set(0, n.as_bytes(), b"v", SetTtl::Clear, 0)
+                .set(Ns::new(0, 0), n.as_bytes(), b"v", SetTtl::Clear, 0)
                 .unwrap();
         }
         step += 1;
@@ -329,7 +344,7 @@ fn scan_returns_every_key_present_throughout_despite_deletes() {
         assert!(seen.contains(format!("k{i}").as_bytes()), "k{i} missed");
     }
     // MATCH filters, and database 1 is separate.
-    let page = s.scan(1, 0, 100_000, Some(b"k1?"), 0);
+    let page = s.scan(Ns::new(0, 1), 0, 100_000, Some(b"k1?"), 0);
     assert_eq!(page.keys.len(), 10);
     assert_eq!(page.next_cursor, 0);
 }
@@ -341,7 +356,7 @@ fn memory_accounting_returns_to_baseline_after_flush() {
     for i in 0..10_000u32 {
         let k = format!("key:{i:010}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
             .unwrap();
     }
     let full = s.used_memory();
@@ -350,10 +365,10 @@ fn memory_accounting_returns_to_baseline_after_flush() {
     assert!((136.0..160.0).contains(&per_key), "{per_key} B/key");
     let info = s
         .lock_key(b"key:0000000001")
-        .info(0, b"key:0000000001", 0)
+        .info(Ns::new(0, 0), b"key:0000000001", 0)
         .unwrap();
     assert!(info.memory_bytes >= 128 && info.memory_bytes < 200);
-    s.flushall();
+    s.flushall(0);
     assert_eq!(s.used_memory(), empty);
     check_all(&s);
 }
@@ -364,7 +379,7 @@ fn lowering_maxmemory_evicts_at_once() {
     for i in 0..20_000u32 {
         let k = format!("{i}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), &[0; 100], SetTtl::Clear, 0)
             .unwrap();
     }
     s.set_maxmemory(1 << 20);
@@ -378,18 +393,20 @@ fn random_key_is_roughly_uniform_over_a_db() {
     for i in 0..10u32 {
         let k = format!("{i}");
         s.lock_key(k.as_bytes())
-            .set(2, k.as_bytes(), b"v", SetTtl::Clear, 0)
+            .set(Ns::new(0, 2), k.as_bytes(), b"v", SetTtl::Clear, 0)
             .unwrap();
     }
     for i in 0..1000u32 {
         let k = format!("other{i}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), b"v", SetTtl::Clear, 0)
+            .set(Ns::new(0, 0), k.as_bytes(), b"v", SetTtl::Clear, 0)
             .unwrap();
     }
     let mut counts = HashMap::new();
     for _ in 0..10_000 {
-        *counts.entry(s.random_key(2, 0).unwrap()).or_insert(0u32) += 1;
+        *counts
+            .entry(s.random_key(Ns::new(0, 2), 0).unwrap())
+            .or_insert(0u32) += 1;
     }
     assert_eq!(counts.len(), 10);
     // Expected 1000 each; chi-square with 9 dof, p = 0.001 critical value 27.9.
@@ -398,7 +415,7 @@ fn random_key_is_roughly_uniform_over_a_db() {
         .map(|&c| (c as f64 - 1000.0).powi(2) / 1000.0)
         .sum();
     assert!(chi2 < 27.9, "chi2 {chi2} {counts:?}");
-    assert_eq!(s.random_key(3, 0), None);
+    assert_eq!(s.random_key(Ns::new(0, 3), 0), None);
 }
 
 #[test]
@@ -407,19 +424,199 @@ fn set_over_an_expired_key_counts_the_expiry_and_starts_fresh() {
     for i in 0..200u32 {
         let k = format!("k{i}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), b"old", SetTtl::At(1000), 0)
+            .set(Ns::new(0, 0), k.as_bytes(), b"old", SetTtl::At(1000), 0)
             .unwrap();
     }
     for i in 0..200u32 {
         let k = format!("k{i}");
         s.lock_key(k.as_bytes())
-            .set(0, k.as_bytes(), b"new", SetTtl::Keep, 2000)
+            .set(Ns::new(0, 0), k.as_bytes(), b"new", SetTtl::Keep, 2000)
             .unwrap();
     }
     check_all(&s);
-    assert_eq!(s.stats().expired_keys, 200);
+    assert_eq!(s.stats(0).expired_keys, 200);
     let mut g = s.lock_key(b"k7");
-    assert_eq!(g.peek(0, b"k7", 2000), Some(&b"new"[..]));
+    assert_eq!(g.peek(Ns::new(0, 0), b"k7", 2000), Some(&b"new"[..]));
     // KEEPTTL on an expired key keeps nothing: the fresh key is persistent.
-    assert_eq!(g.ttl(0, b"k7", 2000), TtlState::Persistent);
+    assert_eq!(g.ttl(Ns::new(0, 0), b"k7", 2000), TtlState::Persistent);
+}
+
+// ----- tenants (kRedis §4.3 multi-dictionary, §4.2 step 4 enforcement) -----
+
+fn fill(s: &Store, t: TenantId, prefix: &str, n: usize, value: &[u8]) -> usize {
+    let mut ok = 0;
+    for i in 0..n {
+        let k = format!("{prefix}{i}");
+        if s.lock_key(k.as_bytes())
+            .set(Ns::new(t, 0), k.as_bytes(), value, SetTtl::Clear, 0)
+            .is_ok()
+        {
+            ok += 1;
+        }
+    }
+    ok
+}
+
+#[test]
+fn tenants_never_see_each_others_keys() {
+    let s = store(0, EvictionPolicy::AllKeysLru, 4);
+    let (a, b) = (Ns::new(1, 0), Ns::new(2, 0));
+    s.lock_key(b"k")
+        .set(a, b"k", b"from-a", SetTtl::Clear, 0)
+        .unwrap();
+    assert_eq!(s.lock_key(b"k").get(b, b"k", 0), None);
+    s.lock_key(b"k")
+        .set(b, b"k", b"from-b", SetTtl::Clear, 0)
+        .unwrap();
+    assert_eq!(s.lock_key(b"k").get(a, b"k", 0), Some(&b"from-a"[..]));
+    assert_eq!(s.lock_key(b"k").get(b, b"k", 0), Some(&b"from-b"[..]));
+    // Same tenant, other database: separate too.
+    assert_eq!(s.lock_key(b"k").get(Ns::new(1, 1), b"k", 0), None);
+    assert_eq!(s.dbsize(a), 1);
+    assert_eq!(s.dbsize(Ns::new(3, 0)), 0);
+    assert_eq!(s.keys(a, b"*", 0), vec![b"k".to_vec()]);
+    assert_eq!(s.scan(b, 0, 100, None, 0).keys, vec![b"k".to_vec()]);
+    assert_eq!(s.random_key(Ns::new(3, 0), 0), None);
+    s.flushall(1);
+    assert_eq!(s.dbsize(a), 0);
+    assert_eq!(s.lock_key(b"k").get(b, b"k", 0), Some(&b"from-b"[..]));
+    s.flushdb(b);
+    assert_eq!(s.total_keys(), 0);
+    let per = s.tenant_stats();
+    assert_eq!(per[1].hits, 1);
+    assert_eq!(per[2].hits, 2);
+    assert_eq!(per[2].misses, 1);
+    check_all(&s);
+}
+
+#[test]
+fn tenant_memory_sums_to_used_memory() {
+    let s = store(0, EvictionPolicy::AllKeysLru, 4);
+    fill(&s, 0, "a", 3000, &[1u8; 100]);
+    fill(&s, 5, "b", 2000, &[2u8; 300]);
+    let per = s.tenant_stats();
+    let sum: u64 = per.iter().map(|t| t.used_bytes).sum();
+    assert_eq!(sum, s.used_memory());
+    assert!(per[5].used_bytes > per[0].used_bytes);
+    assert_eq!(per[0].keys, 3000);
+    assert_eq!(per[5].keys, 2000);
+    s.drop_tenant(5);
+    assert_eq!(s.tenant_stats()[5], TenantStats::default());
+    check_all(&s);
+}
+
+#[test]
+fn a_tenant_cap_is_never_exceeded_and_evicts_only_that_tenant() {
+    let s = store(0, EvictionPolicy::AllKeysLru, 4);
+    s.set_partitioning(Partitioning::Static);
+    s.set_tenant_limits(1, 200_000, 200_000, 0);
+    fill(&s, 2, "other", 2000, &[0u8; 100]);
+    fill(&s, 1, "capped", 20_000, &[0u8; 100]);
+    let per = s.tenant_stats();
+    assert!(per[1].used_bytes <= 200_000, "{}", per[1].used_bytes);
+    assert!(per[1].evicted > 0);
+    assert_eq!(per[2].evicted, 0);
+    assert_eq!(per[2].keys, 2000);
+    check_all(&s);
+}
+
+#[test]
+fn under_pressure_the_tenant_most_over_its_target_gives() {
+    // 4 MB total; tenant 1 targets 3 MB, tenant 2 targets 1 MB.
+    let s = store(4_000_000, EvictionPolicy::AllKeysLru, 4);
+    s.set_partitioning(Partitioning::Kredis);
+    s.set_tenant_limits(1, 0, 3_000_000, 0);
+    s.set_tenant_limits(2, 0, 1_000_000, 0);
+    // Tenant 2 first takes (almost) everything while tenant 1 is idle: targets are
+    // soft, unused memory is not wasted.
+    fill(&s, 2, "b", 40_000, &[0u8; 100]);
+    assert!(s.tenant_stats()[2].used_bytes > 3_000_000);
+    // Tenant 1's load then takes memory back from tenant 2 only.
+    fill(&s, 1, "a", 40_000, &[0u8; 100]);
+    let per = s.tenant_stats();
+    assert!(s.used_memory() <= 4_000_000);
+    let (a, b) = (per[1].used_bytes as f64, per[2].used_bytes as f64);
+    assert!((a - 3e6).abs() < 0.06 * 3e6, "tenant 1 holds {a}");
+    assert!((b - 1e6).abs() < 0.15 * 1e6, "tenant 2 holds {b}");
+    // Tenant 2 writing at its target evicts its own keys: tenant 1 loses at most what
+    // it held above its target (entry granularity), never memory below it.
+    fill(&s, 2, "c", 20_000, &[0u8; 100]);
+    let after = s.tenant_stats();
+    assert!(
+        after[1].used_bytes as f64 >= 0.995 * 3e6,
+        "tenant 1 now holds {}",
+        after[1].used_bytes
+    );
+    assert!(after[2].evicted > per[2].evicted + 19_000);
+    check_all(&s);
+}
+
+#[test]
+fn partitioning_off_is_free_competition_over_all_tenants() {
+    let s = store(2_000_000, EvictionPolicy::AllKeysLru, 4);
+    s.set_partitioning(Partitioning::Off);
+    // Caps and targets are ignored when partitioning is off.
+    s.set_tenant_limits(1, 100_000, 100_000, 0);
+    for i in 0..20 {
+        fill(&s, 1, &format!("a{i}-"), 1000, &[0u8; 100]);
+        fill(&s, 2, &format!("b{i}-"), 1000, &[0u8; 100]);
+    }
+    let per = s.tenant_stats();
+    assert!(
+        per[1].used_bytes > 500_000,
+        "cap ignored: {}",
+        per[1].used_bytes
+    );
+    assert!(per[1].evicted > 1000 && per[2].evicted > 1000);
+    // Then only tenant 2 writes: as in one Redis keyspace, tenant 1's older keys go.
+    fill(&s, 2, "late", 20_000, &[0u8; 100]);
+    let late = s.tenant_stats();
+    assert!(
+        late[1].used_bytes < per[1].used_bytes / 4,
+        "{}",
+        late[1].used_bytes
+    );
+    assert!(s.used_memory() <= 2_000_000);
+    check_all(&s);
+}
+
+#[test]
+fn sampled_references_reach_the_sink_for_sampled_keys_only() {
+    use std::sync::Mutex as StdMutex;
+    struct Rec(StdMutex<Vec<Reference>>);
+    impl ReferenceSink for Rec {
+        fn record(&self, r: Reference) {
+            self.0.lock().unwrap().push(r);
+        }
+    }
+    let s = store(0, EvictionPolicy::AllKeysLru, 4);
+    let sink = std::sync::Arc::new(Rec(StdMutex::new(Vec::new())));
+    s.set_reference_sink(sink.clone());
+    s.set_tenant_sample_rate(1, 1.0);
+    s.set_tenant_sample_rate(2, 0.25);
+    let ns1 = Ns::new(1, 0);
+    s.lock_key(b"x").get(ns1, b"x", 0);
+    s.lock_key(b"x")
+        .set(ns1, b"x", b"v", SetTtl::Clear, 0)
+        .unwrap();
+    s.lock_key(b"x").get(ns1, b"x", 0);
+    s.lock_key(b"x").delete(ns1, b"x", 0);
+    let kinds: Vec<RefKind> = sink.0.lock().unwrap().iter().map(|r| r.kind).collect();
+    assert_eq!(
+        kinds,
+        [RefKind::Miss, RefKind::Write, RefKind::Hit, RefKind::Delete]
+    );
+    let v = sink.0.lock().unwrap().clone();
+    assert_eq!(v[1].bytes, v[2].bytes);
+    assert_eq!(v[1].bytes as u64, charged_bytes(1, 1, false));
+    assert!(v.iter().all(|r| r.id == v[0].id && r.tenant == 1));
+    sink.0.lock().unwrap().clear();
+    fill(&s, 2, "k", 20_000, b"v");
+    fill(&s, 3, "k", 1000, b"v"); // tenant 3 is not profiled
+    let got = sink.0.lock().unwrap().len() as f64;
+    assert!(
+        (got - 5000.0).abs() < 5.0 * 5000f64.sqrt(),
+        "{got} of 20000 sampled at 0.25"
+    );
+    assert!(sink.0.lock().unwrap().iter().all(|r| r.tenant == 2));
 }

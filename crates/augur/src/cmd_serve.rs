@@ -56,6 +56,45 @@ pub struct Args {
     /// Keyspace shards (a power of two).
     #[arg(long)]
     pub shards: Option<String>,
+    /// How memory is divided between tenants: off (one pool, free competition like
+    /// Redis), static (each tenant's TENANT maxmemory) or kredis (the tuner).
+    #[arg(long)]
+    pub tenant_partitioning: Option<String>,
+    /// What the kredis tuner minimises: latency (misses x miss penalty) or hits.
+    #[arg(long)]
+    pub tenant_objective: Option<String>,
+    /// Requests between re-partitioning intervals.
+    #[arg(long)]
+    pub tenant_interval: Option<String>,
+    /// Time bound of an interval in milliseconds.
+    #[arg(long)]
+    pub tenant_interval_ms: Option<String>,
+    /// Spatial sampling rate R of the per-tenant KRR profiler (0 < R <= 1).
+    #[arg(long)]
+    pub tenant_sample_rate: Option<String>,
+    /// Sample sizes K the profiler models, e.g. 1,2,4,8,16.
+    #[arg(long)]
+    pub tenant_k_set: Option<String>,
+    /// Allocation unit G of the partitioning DP (bytes or with a unit).
+    #[arg(long)]
+    pub tenant_alloc_unit: Option<String>,
+    /// A miss not refilled within this many milliseconds is not timed.
+    #[arg(long)]
+    pub tenant_miss_cutoff_ms: Option<String>,
+    /// Miss penalty assumed for tenants that never refill (e.g. 1ms, 500us).
+    #[arg(long)]
+    pub tenant_default_miss_penalty: Option<String>,
+    /// Port of the Prometheus /metrics HTTP endpoint (0 = off).
+    #[arg(long)]
+    pub metrics_port: Option<String>,
+    /// An ACL user (= tenant) as in a config file's `user` line, e.g.
+    /// `--user "app1 on >secret"`; repeat for several.
+    #[arg(long)]
+    pub user: Vec<String>,
+    /// Tenant settings as in a config file's `tenant` line, e.g.
+    /// `--tenant "app1 maxmemory 200mb miss-penalty 2ms"`; repeat for several.
+    #[arg(long)]
+    pub tenant: Vec<String>,
 }
 
 impl Args {
@@ -96,6 +135,16 @@ impl Args {
             ("hz", &self.hz),
             ("threads", &self.threads),
             ("shards", &self.shards),
+            ("tenant-partitioning", &self.tenant_partitioning),
+            ("tenant-objective", &self.tenant_objective),
+            ("tenant-interval", &self.tenant_interval),
+            ("tenant-interval-ms", &self.tenant_interval_ms),
+            ("tenant-sample-rate", &self.tenant_sample_rate),
+            ("tenant-k-set", &self.tenant_k_set),
+            ("tenant-alloc-unit", &self.tenant_alloc_unit),
+            ("tenant-miss-cutoff-ms", &self.tenant_miss_cutoff_ms),
+            ("tenant-default-miss-penalty", &self.tenant_default_miss_penalty),
+            ("metrics-port", &self.metrics_port),
         ];
         for (name, v) in named {
             if let Some(v) = v {
@@ -106,6 +155,16 @@ impl Args {
             cfg.apply(name, &value)
                 .map_err(|e| anyhow::anyhow!("--{name} {value}: {e}"))?;
         }
+        // The same directives a config file's `user` / `tenant` lines give, after them.
+        let mut lines = String::new();
+        for u in &self.user {
+            lines.push_str(&format!("user {u}\n"));
+        }
+        for t in &self.tenant {
+            lines.push_str(&format!("tenant {t}\n"));
+        }
+        cfg.apply_file_contents(&lines)
+            .map_err(|e| anyhow::anyhow!("--user/--tenant: {e}"))?;
         Ok(cfg)
     }
 }
@@ -217,6 +276,27 @@ mod tests {
         assert_eq!(cfg.maxmemory, 2 * 1024 * 1024 * 1024);
         assert_eq!(cfg.maxmemory_policy.name(), "allkeys-lru");
         let w = Wrap::try_parse_from(["x", "--maxmemory-samples", "0"]).unwrap();
+        assert!(w.args.to_config().is_err());
+        let w = Wrap::try_parse_from([
+            "x",
+            "--tenant-partitioning",
+            "kredis",
+            "--tenant-k-set",
+            "1,4,16",
+            "--tenant-sample-rate",
+            "0.5",
+            "--user",
+            "app1 on >pw1",
+            "--tenant",
+            "app1 maxmemory 1mb",
+        ])
+        .unwrap();
+        let cfg = w.args.to_config().unwrap();
+        assert_eq!(cfg.get("tenant-partitioning").unwrap(), "kredis");
+        assert_eq!(cfg.get("tenant-k-set").unwrap(), "1,4,16");
+        assert_eq!(cfg.users, vec!["app1 on >pw1".to_string()]);
+        assert_eq!(cfg.tenant_lines, vec!["app1 maxmemory 1mb".to_string()]);
+        let w = Wrap::try_parse_from(["x", "--tenant-partitioning", "bogus"]).unwrap();
         assert!(w.args.to_config().is_err());
     }
 }

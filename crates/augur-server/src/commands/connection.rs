@@ -1,0 +1,308 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, SELECT and CLIENT. Mirrors Redis's
+//! networking.c (PING, ECHO and SELECT: server.c and db.c).
+
+use super::{
+    arity_error, c_str, eq, help_reply, lossy, subcommand, Client, ERR_NOT_INT, ERR_SYNTAX,
+    ERR_WRONGPASS,
+};
+use crate::cmdtable::{self, CommandSpec};
+use crate::resp::{parse_i64, Args};
+use crate::state::{ClientMeta, Shared, REDIS_COMPAT_VERSION};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+pub(super) fn ping_command(c: &mut Client, args: Args<'_>) {
+    match args.len() {
+        1 => c.out.simple("PONG"),
+        2 => c.out.bulk(args.get(1)),
+        _ => arity_error(&mut c.out, "ping"),
+    }
+}
+
+pub(super) fn echo_command(c: &mut Client, args: Args<'_>) {
+    c.out.bulk(args.get(1))
+}
+
+pub(super) fn quit_command(c: &mut Client) {
+    c.out.ok();
+    c.close_after_reply = true;
+}
+
+pub(super) fn select_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
+    match parse_i64(args.get(1)).and_then(|n| i32::try_from(n).ok()) {
+        None => c.out.error(ERR_NOT_INT),
+        Some(n) if n < 0 || n as usize >= shared.store.databases() => {
+            c.out.error("ERR DB index is out of range")
+        }
+        Some(n) => {
+            c.db = n as u8;
+            c.meta.db.store(c.db, Relaxed);
+            c.out.ok();
+        }
+    }
+}
+
+/// Authenticates as `user` (an ACL user, i.e. a tenant): on success the connection's
+/// keyspace becomes that tenant's.
+fn check_password(shared: &Shared, c: &mut Client, user: &[u8], pass: &[u8]) -> bool {
+    let Some(u) = shared.tenants.get(&lossy(user)) else {
+        return false;
+    };
+    if !u.password_ok(pass) {
+        return false;
+    }
+    c.authenticated = true;
+    c.tenant = u.id;
+    c.user = u.name;
+    c.meta.tenant.store(c.tenant, Relaxed);
+    true
+}
+
+pub(super) fn auth_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
+    if args.len() > 3 {
+        return c.out.error(ERR_SYNTAX);
+    }
+    let (user, pass) = if args.len() == 2 {
+        if !shared.pass_required.load(Relaxed) {
+            return c.out.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        }
+        (&b"default"[..], args.get(1))
+    } else {
+        (args.get(1), args.get(2))
+    };
+    if check_password(shared, c, user, pass) {
+        c.out.ok();
+    } else {
+        tracing::debug!(client = c.meta.id, "AUTH failed");
+        c.out.error(ERR_WRONGPASS);
+    }
+}
+
+/// Redis's validateClientName: printable ASCII without spaces.
+fn valid_client_name(name: &[u8]) -> bool {
+    name.iter().all(|&b| (b'!'..=b'~').contains(&b))
+}
+
+const ERR_CLIENT_NAME: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+pub(super) fn hello_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
+    let mut ver = None;
+    if args.len() >= 2 {
+        match parse_i64(args.get(1)) {
+            None => {
+                return c
+                    .out
+                    .error("ERR Protocol version is not an integer or out of range")
+            }
+            Some(v) if !(2..=3).contains(&v) => {
+                return c.out.error("NOPROTO unsupported protocol version")
+            }
+            Some(v) => ver = Some(v),
+        }
+    }
+    let mut auth = None;
+    let mut name = None;
+    let mut j = 2;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        let opt = args.get(j);
+        if eq(opt, "auth") && more >= 2 {
+            auth = Some((args.get(j + 1), args.get(j + 2)));
+            j += 2;
+        } else if eq(opt, "setname") && more >= 1 {
+            let n = args.get(j + 1);
+            if !valid_client_name(n) {
+                return c.out.error(ERR_CLIENT_NAME);
+            }
+            name = Some(n);
+            j += 1;
+        } else {
+            return c.out.error(&format!(
+                "ERR Syntax error in HELLO option '{}'",
+                lossy(c_str(opt))
+            ));
+        }
+        j += 1;
+    }
+    if let Some((user, pass)) = auth {
+        if !check_password(shared, c, user, pass) {
+            return c.out.error(ERR_WRONGPASS);
+        }
+    }
+    if c.auth_required(shared) {
+        return c.out.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+    }
+    if let Some(n) = name {
+        *c.meta.name.lock() = n.to_vec();
+    }
+    if let Some(v) = ver {
+        c.out.resp3 = v == 3;
+        c.meta.resp.store(v as u8, Relaxed);
+    }
+    let out = &mut c.out;
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(REDIS_COMPAT_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(if out.resp3 { 3 } else { 2 });
+    out.bulk(b"id");
+    out.int(c.meta.id as i64);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+}
+
+pub(super) fn client_command(
+    shared: &Shared,
+    c: &mut Client,
+    spec: &'static CommandSpec,
+    args: Args<'_>,
+) {
+    let Some(sub) = subcommand(&mut c.out, spec, args) else {
+        return;
+    };
+    match sub {
+        "id" => c.out.int(c.meta.id as i64),
+        "setname" => {
+            let n = args.get(2);
+            if !valid_client_name(n) {
+                return c.out.error(ERR_CLIENT_NAME);
+            }
+            *c.meta.name.lock() = n.to_vec();
+            c.out.ok();
+        }
+        "getname" => {
+            let name = c.meta.name.lock().clone();
+            if name.is_empty() {
+                c.out.null()
+            } else {
+                c.out.bulk(&name)
+            }
+        }
+        "list" => {
+            let mut ids: Option<Vec<u64>> = None;
+            let mut i = 2;
+            while i < args.len() {
+                if eq(args.get(i), "type") && i + 1 < args.len() {
+                    let t = args.get(i + 1);
+                    if !["normal", "master", "replica", "slave", "pubsub"]
+                        .iter()
+                        .any(|n| eq(t, n))
+                    {
+                        return c
+                            .out
+                            .error(&format!("ERR Unknown client type '{}'", lossy(t)));
+                    }
+                    if !eq(t, "normal") {
+                        ids = Some(Vec::new());
+                    }
+                    i += 2;
+                } else if eq(args.get(i), "id") && i + 1 < args.len() {
+                    let mut v = Vec::new();
+                    for a in args.iter().skip(i + 1) {
+                        match parse_i64(a) {
+                            Some(n) if n > 0 => v.push(n as u64),
+                            _ => return c.out.error("ERR Invalid client ID"),
+                        }
+                    }
+                    ids = Some(v);
+                    i = args.len();
+                } else {
+                    return c.out.error(ERR_SYNTAX);
+                }
+            }
+            let mut clients: Vec<Arc<ClientMeta>> =
+                shared.clients.lock().values().cloned().collect();
+            clients.sort_by_key(|m| m.id);
+            let mut text = String::new();
+            for m in clients {
+                if ids.as_ref().is_some_and(|ids| !ids.contains(&m.id)) {
+                    continue;
+                }
+                client_line(&m, m.id == c.meta.id, &mut text);
+                text.push('\n');
+            }
+            c.out.verbatim(text.as_bytes());
+        }
+        "info" => {
+            let mut text = String::new();
+            client_line(&c.meta, true, &mut text);
+            text.push('\n');
+            c.out.verbatim(text.as_bytes());
+        }
+        "setinfo" => {
+            let attr = args.get(2);
+            let val = args.get(3);
+            let slot = if eq(attr, "lib-name") {
+                &c.meta.lib_name
+            } else if eq(attr, "lib-ver") {
+                &c.meta.lib_ver
+            } else {
+                return c
+                    .out
+                    .error(&format!("ERR Unrecognized option '{}'", lossy(attr)));
+            };
+            if !valid_client_name(val) {
+                return c.out.error(&format!(
+                    "ERR {} cannot contain spaces, newlines or special characters.",
+                    lossy(attr)
+                ));
+            }
+            *slot.lock() = val.to_vec();
+            c.out.ok();
+        }
+        "no-evict" | "no-touch" => {
+            if eq(args.get(2), "on") || eq(args.get(2), "off") {
+                c.out.ok()
+            } else {
+                c.out.error(ERR_SYNTAX)
+            }
+        }
+        _ => help_reply(
+            &mut c.out,
+            "CLIENT",
+            &[
+                "ID",
+                "SETNAME <name>",
+                "GETNAME",
+                "LIST [TYPE <type>] [ID <id> ...]",
+                "INFO",
+                "SETINFO <LIB-NAME|LIB-VER> <value>",
+                "NO-EVICT (ON|OFF)",
+                "NO-TOUCH (ON|OFF)",
+            ],
+        ),
+    }
+}
+
+/// One CLIENT LIST line, in Redis's field order (fields Augur has no notion of are given
+/// Redis's idle values so that parsers keep working).
+fn client_line(m: &ClientMeta, current: bool, out: &mut String) {
+    let cmd = match m.last_cmd.load(Relaxed) {
+        i if (i as usize) < cmdtable::COMMANDS.len() => cmdtable::COMMANDS[i as usize].name,
+        _ => "NULL",
+    };
+    let cmd = if current { "client|list" } else { cmd };
+    let _ = write!(
+        out,
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        m.id,
+        m.addr,
+        m.laddr,
+        lossy(&m.name.lock()),
+        m.created.elapsed().as_secs(),
+        m.idle_secs(),
+        m.db.load(Relaxed),
+        cmd,
+        m.resp.load(Relaxed),
+        lossy(&m.lib_name.lock()),
+        lossy(&m.lib_ver.lock()),
+    );
+}

@@ -1,0 +1,239 @@
+//! Command execution. Each command writes its reply straight into the connection's
+//! output buffer; keyed commands lock the key's shard once. Error texts are Redis 7.0's
+//! (t_string.c, expire.c, db.c, server.c, networking.c, config.c).
+//!
+//! This module holds what server.c's processCommand does before a command runs (lookup,
+//! arity, authentication, the OOM check), the dispatch, and the error helpers every group
+//! shares. The commands themselves live in one file per group, as in Redis: `strings`
+//! (t_string.c), `keyspace` (db.c, object.c), `expire` (expire.c), `connection`
+//! (networking.c) and `server` (server.c, config.c).
+
+mod connection;
+mod expire;
+mod keyspace;
+mod server;
+mod strings;
+mod tenant;
+#[cfg(test)]
+mod tests;
+
+use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH};
+use crate::resp::{Args, Out};
+use crate::state::{ClientMeta, Shared};
+use augur_store::{Ns, TenantId, WriteError};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+pub use tenant::{merged_curve, tenant_info_fields};
+
+const ERR_SYNTAX: &str = "ERR syntax error";
+const ERR_NOT_INT: &str = "ERR value is not an integer or out of range";
+const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
+const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+const ERR_NOAUTH: &str = "NOAUTH Authentication required.";
+const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// One connection's command-level state.
+pub struct Client {
+    pub meta: Arc<ClientMeta>,
+    pub db: u8,
+    /// The tenant (ACL user) the connection works as; its keyspace is the only one the
+    /// connection sees.
+    pub tenant: TenantId,
+    pub user: String,
+    pub authenticated: bool,
+    pub out: Out,
+    /// QUIT: close once the replies so far are written.
+    pub close_after_reply: bool,
+    /// Commands run since the connection last reported to the shared counters.
+    pub commands: u64,
+}
+
+impl Client {
+    pub fn new(meta: Arc<ClientMeta>, authenticated: bool) -> Self {
+        Self {
+            meta,
+            db: 0,
+            tenant: 0,
+            user: "default".to_string(),
+            authenticated,
+            out: Out::new(),
+            close_after_reply: false,
+            commands: 0,
+        }
+    }
+
+    /// The namespace the connection's keyed commands work in: its tenant's selected
+    /// database.
+    #[inline]
+    pub fn ns(&self) -> Ns {
+        Ns::new(self.tenant, self.db)
+    }
+
+    /// Whether the connection must still authenticate before running commands.
+    pub fn auth_required(&self, shared: &Shared) -> bool {
+        !self.authenticated && shared.pass_required.load(Relaxed)
+    }
+}
+
+/// Runs one command. `now` is the Unix time in ms used for all TTL decisions of this
+/// command.
+pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    c.commands += 1;
+    let name = args.get(0);
+    let mut buf = [0u8; 16];
+    let spec = match cmdtable::upper(name, &mut buf).and_then(cmdtable::lookup) {
+        Some(s) => s,
+        None => return unknown_command(&mut c.out, args),
+    };
+    if !spec.arity_ok(args.len()) {
+        return arity_error(&mut c.out, spec.name);
+    }
+    if spec.flags & NO_AUTH == 0 && c.auth_required(shared) {
+        return c.out.error(ERR_NOAUTH);
+    }
+    if spec.flags & DENYOOM != 0 && shared.store.over_limit_for_writes() {
+        return c.out.error(ERR_OOM);
+    }
+    c.meta.last_cmd.store(spec.cmd as u32, Relaxed);
+    match spec.cmd {
+        Cmd::Get => strings::get_command(shared, c, args, now),
+        Cmd::Set => strings::set_command(shared, c, args, now),
+        Cmd::SetNx => strings::setnx_command(shared, c, args, now),
+        Cmd::SetEx | Cmd::PSetEx => strings::setex_command(shared, c, spec, args, now),
+        Cmd::GetSet => strings::getset_command(shared, c, args, now),
+        Cmd::GetDel => strings::getdel_command(shared, c, args, now),
+        Cmd::GetEx => strings::getex_command(shared, c, args, now),
+        Cmd::MGet => strings::mget_command(shared, c, args, now),
+        Cmd::MSet | Cmd::MSetNx => strings::mset_command(shared, c, spec, args, now),
+        Cmd::Del | Cmd::Unlink | Cmd::Exists | Cmd::Touch => {
+            keyspace::del_command(shared, c, spec, args, now)
+        }
+        Cmd::Expire | Cmd::PExpire | Cmd::ExpireAt | Cmd::PExpireAt => {
+            expire::expire_command(shared, c, spec, args, now)
+        }
+        Cmd::Ttl | Cmd::PTtl => expire::ttl_command(shared, c, spec, args, now),
+        Cmd::Persist => expire::persist_command(shared, c, args, now),
+        Cmd::Type => keyspace::type_command(shared, c, args, now),
+        Cmd::Incr => strings::incr_by(shared, c, args.get(1), 1, now),
+        Cmd::Decr => strings::incr_by(shared, c, args.get(1), -1, now),
+        Cmd::IncrBy => strings::incrby_command(shared, c, args, now),
+        Cmd::DecrBy => strings::decrby_command(shared, c, args, now),
+        Cmd::IncrByFloat => strings::incr_by_float(shared, c, args, now),
+        Cmd::Append => strings::append_command(shared, c, args, now),
+        Cmd::StrLen => strings::strlen_command(shared, c, args, now),
+        Cmd::GetRange => strings::getrange_command(shared, c, args, now),
+        Cmd::SetRange => strings::setrange_command(shared, c, args, now),
+        Cmd::Keys => keyspace::keys_command(shared, c, args, now),
+        Cmd::Scan => keyspace::scan_command(shared, c, args, now),
+        Cmd::RandomKey => keyspace::randomkey_command(shared, c, now),
+        Cmd::DbSize => keyspace::dbsize_command(shared, c),
+        Cmd::FlushDb | Cmd::FlushAll => keyspace::flush_command(shared, c, spec, args),
+        Cmd::Acl => tenant::acl_command(shared, c, spec, args),
+        Cmd::Tenant => tenant::tenant_command(shared, c, spec, args),
+        Cmd::Ping => connection::ping_command(c, args),
+        Cmd::Echo => connection::echo_command(c, args),
+        Cmd::Hello => connection::hello_command(shared, c, args),
+        Cmd::Auth => connection::auth_command(shared, c, args),
+        Cmd::Quit => connection::quit_command(c),
+        Cmd::Select => connection::select_command(shared, c, args),
+        Cmd::Time => server::time_command(c),
+        Cmd::Info => server::info_command(shared, c, args),
+        Cmd::Config => server::config_command(shared, c, spec, args),
+        Cmd::Command => server::command_command(c, spec, args),
+        Cmd::Client => connection::client_command(shared, c, spec, args),
+        Cmd::Memory => keyspace::memory_command(shared, c, spec, args, now),
+        Cmd::Object => keyspace::object_command(shared, c, spec, args, now),
+        Cmd::Shutdown => server::shutdown_command(shared, c, args),
+    }
+}
+
+#[inline]
+fn eq(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(b)
+}
+
+fn arity_error(out: &mut Out, name: &str) {
+    out.error(&format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ));
+}
+
+fn write_error(out: &mut Out, e: WriteError) {
+    match e {
+        WriteError::OutOfMemory => out.error(ERR_OOM),
+        WriteError::TooLarge => out.error(ERR_TOO_BIG),
+    }
+}
+
+/// Like C's `%s`: a client string stops at its first NUL byte.
+fn c_str(b: &[u8]) -> &[u8] {
+    match memchr::memchr(0, b) {
+        Some(i) => &b[..i],
+        None => b,
+    }
+}
+
+/// Redis 7's exact unknown-command error: the name (at most 128 bytes), then arguments in
+/// quotes, each followed by a space, while the list is shorter than 128 bytes.
+fn unknown_command(out: &mut Out, args: Args<'_>) {
+    let name = c_str(args.get(0));
+    let name = &name[..name.len().min(128)];
+    let mut list: Vec<u8> = Vec::new();
+    for a in args.iter().skip(1) {
+        if list.len() >= 128 {
+            break;
+        }
+        let a = c_str(a);
+        let room = 128 - list.len();
+        list.push(b'\'');
+        list.extend_from_slice(&a[..a.len().min(room)]);
+        list.extend_from_slice(b"' ");
+    }
+    out.error(&format!(
+        "ERR unknown command '{}', with args beginning with: {}",
+        lossy(name),
+        lossy(&list)
+    ));
+}
+
+fn unknown_subcommand(out: &mut Out, args: Args<'_>) {
+    let sub = c_str(args.get(1));
+    out.error(&format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        lossy(&sub[..sub.len().min(128)]),
+        lossy(args.get(0)).to_uppercase()
+    ));
+}
+
+/// Resolves a container command's subcommand and checks its arity; replies and returns
+/// None on error.
+fn subcommand(out: &mut Out, spec: &'static CommandSpec, args: Args<'_>) -> Option<&'static str> {
+    match spec.sub(args.get(1)) {
+        None => {
+            unknown_subcommand(out, args);
+            None
+        }
+        Some(sub) if !cmdtable::arity_ok(sub.arity, args.len()) => {
+            arity_error(out, sub.name);
+            None
+        }
+        Some(sub) => Some(sub.short()),
+    }
+}
+
+fn help_reply(out: &mut Out, container: &str, lines: &[&str]) {
+    out.array(lines.len() + 3);
+    out.simple(&format!(
+        "{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    ));
+    for l in lines {
+        out.simple(l);
+    }
+    out.simple("HELP");
+    out.simple("    Print this help.");
+}

@@ -1,0 +1,487 @@
+//! String commands: GET, SET and its variants, GETSET, GETDEL, GETEX, MGET, MSET(NX),
+//! INCR/DECR and friends, INCRBYFLOAT, APPEND, STRLEN, GETRANGE, SETRANGE. Mirrors Redis's
+//! t_string.c.
+
+use super::{
+    arity_error, eq, write_error, Client, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_SYNTAX, ERR_TOO_BIG,
+};
+use crate::cmdtable::{Cmd, CommandSpec};
+use crate::resp::{parse_i64, Args, Out};
+use crate::state::Shared;
+use augur_store::SetTtl;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Flags parsed by SET and GETEX (Redis's parseExtendedStringArgumentsOrReply).
+#[derive(Default)]
+struct ExtFlags {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    /// (argument, unit ms per unit, relative)
+    expire: Option<(usize, u64, bool)>,
+}
+
+fn parse_ext_flags(args: Args<'_>, start: usize, is_set: bool) -> Option<ExtFlags> {
+    let mut f = ExtFlags::default();
+    let mut j = start;
+    while j < args.len() {
+        let opt = args.get(j);
+        let has_next = j + 1 < args.len();
+        let no_expire = f.expire.is_none();
+        if eq(opt, "nx") && !f.xx && is_set {
+            f.nx = true;
+        } else if eq(opt, "xx") && !f.nx && is_set {
+            f.xx = true;
+        } else if eq(opt, "get") && is_set {
+            f.get = true;
+        } else if eq(opt, "keepttl") && !f.persist && no_expire && is_set {
+            f.keepttl = true;
+        } else if eq(opt, "persist") && !is_set && no_expire && !f.keepttl {
+            f.persist = true;
+        } else if has_next && !f.keepttl && !f.persist && (no_expire || same_unit(&f, opt, args)) {
+            let (unit, relative) = if eq(opt, "ex") {
+                (1000, true)
+            } else if eq(opt, "px") {
+                (1, true)
+            } else if eq(opt, "exat") {
+                (1000, false)
+            } else if eq(opt, "pxat") {
+                (1, false)
+            } else {
+                return None;
+            };
+            f.expire = Some((j + 1, unit, relative));
+            j += 1;
+        } else {
+            return None;
+        }
+        j += 1;
+    }
+    Some(f)
+}
+
+/// Redis lets an expire option be repeated (`EX 1 EX 2`, the last wins) but not mixed
+/// with another (`EX 1 PX 2` is a syntax error).
+fn same_unit(f: &ExtFlags, opt: &[u8], args: Args<'_>) -> bool {
+    let Some((arg, _, _)) = f.expire else {
+        return true;
+    };
+    eq(opt, &String::from_utf8_lossy(args.get(arg - 1)))
+}
+
+/// Parses an expire argument into an absolute Unix time in ms (getExpireMillisecondsOrReply).
+fn expire_ms_or_reply(
+    out: &mut Out,
+    arg: &[u8],
+    unit: u64,
+    relative: bool,
+    cmd: &str,
+    now: u64,
+) -> Option<u64> {
+    let Some(n) = parse_i64(arg) else {
+        out.error(ERR_NOT_INT);
+        return None;
+    };
+    let bad = |out: &mut Out| out.error(&format!("ERR invalid expire time in '{cmd}' command"));
+    if n <= 0 || (unit == 1000 && n > i64::MAX / 1000) {
+        bad(out);
+        return None;
+    }
+    let mut ms = n * unit as i64;
+    if relative {
+        match ms.checked_add(now as i64) {
+            Some(v) => ms = v,
+            None => {
+                bad(out);
+                return None;
+            }
+        }
+    }
+    Some(ms as u64)
+}
+
+pub(super) fn get_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    match shard.get(c.ns(), key, now) {
+        Some(v) => c.out.bulk(v),
+        None => c.out.null(),
+    }
+}
+
+pub(super) fn setnx_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    if shard.exists(c.ns(), key, now) {
+        c.out.int(0);
+    } else {
+        match shard.set(c.ns(), key, args.get(2), SetTtl::Clear, now) {
+            Ok(()) => c.out.int(1),
+            Err(e) => write_error(&mut c.out, e),
+        }
+    }
+}
+
+/// SETEX (seconds) and PSETEX (milliseconds).
+pub(super) fn setex_command(
+    shared: &Shared,
+    c: &mut Client,
+    spec: &CommandSpec,
+    args: Args<'_>,
+    now: u64,
+) {
+    let unit = if spec.cmd == Cmd::SetEx { 1000 } else { 1 };
+    let Some(at) = expire_ms_or_reply(&mut c.out, args.get(2), unit, true, spec.name, now) else {
+        return;
+    };
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    match shard.set(c.ns(), key, args.get(3), SetTtl::At(at), now) {
+        Ok(()) => c.out.ok(),
+        Err(e) => write_error(&mut c.out, e),
+    }
+}
+
+pub(super) fn getset_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    let mark = c.out.buf.len();
+    match shard.get(c.ns(), key, now) {
+        Some(v) => c.out.bulk(v),
+        None => c.out.null(),
+    }
+    if let Err(e) = shard.set(c.ns(), key, args.get(2), SetTtl::Clear, now) {
+        // The old value is already in the reply; replace it with the error.
+        c.out.buf.truncate(mark);
+        write_error(&mut c.out, e);
+    }
+}
+
+pub(super) fn getdel_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    match shard.get(c.ns(), key, now) {
+        Some(v) => {
+            c.out.bulk(v);
+            shard.delete(c.ns(), key, now);
+        }
+        None => c.out.null(),
+    }
+}
+
+pub(super) fn mget_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let keys: Vec<&[u8]> = args.iter().skip(1).collect();
+    let mut lock = shared.store.lock_keys(&keys);
+    c.out.array(keys.len());
+    for k in &keys {
+        match lock.shard_for(k).get(c.ns(), k, now) {
+            Some(v) => c.out.bulk(v),
+            None => c.out.null(),
+        }
+    }
+}
+
+/// MSET and MSETNX.
+pub(super) fn mset_command(
+    shared: &Shared,
+    c: &mut Client,
+    spec: &CommandSpec,
+    args: Args<'_>,
+    now: u64,
+) {
+    if args.len().is_multiple_of(2) {
+        return arity_error(&mut c.out, spec.name);
+    }
+    let keys: Vec<&[u8]> = args.iter().skip(1).step_by(2).collect();
+    let mut lock = shared.store.lock_keys(&keys);
+    if spec.cmd == Cmd::MSetNx
+        && keys
+            .iter()
+            .any(|k| lock.shard_for(k).exists(c.ns(), k, now))
+    {
+        return c.out.int(0);
+    }
+    for i in (1..args.len()).step_by(2) {
+        let k = args.get(i);
+        if let Err(e) = lock
+            .shard_for(k)
+            .set(c.ns(), k, args.get(i + 1), SetTtl::Clear, now)
+        {
+            return write_error(&mut c.out, e);
+        }
+    }
+    if spec.cmd == Cmd::MSet {
+        c.out.ok()
+    } else {
+        c.out.int(1)
+    }
+}
+
+pub(super) fn incrby_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    match parse_i64(args.get(2)) {
+        Some(n) => incr_by(shared, c, args.get(1), n, now),
+        None => c.out.error(ERR_NOT_INT),
+    }
+}
+
+pub(super) fn decrby_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    match parse_i64(args.get(2)) {
+        Some(i64::MIN) => c.out.error("ERR decrement would overflow"),
+        Some(n) => incr_by(shared, c, args.get(1), -n, now),
+        None => c.out.error(ERR_NOT_INT),
+    }
+}
+
+pub(super) fn strlen_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let key = args.get(1);
+    let len = shared
+        .store
+        .lock_key(key)
+        .get(c.ns(), key, now)
+        .map_or(0, |v| v.len());
+    c.out.int(len as i64);
+}
+
+pub(super) fn set_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let Some(f) = parse_ext_flags(args, 3, true) else {
+        return c.out.error(ERR_SYNTAX);
+    };
+    let mut ttl = if f.keepttl {
+        SetTtl::Keep
+    } else {
+        SetTtl::Clear
+    };
+    if let Some((arg, unit, relative)) = f.expire {
+        let Some(at) = expire_ms_or_reply(&mut c.out, args.get(arg), unit, relative, "set", now)
+        else {
+            return;
+        };
+        ttl = SetTtl::At(at);
+    }
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    let mark = c.out.buf.len();
+    let found = if f.get {
+        match shard.get(c.ns(), key, now) {
+            Some(v) => {
+                c.out.bulk(v);
+                true
+            }
+            None => {
+                c.out.null();
+                false
+            }
+        }
+    } else if f.nx || f.xx {
+        shard.exists(c.ns(), key, now)
+    } else {
+        false
+    };
+    if (f.nx && found) || (f.xx && !found) {
+        if !f.get {
+            c.out.null();
+        }
+        return;
+    }
+    let result = match ttl {
+        // An absolute time already past: the key ends up deleted, as in Redis.
+        SetTtl::At(at) if at <= now => {
+            shard.delete(c.ns(), key, now);
+            Ok(())
+        }
+        _ => shard.set(c.ns(), key, args.get(2), ttl, now),
+    };
+    match result {
+        Ok(()) if !f.get => c.out.ok(),
+        Ok(()) => {}
+        Err(e) => {
+            // Drop the old value already encoded (SET ... GET); the client gets only the error.
+            c.out.buf.truncate(mark);
+            write_error(&mut c.out, e)
+        }
+    }
+}
+
+pub(super) fn getex_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let Some(f) = parse_ext_flags(args, 2, false) else {
+        return c.out.error(ERR_SYNTAX);
+    };
+    let mut at = None;
+    if let Some((arg, unit, relative)) = f.expire {
+        let Some(ms) = expire_ms_or_reply(&mut c.out, args.get(arg), unit, relative, "getex", now)
+        else {
+            return;
+        };
+        at = Some(ms);
+    }
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    match shard.get(c.ns(), key, now) {
+        None => return c.out.null(),
+        Some(v) => c.out.bulk(v),
+    }
+    if let Some(at) = at {
+        if at <= now {
+            shard.delete(c.ns(), key, now);
+        } else {
+            shard.set_expire(c.ns(), key, Some(at), now);
+        }
+    } else if f.persist {
+        shard.set_expire(c.ns(), key, None, now);
+    }
+}
+
+pub(super) fn incr_by(shared: &Shared, c: &mut Client, key: &[u8], by: i64, now: u64) {
+    let mut shard = shared.store.lock_key(key);
+    let old = match shard.peek(c.ns(), key, now) {
+        None => 0,
+        Some(v) => match parse_i64(v) {
+            Some(n) => n,
+            None => return c.out.error(ERR_NOT_INT),
+        },
+    };
+    let Some(new) = old.checked_add(by) else {
+        return c.out.error("ERR increment or decrement would overflow");
+    };
+    let mut b = itoa::Buffer::new();
+    match shard.set(c.ns(), key, b.format(new).as_bytes(), SetTtl::Keep, now) {
+        Ok(()) => c.out.int(new),
+        Err(e) => write_error(&mut c.out, e),
+    }
+}
+
+/// Parses a float as Redis's string2ld: no leading space, whole string, not NaN.
+fn parse_float(b: &[u8]) -> Option<f64> {
+    if b.is_empty() || b.len() >= 5 * 1024 || b[0].is_ascii_whitespace() {
+        return None;
+    }
+    let s = std::str::from_utf8(b).ok()?;
+    let v: f64 = s.parse().ok()?;
+    if v.is_nan() {
+        return None;
+    }
+    Some(v)
+}
+
+pub(super) fn incr_by_float(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    let old = match shard.peek(c.ns(), key, now) {
+        None => Some(0.0),
+        Some(v) => parse_float(v),
+    };
+    let (Some(old), Some(incr)) = (old, parse_float(args.get(2))) else {
+        return c.out.error(ERR_NOT_FLOAT);
+    };
+    let new = old + incr;
+    if !new.is_finite() {
+        return c.out.error("ERR increment would produce NaN or Infinity");
+    }
+    // Rust's Display is the shortest text that reads back to the same double and never
+    // uses an exponent, like Redis's human-readable long double format.
+    let text = format!("{new}");
+    match shard.set(c.ns(), key, text.as_bytes(), SetTtl::Keep, now) {
+        Ok(()) => c.out.bulk(text.as_bytes()),
+        Err(e) => write_error(&mut c.out, e),
+    }
+}
+
+pub(super) fn append_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let key = args.get(1);
+    let tail = args.get(2);
+    let max = shared.proto_max_bulk_len.load(Relaxed);
+    let mut shard = shared.store.lock_key(key);
+    let result = match shard.peek(c.ns(), key, now) {
+        None => shard
+            .set(c.ns(), key, tail, SetTtl::Clear, now)
+            .map(|_| tail.len()),
+        Some(v) => {
+            if (v.len() + tail.len()) as u64 > max {
+                return c.out.error(ERR_TOO_BIG);
+            }
+            let mut joined = Vec::with_capacity(v.len() + tail.len());
+            joined.extend_from_slice(v);
+            joined.extend_from_slice(tail);
+            shard
+                .set(c.ns(), key, &joined, SetTtl::Keep, now)
+                .map(|_| joined.len())
+        }
+    };
+    match result {
+        Ok(n) => c.out.int(n as i64),
+        Err(e) => write_error(&mut c.out, e),
+    }
+}
+
+pub(super) fn getrange_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let (Some(mut start), Some(mut end)) = (parse_i64(args.get(2)), parse_i64(args.get(3))) else {
+        return c.out.error(ERR_NOT_INT);
+    };
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    let Some(v) = shard.get(c.ns(), key, now) else {
+        return c.out.bulk(b"");
+    };
+    let len = v.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return c.out.bulk(b"");
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        c.out.bulk(b"")
+    } else {
+        c.out.bulk(&v[start as usize..=end as usize])
+    }
+}
+
+pub(super) fn setrange_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let Some(offset) = parse_i64(args.get(2)) else {
+        return c.out.error(ERR_NOT_INT);
+    };
+    if offset < 0 {
+        return c.out.error("ERR offset is out of range");
+    }
+    let offset = offset as u64;
+    let key = args.get(1);
+    let value = args.get(3);
+    let max = shared.proto_max_bulk_len.load(Relaxed);
+    let mut shard = shared.store.lock_key(key);
+    let existing = shard.peek(c.ns(), key, now);
+    if value.is_empty() {
+        return c.out.int(existing.map_or(0, |v| v.len() as i64));
+    }
+    if offset
+        .checked_add(value.len() as u64)
+        .is_none_or(|t| t > max)
+    {
+        return c.out.error(ERR_TOO_BIG);
+    }
+    let offset = offset as usize;
+    let ttl = if existing.is_some() {
+        SetTtl::Keep
+    } else {
+        SetTtl::Clear
+    };
+    let old = existing.unwrap_or(b"");
+    let new_len = old.len().max(offset + value.len());
+    let mut new = Vec::with_capacity(new_len);
+    new.extend_from_slice(old);
+    new.resize(new_len, 0);
+    new[offset..offset + value.len()].copy_from_slice(value);
+    match shard.set(c.ns(), key, &new, ttl, now) {
+        Ok(()) => c.out.int(new_len as i64),
+        Err(e) => write_error(&mut c.out, e),
+    }
+}

@@ -1,0 +1,511 @@
+//! Online self-modelling: the per-tenant profiler and the kRedis tuner, on one thread
+//! off the request path.
+//!
+//! - **Hand-off (kRedis §2.7, §5).** A shard that reads or writes a key in its tenant's
+//!   spatial sample (`hash mod P < T`) pushes one [`Reference`] into a bounded lock-free
+//!   queue ([`RefQueue`]); other keys cost one multiply and compare. A full queue drops
+//!   the reference and counts it per tenant (reported by TENANT INFO): the request path
+//!   never waits for the profiler.
+//! - **Model.** Per tenant, variable-size KRR ([`augur_mrc::krr::Krr`]) over the sampled
+//!   references, one stack per K of `tenant-k-set`, in the bytes the store charges
+//!   (allocation + index share), with the exponent calibrated against Redis's pooled
+//!   K-LRU, which is what the store evicts with. A reference is a GET hit, a write, or a
+//!   GET miss: a miss is held in a pending table until the same tenant SETs the key
+//!   (the refill), and enters the model then, with the refilled size (a cache's miss is
+//!   one reference, not a GET and a SET); a miss never refilled within the cut-off enters
+//!   with the tenant's mean sampled size.
+//! - **Miss cost (kRedis §4.2 step 1, DLRU §3.4).** The refill delay of a pending miss
+//!   is the miss's latency (a bounded table; refills after `tenant-miss-cutoff-ms` are not
+//!   counted). The penalty used is the measured mean (decayed by half each interval) once
+//!   there are samples, else the tenant's configured `miss-penalty`, else the default.
+//! - **Partitioning (§4.1-4.2, Eq. 4-7, Alg. 3).** Every `tenant-interval` requests or
+//!   `tenant-interval-ms`, whichever first: merged MRC per tenant, DP over
+//!   `tenant-alloc-unit` units ([`augur_mrc::partition`]), and in `kredis` mode each
+//!   tenant's target bytes and K are installed in the store. With one tenant this is
+//!   choosing K for the whole memory (§6.9.1).
+
+use crate::state::Shared;
+use augur_mrc::curve::{Curve, Point, SizeUnit};
+use augur_mrc::krr::{Krr, KrrConfig};
+use augur_mrc::partition::{self, MergedMrc, Objective, TenantDemand};
+use augur_mrc::MrcModel;
+use augur_store::{Partitioning, RefKind, Reference, ReferenceSink, TenantId, MAX_TENANTS};
+use crossbeam_queue::ArrayQueue;
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Capacity of the hand-off queue: at 1% sampling, ~6 s of a 1M req/s server.
+const QUEUE_CAPACITY: usize = 1 << 16;
+/// Most pending misses tracked at once (all tenants).
+const PENDING_CAPACITY: usize = 1 << 16;
+/// Intervals kept in a tenant's history (target, K over time).
+const HISTORY: usize = 64;
+
+/// The bounded queue between the shards and the profiler thread.
+pub struct RefQueue {
+    queue: ArrayQueue<Reference>,
+    dropped: Box<[AtomicU64]>,
+}
+
+impl RefQueue {
+    pub fn new() -> Self {
+        Self {
+            queue: ArrayQueue::new(QUEUE_CAPACITY),
+            dropped: (0..MAX_TENANTS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    pub fn dropped(&self, t: TenantId) -> u64 {
+        self.dropped[t as usize].load(Relaxed)
+    }
+}
+
+impl Default for RefQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ReferenceSink for RefQueue {
+    #[inline]
+    fn record(&self, r: Reference) {
+        if self.queue.push(r).is_err() {
+            self.dropped[(r.tenant as usize).min(MAX_TENANTS - 1)].fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// What the profiler last published about a tenant (TENANT INFO / MRC, INFO, metrics).
+#[derive(Debug, Clone, Default)]
+pub struct TenantView {
+    /// Per-K KRR curves in charged bytes.
+    pub curves: Vec<Curve>,
+    /// Measured mean miss latency (µs) and the number of refills it rests on.
+    pub miss_latency_us: Option<f64>,
+    pub miss_latency_samples: u64,
+    /// The penalty the tuner used (µs): measured, configured or default.
+    pub penalty_us: f64,
+    /// Accesses (GETs) per second during the last interval.
+    pub access_rate: f64,
+    /// Miss ratio observed during the last interval.
+    pub observed_miss_ratio: Option<f64>,
+    /// Miss ratio the merged curve predicted for the last interval at the memory the
+    /// tenant held (what "model vs reality" compares).
+    pub predicted_miss_ratio: Option<f64>,
+    /// The tuner's last target (bytes) and K, if it has run in `kredis` mode.
+    pub target: Option<u64>,
+    pub k: Option<u32>,
+    /// Sampled references fed to the model, and model heap bytes.
+    pub sampled_references: u64,
+    pub model_bytes: usize,
+    /// (interval number, target, K) of the last intervals.
+    pub history: VecDeque<(u64, u64, u32)>,
+}
+
+/// The profiler's published state, shared with the command handlers.
+#[derive(Default)]
+pub struct ProfilerState {
+    pub views: Mutex<HashMap<TenantId, TenantView>>,
+    pub intervals: AtomicU64,
+    /// The last partitioning error (e.g. min-memory above maxmemory), for INFO.
+    pub last_error: Mutex<Option<String>>,
+}
+
+/// One tenant's model and counters on the profiler thread.
+struct TenantModel {
+    /// Registry name the model belongs to (a reused slot starts a new model).
+    name: String,
+    krr: Krr,
+    ks: Vec<u32>,
+    rate: f64,
+    fed: u64,
+    fed_in_interval: u64,
+    size_sum: f64,
+    size_n: u64,
+    lat_sum_us: f64,
+    lat_n: u64,
+    lat_mean_us: Option<f64>,
+    lat_weight: f64,
+    lat_total_samples: u64,
+    refills: u64,
+    unfilled: u64,
+    /// Store counters at the interval's start: (hits, misses, writes).
+    last_counts: (u64, u64, u64),
+    /// The merged curve at the end of the last interval, to predict the next.
+    last_merged: Option<MergedMrc>,
+    history: VecDeque<(u64, u64, u32)>,
+}
+
+fn krr_config(ks: &[u32], rate: f64) -> KrrConfig {
+    KrrConfig {
+        ks: ks.to_vec(),
+        k_exponent: Some(Krr::REDIS_K_EXPONENT),
+        rate,
+        unit: SizeUnit::Bytes,
+        ..KrrConfig::default()
+    }
+}
+
+impl TenantModel {
+    fn new(name: String, ks: &[u32], rate: f64) -> Self {
+        Self {
+            name,
+            krr: Krr::new(krr_config(ks, rate)),
+            ks: ks.to_vec(),
+            rate,
+            fed: 0,
+            fed_in_interval: 0,
+            size_sum: 0.0,
+            size_n: 0,
+            lat_sum_us: 0.0,
+            lat_n: 0,
+            lat_mean_us: None,
+            lat_weight: 0.0,
+            lat_total_samples: 0,
+            refills: 0,
+            unfilled: 0,
+            last_counts: (0, 0, 0),
+            last_merged: None,
+            history: VecDeque::new(),
+        }
+    }
+
+    fn feed(&mut self, id: u64, bytes: u32) {
+        self.krr.access(id, bytes.max(1));
+        self.fed += 1;
+        self.fed_in_interval += 1;
+        self.size_sum += bytes as f64;
+        self.size_n += 1;
+    }
+
+    fn mean_size(&self) -> u32 {
+        if self.size_n == 0 {
+            64
+        } else {
+            (self.size_sum / self.size_n as f64).round() as u32
+        }
+    }
+}
+
+/// The profiler thread's state.
+pub struct Profiler {
+    shared: Arc<Shared>,
+    queue: Arc<RefQueue>,
+    models: HashMap<TenantId, TenantModel>,
+    pending: HashMap<(TenantId, u64), Instant>,
+    last_interval: Instant,
+    last_commands: u64,
+}
+
+impl Profiler {
+    pub fn new(shared: Arc<Shared>, queue: Arc<RefQueue>) -> Self {
+        let last_commands = shared.counters.total_commands_processed.load();
+        Self {
+            shared,
+            queue,
+            models: HashMap::new(),
+            pending: HashMap::new(),
+            last_interval: Instant::now(),
+            last_commands,
+        }
+    }
+
+    /// Runs until the server shuts down.
+    pub fn run(mut self) {
+        let mut last_sweep = Instant::now();
+        while !self.shared.shutdown_requested.load(Relaxed) {
+            let mut drained = 0usize;
+            while let Some(r) = self.queue.queue.pop() {
+                self.handle(r);
+                drained += 1;
+                if drained >= 1 << 16 {
+                    break;
+                }
+            }
+            if last_sweep.elapsed() >= Duration::from_millis(50) {
+                self.sweep_pending(Instant::now());
+                last_sweep = Instant::now();
+            }
+            if self.interval_due() {
+                self.run_interval();
+            }
+            if drained == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+
+    fn model(&mut self, t: TenantId) -> Option<&mut TenantModel> {
+        let user = self.shared.tenants.by_id(t)?;
+        let (ks, rate) = {
+            let cfg = self.shared.config.read();
+            (
+                cfg.tenant_k_set.clone(),
+                user.settings.sample_rate.unwrap_or(cfg.tenant_sample_rate),
+            )
+        };
+        let stale = self
+            .models
+            .get(&t)
+            .is_none_or(|m| m.name != user.name || m.ks != ks || m.rate != rate);
+        if stale {
+            self.models
+                .insert(t, TenantModel::new(user.name, &ks, rate));
+        }
+        self.models.get_mut(&t)
+    }
+
+    /// One sampled reference.
+    pub fn handle(&mut self, r: Reference) {
+        let cutoff = Duration::from_millis(self.shared.config.read().tenant_miss_cutoff_ms);
+        match r.kind {
+            RefKind::Hit => {
+                if let Some(m) = self.model(r.tenant) {
+                    m.feed(r.id, r.bytes);
+                }
+            }
+            RefKind::Miss => {
+                if self.pending.len() >= PENDING_CAPACITY {
+                    self.sweep_pending(r.at);
+                }
+                if self.pending.len() < PENDING_CAPACITY {
+                    if let Some(old) = self.pending.insert((r.tenant, r.id), r.at) {
+                        // A second miss before any refill: the first was a reference.
+                        let _ = old;
+                        if let Some(m) = self.model(r.tenant) {
+                            let s = m.mean_size();
+                            m.unfilled += 1;
+                            m.feed(r.id, s);
+                        }
+                    }
+                } else if let Some(m) = self.model(r.tenant) {
+                    let s = m.mean_size();
+                    m.feed(r.id, s);
+                }
+            }
+            RefKind::Write => {
+                let missed_at = self.pending.remove(&(r.tenant, r.id));
+                if let Some(m) = self.model(r.tenant) {
+                    if let Some(at) = missed_at {
+                        let d = r.at.saturating_duration_since(at);
+                        if d <= cutoff {
+                            m.lat_sum_us += d.as_secs_f64() * 1e6;
+                            m.lat_n += 1;
+                            m.lat_total_samples += 1;
+                        }
+                        m.refills += 1;
+                    }
+                    m.feed(r.id, r.bytes);
+                }
+            }
+            RefKind::Delete => {
+                self.pending.remove(&(r.tenant, r.id));
+                if let Some(m) = self.model(r.tenant) {
+                    m.krr.delete(r.id);
+                }
+            }
+        }
+    }
+
+    /// Misses not refilled within the cut-off enter the model as references of the
+    /// tenant's mean size.
+    fn sweep_pending(&mut self, now: Instant) {
+        let cutoff = Duration::from_millis(self.shared.config.read().tenant_miss_cutoff_ms);
+        let expired: Vec<(TenantId, u64)> = self
+            .pending
+            .iter()
+            .filter(|(_, &at)| now.saturating_duration_since(at) > cutoff)
+            .map(|(&k, _)| k)
+            .collect();
+        for (t, id) in expired {
+            self.pending.remove(&(t, id));
+            if let Some(m) = self.model(t) {
+                let s = m.mean_size();
+                m.unfilled += 1;
+                m.feed(id, s);
+            }
+        }
+    }
+
+    fn interval_due(&self) -> bool {
+        let cfg = self.shared.config.read();
+        let cmds = self.shared.counters.total_commands_processed.load();
+        cmds.saturating_sub(self.last_commands) >= cfg.tenant_interval
+            || (cfg.tenant_interval_ms > 0
+                && self.last_interval.elapsed() >= Duration::from_millis(cfg.tenant_interval_ms))
+    }
+
+    /// End of an interval: refresh every tenant's view and, in `kredis` mode, partition
+    /// memory and install targets and K.
+    pub fn run_interval(&mut self) {
+        // Everything sampled so far belongs to this interval.
+        while let Some(r) = self.queue.queue.pop() {
+            self.handle(r);
+        }
+        let secs = self.last_interval.elapsed().as_secs_f64().max(1e-3);
+        self.last_interval = Instant::now();
+        self.last_commands = self.shared.counters.total_commands_processed.load();
+        let interval_no = self.shared.profiler.intervals.fetch_add(1, Relaxed) + 1;
+        let cfg = self.shared.config.read().clone();
+        let users = self.shared.tenants.users();
+        let stats = self.shared.store.tenant_stats();
+        self.models
+            .retain(|t, m| users.iter().any(|u| u.id == *t && u.name == m.name));
+
+        struct Row {
+            id: TenantId,
+            demand: TenantDemand,
+            view: TenantView,
+        }
+        let mut rows: Vec<Row> = Vec::new();
+        for u in &users {
+            let st = stats.get(u.id as usize).cloned().unwrap_or_default();
+            let Some(m) = self.model(u.id) else { continue };
+            let (h0, m0, w0) = m.last_counts;
+            let (dh, dm, dw) = (
+                st.hits.saturating_sub(h0),
+                st.misses.saturating_sub(m0),
+                st.writes.saturating_sub(w0),
+            );
+            m.last_counts = (st.hits, st.misses, st.writes);
+            // References this interval, as the profiler counts them (hit, write, or a
+            // miss never refilled), so SHARDS-adj divides by the right total; the
+            // unrefilled share of misses is estimated from the sampled ones.
+            let unfilled_share = if m.refills + m.unfilled > 0 {
+                m.unfilled as f64 / (m.refills + m.unfilled) as f64
+            } else {
+                0.0
+            };
+            let refs = dh + dw + (dm as f64 * unfilled_share).round() as u64;
+            m.krr
+                .add_unsampled_references(refs.saturating_sub(m.fed_in_interval));
+            m.fed_in_interval = 0;
+            // Miss latency: the interval's mean, folded into a mean that halves the
+            // weight of older intervals.
+            if m.lat_n > 0 {
+                let mean = m.lat_sum_us / m.lat_n as f64;
+                let w = m.lat_n as f64;
+                m.lat_mean_us = Some(match m.lat_mean_us {
+                    Some(old) => (old * m.lat_weight * 0.5 + mean * w) / (m.lat_weight * 0.5 + w),
+                    None => mean,
+                });
+                m.lat_weight = m.lat_weight * 0.5 + w;
+                m.lat_sum_us = 0.0;
+                m.lat_n = 0;
+            }
+            let penalty_us = m
+                .lat_mean_us
+                .or(u.settings.miss_penalty_us)
+                .unwrap_or(cfg.tenant_default_miss_penalty_us);
+            let curves = if m.fed > 0 {
+                m.krr.curves()
+            } else {
+                Vec::new()
+            };
+            let observed = (dh + dm > 0).then(|| dm as f64 / (dh + dm) as f64);
+            let predicted = m
+                .last_merged
+                .as_ref()
+                .map(|mm| mm.miss_ratio(st.used_bytes));
+            let merged = if curves.is_empty() {
+                None
+            } else {
+                MergedMrc::new(&curves).ok()
+            };
+            m.last_merged = merged.clone();
+            let access_rate = (dh + dm) as f64 / secs;
+            let demand = TenantDemand {
+                mrc: merged.unwrap_or_else(|| flat_mrc(cfg.tenant_k_set[0])),
+                access_rate: if curves.is_empty() { 0.0 } else { access_rate },
+                miss_penalty: penalty_us,
+                min_bytes: u.settings.min_memory,
+                max_bytes: (u.settings.maxmemory > 0).then_some(u.settings.maxmemory),
+            };
+            let view = TenantView {
+                curves,
+                miss_latency_us: m.lat_mean_us,
+                miss_latency_samples: m.lat_total_samples,
+                penalty_us,
+                access_rate,
+                observed_miss_ratio: observed,
+                predicted_miss_ratio: predicted,
+                target: None,
+                k: None,
+                sampled_references: m.fed,
+                model_bytes: m.krr.memory_bytes(),
+                history: m.history.clone(),
+            };
+            rows.push(Row {
+                id: u.id,
+                demand,
+                view,
+            });
+        }
+
+        let kredis = self.shared.store.partitioning() == Partitioning::Kredis;
+        if kredis && cfg.maxmemory > 0 && !rows.is_empty() {
+            let demands: Vec<TenantDemand> = rows.iter().map(|r| r.demand.clone()).collect();
+            let objective = match cfg.tenant_objective {
+                crate::config::TenantObjective::Latency => Objective::Latency,
+                crate::config::TenantObjective::Hits => Objective::Hits,
+            };
+            match partition::partition(&demands, cfg.maxmemory, cfg.tenant_alloc_unit, objective) {
+                Ok(alloc) => {
+                    *self.shared.profiler.last_error.lock() = None;
+                    for (i, row) in rows.iter_mut().enumerate() {
+                        let (target, k) = (alloc.bytes[i], alloc.k[i]);
+                        let cap = row.demand.max_bytes.unwrap_or(0);
+                        self.shared
+                            .store
+                            .set_tenant_limits(row.id, cap, target, k as usize);
+                        row.view.target = Some(target);
+                        row.view.k = Some(k);
+                        if let Some(m) = self.models.get_mut(&row.id) {
+                            m.history.push_back((interval_no, target, k));
+                            if m.history.len() > HISTORY {
+                                m.history.pop_front();
+                            }
+                            row.view.history = m.history.clone();
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("tenant partitioning failed: {e}");
+                    *self.shared.profiler.last_error.lock() = Some(e.to_string());
+                }
+            }
+        }
+        let mut views = self.shared.profiler.views.lock();
+        views.clear();
+        for r in rows {
+            views.insert(r.id, r.view);
+        }
+    }
+}
+
+/// A curve that predicts a miss for every size: what a tenant with no sampled
+/// references yet asks for (nothing beyond its minimum).
+fn flat_mrc(k: u32) -> MergedMrc {
+    let c = Curve::new(
+        "krr",
+        Some(k),
+        SizeUnit::Bytes,
+        vec![Point {
+            size: 1.0,
+            miss_ratio: 1.0,
+        }],
+    );
+    MergedMrc::new(&[c]).expect("one curve with K in bytes")
+}
+
+/// Starts the profiler thread and connects the store to its queue.
+pub fn start(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let queue = shared.ref_queue.clone();
+    shared.store.set_reference_sink(queue.clone());
+    std::thread::Builder::new()
+        .name("augur-profiler".into())
+        .spawn(move || Profiler::new(shared, queue).run())
+}
