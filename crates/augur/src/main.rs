@@ -33,7 +33,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the cache server.
-    Serve(cmd_serve::Args),
+    Serve(Box<cmd_serve::Args>),
     /// Compute a miss-ratio curve of a trace with a model.
     Mrc(cmd_mrc::MrcArgs),
     /// Run a model and its matching exact simulator on a trace and print the MAE table.
@@ -47,7 +47,7 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve(a) => cmd_serve::run(a),
+        Command::Serve(a) => cmd_serve::run(*a),
         Command::Mrc(a) => cmd_mrc::run_mrc(a),
         Command::MrcCompare(a) => cmd_mrc::run_compare(a),
         Command::Sim(a) => cmd_sim::run(a),
