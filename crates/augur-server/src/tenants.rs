@@ -34,7 +34,6 @@ pub struct TenantSettings {
     pub sample_rate: Option<f64>,
 }
 
-
 /// The parameters of `TENANT SET` / `TENANT GET`, in listing order.
 pub const TENANT_PARAMS: &[&str] = &["maxmemory", "min-memory", "miss-penalty", "sample-rate"];
 

@@ -143,7 +143,10 @@ impl Args {
             ("tenant-k-set", &self.tenant_k_set),
             ("tenant-alloc-unit", &self.tenant_alloc_unit),
             ("tenant-miss-cutoff-ms", &self.tenant_miss_cutoff_ms),
-            ("tenant-default-miss-penalty", &self.tenant_default_miss_penalty),
+            (
+                "tenant-default-miss-penalty",
+                &self.tenant_default_miss_penalty,
+            ),
             ("metrics-port", &self.metrics_port),
         ];
         for (name, v) in named {
