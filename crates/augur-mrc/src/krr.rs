@@ -79,7 +79,7 @@ pub enum SampleAdjust {
     /// number of sampled references `N * R`, which credits the surplus or deficit of
     /// sampled references to the smallest distance (see
     /// [`DistanceHistogram::to_curve_with_total`]). Right when the surplus comes from
-    /// hot keys that hit; wrong when it comes from keys that miss.
+    /// hot keys that hit; wrong when it comes from keys that miss. The default.
     #[default]
     Shards,
     /// Regression estimator (the survey-sampling GREG estimator for cluster samples,
@@ -607,6 +607,16 @@ impl Krr {
         (self.references, self.sampled)
     }
 
+    /// The estimator [`MrcModel::curves`] uses: `config().adjust`, or
+    /// [`SampleAdjust::None`] at R = 1 (nothing sampled away: misses over references).
+    pub fn estimator(&self) -> SampleAdjust {
+        if self.sampler.is_full() {
+            SampleAdjust::None
+        } else {
+            self.cfg.adjust
+        }
+    }
+
     /// Number of tracked (sampled, live) objects.
     pub fn tracked_objects(&self) -> usize {
         self.ids.len()
@@ -628,7 +638,8 @@ impl Krr {
     /// Counts `n` references to keys outside the spatial sample that were not passed to
     /// [`MrcModel::access`]: an online caller that filters on the request path (the
     /// server hands over sampled keys only) tells the model how many it skipped, so
-    /// SHARDS-adj divides by the whole stream's `N * R` as offline.
+    /// every [`SampleAdjust`] sees the whole stream's `N` (SHARDS-adj and the
+    /// regression estimator use `N * R`) and draws the same curves as offline.
     pub fn add_unsampled_references(&mut self, n: u64) {
         self.references += n;
     }
@@ -657,7 +668,7 @@ impl MrcModel for Krr {
             self.sizes[id as usize]
         };
         self.sizes[id as usize] = size;
-        let weight = if self.cfg.adjust == SampleAdjust::Regression && !self.sampler.is_full() {
+        let weight = if self.estimator() == SampleAdjust::Regression {
             let i = id as usize;
             if self.refs.len() <= i {
                 self.refs.resize(i + 1, 0);
@@ -702,8 +713,7 @@ impl MrcModel for Krr {
         let unit = self.cfg.unit;
         self.stacks
             .iter()
-            .map(|s| match self.cfg.adjust {
-                _ if self.sampler.is_full() => s.curve(unit, 1.0, self.sampled as f64),
+            .map(|s| match self.estimator() {
                 SampleAdjust::None => s.curve(unit, 1.0 / rate, self.sampled as f64),
                 SampleAdjust::Shards => s.curve(unit, 1.0 / rate, expected),
                 SampleAdjust::Regression => s.curve_regression(unit, 1.0 / rate, expected),
@@ -821,5 +831,87 @@ mod tests {
             ..KrrConfig::default()
         });
         assert_eq!(m.stacks()[4].k_effective(), 16.0);
+    }
+
+    /// A skewed stream over `keys` keys: key `i` with probability ~ 1/(i+1) (a
+    /// deterministic LCG), so the sample has hot keys and a surplus or deficit of
+    /// sampled references.
+    fn zipf_stream(keys: u64, n: usize) -> Vec<u64> {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let ln = (keys as f64).ln();
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+                ((u * ln).exp() as u64 - 1).min(keys - 1)
+            })
+            .collect()
+    }
+
+    fn sampled_cfg(adjust: SampleAdjust) -> KrrConfig {
+        KrrConfig {
+            ks: vec![1, 4],
+            rate: 0.05,
+            adjust,
+            ..KrrConfig::default()
+        }
+    }
+
+    #[test]
+    fn unsampled_references_counted_in_bulk_give_the_offline_curves() {
+        // The online profiler feeds only sampled keys and adds the others' count per
+        // interval: every estimator must then draw the same curves as a model that saw
+        // the whole stream (N and N_s are all the estimators use of the stream).
+        let stream = zipf_stream(40_000, 60_000);
+        let sampler = SpatialSampler::new(0.05);
+        for adjust in [
+            SampleAdjust::None,
+            SampleAdjust::Shards,
+            SampleAdjust::Regression,
+        ] {
+            let mut offline = Krr::new(sampled_cfg(adjust));
+            let mut online = Krr::new(sampled_cfg(adjust));
+            let mut skipped = 0;
+            for (i, &key) in stream.iter().enumerate() {
+                offline.access(key, 1);
+                if sampler.sampled(key) {
+                    online.access(key, 1);
+                } else {
+                    skipped += 1;
+                }
+                if i % 7_919 == 0 {
+                    online.add_unsampled_references(skipped);
+                    skipped = 0;
+                }
+            }
+            online.add_unsampled_references(skipped);
+            assert_eq!(online.counts(), offline.counts(), "{adjust:?}");
+            assert_eq!(online.estimator(), offline.estimator());
+            assert_eq!(online.curves(), offline.curves(), "{adjust:?}");
+        }
+    }
+
+    #[test]
+    fn regression_differs_from_shards_adj_only_under_sampling() {
+        let stream = zipf_stream(40_000, 60_000);
+        let curves = |rate, adjust| {
+            let mut m = Krr::new(KrrConfig {
+                rate,
+                ..sampled_cfg(adjust)
+            });
+            for &key in &stream {
+                m.access(key, 1);
+            }
+            (m.estimator(), m.curves())
+        };
+        let (used, regression) = curves(0.05, SampleAdjust::Regression);
+        assert_eq!(used, SampleAdjust::Regression);
+        assert_ne!(regression, curves(0.05, SampleAdjust::Shards).1);
+        // At R = 1 nothing is estimated: every adjustment is misses over references.
+        let (used, full) = curves(1.0, SampleAdjust::Regression);
+        assert_eq!(used, SampleAdjust::None);
+        assert_eq!(full, curves(1.0, SampleAdjust::Shards).1);
     }
 }
