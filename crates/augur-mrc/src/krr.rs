@@ -38,8 +38,9 @@
 //!   sampled *references* missing its expectation `N * R` (hot keys in or out). Misses
 //!   are turned into miss ratios by [`SampleAdjust`]: SHARDS-adj (Waldspurger et al.,
 //!   FAST'15 §3.3; the default) or a regression estimator, which halves arc_p3's error
-//!   (.0058 -> .0030 averaged over 20 samples) but is 5-10 % worse on the traces with
-//!   fewer sampled keys (BENCHMARKS.md, "KRR under spatial sampling").
+//!   (.0058 -> .0030 averaged over 20 samples) but is 5-35 % worse on arc_oltp,
+//!   scarab-recs and cloudphysics, whatever the number of sampled keys
+//!   (BENCHMARKS.md, "KRR under spatial sampling"); it is opt-in.
 //!
 //! Implementation as in §5: the stack is an array of object ids ordered by stack
 //! position, with an id→position array (the paper's hash table holding a pointer into

@@ -84,8 +84,9 @@ pub struct ModelArgs {
     /// `shards` (SHARDS-adj, divide by the expected sampled references), `regression`
     /// (the regression estimator, which credits the surplus of sampled references as
     /// hits or misses the way the hot sampled keys hit or miss: arc_p3 at R = 0.01 MAE
-    /// .0058 -> .0030 on average over 20 hash salts, but 5-10 % worse on arc_oltp and
-    /// scarab-recs, see BENCHMARKS.md) or `none` (divide by the sampled references).
+    /// .0058 -> .0030 on average over 20 hash salts, but 5-35 % worse on arc_oltp,
+    /// scarab-recs and cloudphysics, see BENCHMARKS.md) or `none` (divide by the sampled
+    /// references).
     #[arg(long, value_enum, default_value = "shards")]
     pub sample_adjust: SampleAdjustArg,
 
