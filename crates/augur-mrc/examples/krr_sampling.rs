@@ -12,10 +12,12 @@
 //!
 //! ```text
 //! cargo run --release -p augur-mrc --example krr_sampling -- TRACE [--rate 0.01]
-//!     [--salts 20] [--adjust shards,regression,none] [--prefix N] [--lru-diag]
+//!     [--salts 20] [--adjust shards,regression,none] [--prefix N] [--seed S] [--lru-diag]
 //!     [--write-reference FILE]
 //! ```
 //!
+//! `--seed S` is the model's RNG seed (default `KrrConfig::default().seed`; `augur
+//! mrc-compare` uses its `--seed`, 42).
 //! `--lru-diag` splits exact LRU's sampling error (SHARDS) in two: the curve from the
 //! sampled references' *true* full-trace distances (only which references are sampled)
 //! and from their sampled distances scaled by 1/R, under each estimator.
@@ -180,6 +182,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let name = args.next().expect("TRACE name (e.g. arc_p3)");
     let (mut rate, mut salts, mut prefix) = (0.01, 20u64, usize::MAX);
+    let mut seed = KrrConfig::default().seed;
     let mut adjusts = vec![SampleAdjust::Shards, SampleAdjust::Regression];
     let (mut diag, mut reference) = (false, None);
     while let Some(a) = args.next() {
@@ -188,6 +191,7 @@ fn main() {
             "--rate" => rate = val().parse().expect("number"),
             "--salts" => salts = val().parse().expect("integer"),
             "--prefix" => prefix = val().parse().expect("integer"),
+            "--seed" => seed = val().parse().expect("integer"),
             "--lru-diag" => diag = true,
             "--write-reference" => reference = Some(val()),
             "--adjust" => {
@@ -240,6 +244,7 @@ fn main() {
             let mut m = Krr::new(KrrConfig {
                 rate,
                 adjust,
+                seed,
                 ..KrrConfig::default()
             });
             for &(k, s) in &trace {
