@@ -151,6 +151,41 @@ def redis_py():
     r.flushall()
 
 
+def tenants():
+    """Tenants are ACL users: redis-py's username=/password= and redis-cli --user."""
+    admin = redis.Redis(port=PORT, decode_responses=True)
+    check("acl setuser", admin.acl_setuser("shop", enabled=True, passwords=["+s3cret"]), True)
+    check("acl setuser 2", admin.execute_command("ACL", "SETUSER", "blog", "on", ">pw"), "OK")
+    shop = redis.Redis(port=PORT, username="shop", password="s3cret", decode_responses=True)
+    blog = redis.Redis(port=PORT, username="blog", password="pw", decode_responses=True)
+    check("whoami", shop.acl_whoami(), "shop")
+    shop.set("cart:1", "3 items")
+    blog.set("cart:1", "a post")
+    check("tenant sees its own value", shop.get("cart:1"), "3 items")
+    check("other tenant's value", blog.get("cart:1"), "a post")
+    check("default tenant empty", admin.get("cart:1"), None)
+    check("keys isolated", sorted(shop.keys("*")), ["cart:1"])
+    check("dbsize isolated", admin.dbsize(), 0)
+    p = shop.pipeline(transaction=False)
+    p.set("a", 1).incr("a").get("a")
+    check("pipeline as a tenant", p.execute(), [True, 2, "2"])
+    check("wrong password", error_of(lambda: redis.Redis(port=PORT, username="shop", password="no").ping()),
+          "invalid username-password pair or user is disabled.")
+    check("tenant set", admin.execute_command("TENANT", "SET", "shop", "maxmemory", "10mb", "miss-penalty", "2ms"), "OK")
+    got = admin.execute_command("TENANT", "GET", "shop", "maxmemory")
+    check("tenant get", got if isinstance(got, dict) else dict(zip(got[::2], got[1::2])), {"maxmemory": str(10 << 20)})
+    info = admin.execute_command("TENANT", "INFO", "shop")
+    info = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2]))
+    check("tenant info keys", info["keys"], "2")
+    check("tenant noperm", "has no permissions" in (error_of(lambda: shop.execute_command("TENANT", "SET", "blog", "maxmemory", "1mb")) or ""), True)
+    r = subprocess.run(["redis-cli", "-p", str(PORT), "--user", "blog", "--pass", "pw", "--no-auth-warning", "GET", "cart:1"],
+                       capture_output=True, text=True, timeout=20)
+    check("redis-cli --user", r.stdout.strip(), "a post")
+    check("acl deluser", admin.acl_deluser("shop", "blog"), 2)
+    check("deleted tenant cannot log in", error_of(lambda: redis.Redis(port=PORT, username="shop", password="s3cret").ping()),
+          "invalid username-password pair or user is disabled.")
+
+
 def redis_cli():
     check("cli ping", cli("PING"), "PONG")
     check("cli set", cli("SET", "ck", "hello world"), "OK")
@@ -219,7 +254,7 @@ def shutdown():
     check("shutdown stops the server", "stopped", "stopped")
 
 
-for section in (redis_py, redis_cli, inline, benchmark, shutdown):
+for section in (redis_py, tenants, redis_cli, inline, benchmark, shutdown):
     try:
         section()
     except Exception as e:  # a crash in one section is a failure, not the end

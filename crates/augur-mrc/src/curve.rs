@@ -196,6 +196,21 @@ impl DistanceHistogram {
     /// `>= d`). A distance of 0 is treated as 1.
     #[inline]
     pub fn record(&mut self, d: u64) {
+        self.record_n(d, 1);
+    }
+
+    /// Records a reference with infinite distance (a cold miss).
+    #[inline]
+    pub fn record_cold(&mut self) {
+        self.cold += 1;
+        self.total += 1;
+    }
+
+    /// Records `n` references at finite stack distance `d` (or a weight of `n` for one
+    /// reference: KRR's regression estimator weighs each sampled reference by its
+    /// key's reference count).
+    #[inline]
+    pub fn record_n(&mut self, d: u64, n: u64) {
         let d = d.max(1);
         let mut idx = (d - 1) / self.width;
         while idx >= self.max_buckets as u64 {
@@ -206,15 +221,15 @@ impl DistanceHistogram {
         if idx >= self.counts.len() {
             self.counts.resize(idx + 1, 0);
         }
-        self.counts[idx] += 1;
-        self.total += 1;
+        self.counts[idx] += n;
+        self.total += n;
     }
 
-    /// Records a reference with infinite distance (a cold miss).
+    /// Records `n` references (or a weight of `n`) at infinite distance.
     #[inline]
-    pub fn record_cold(&mut self) {
-        self.cold += 1;
-        self.total += 1;
+    pub fn record_cold_n(&mut self, n: u64) {
+        self.cold += n;
+        self.total += n;
     }
 
     fn coarsen(&mut self) {

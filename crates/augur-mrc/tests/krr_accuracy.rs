@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use augur_mrc::curve::{Curve, DistanceHistogram, Point, SizeUnit};
-use augur_mrc::krr::{Krr, KrrConfig, UpdateMethod};
+use augur_mrc::krr::{Krr, KrrConfig, SampleAdjust, UpdateMethod};
 use augur_mrc::MrcModel;
 use augur_sim::{simulate_sizes, working_set, PolicySpec, Unit};
 
@@ -223,4 +223,72 @@ fn spatial_sampling_scales_distances_and_tracks_about_r_of_the_keys() {
     }
     let mean = sum / 3.0;
     assert!(mean <= 0.015, "mean MAE {mean}");
+}
+
+/// The simulated plain K-LRU points of arc_p3 (`k size miss_ratio` lines, 40 sizes up to
+/// the working set of 762,543 objects, simulator seed 42), stored because simulating
+/// them takes ~40 s in release and several times that in the test profile. Written by
+/// `cargo run --release -p augur-mrc --example krr_sampling -- arc_p3
+/// --write-reference crates/augur-mrc/tests/krr_support/arc_p3_klru.txt`.
+fn stored_klru(name: &str) -> Vec<Curve> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/krr_support/{name}_klru.txt"));
+    let text = std::fs::read_to_string(path).expect("stored simulator curves");
+    KS.iter()
+        .map(|&k| {
+            let pts = text
+                .lines()
+                .map(|l| l.split(' ').collect::<Vec<_>>())
+                .filter(|f| f[0] == k.to_string())
+                .map(|f| Point {
+                    size: f[1].parse().expect("size"),
+                    miss_ratio: f[2].parse().expect("miss ratio"),
+                })
+                .collect::<Vec<_>>();
+            assert_eq!(pts.len(), SIZES as usize);
+            Curve::new("sim-klru", Some(k), SizeUnit::Objects, pts)
+        })
+        .collect()
+}
+
+/// The bar for spatial sampling: R = 0.01 on a trace with >= 500k objects
+/// (arc_p3, the whole trace: 3.9M requests, 762k objects, about 7.7k of them sampled),
+/// mean MAE over K in {1,2,4,8,16} at most .005 against plain K-LRU. The regression
+/// estimator ([`SampleAdjust::Regression`]) meets it (measured .0047 with the default
+/// seed and sampler; .0030 on average and .0047 at worst over 20 hash salts,
+/// BENCHMARKS.md); SHARDS-adj, the default, does not on this sample (.0092; .0058 on
+/// average). The margin is thin: on this sample other model seeds give .0047-.0052.
+#[test]
+fn sampled_krr_with_regression_estimator_meets_the_bar_on_arc_p3() {
+    let trace = load("arc_p3");
+    let sims = stored_klru("arc_p3");
+    let mean_mae = |adjust| {
+        let m = run(
+            &trace,
+            KrrConfig {
+                rate: 0.01,
+                adjust,
+                ..KrrConfig::default()
+            },
+        );
+        assert_eq!(m.estimator(), adjust);
+        let maes: Vec<f64> = m
+            .curves()
+            .iter()
+            .zip(&sims)
+            .map(|(c, s)| c.mae_at_points(s))
+            .collect();
+        println!(
+            "{adjust:?}: per K {maes:.5?}, {} keys tracked",
+            m.tracked_objects()
+        );
+        maes.iter().sum::<f64>() / maes.len() as f64
+    };
+    let regression = mean_mae(SampleAdjust::Regression);
+    let shards = mean_mae(SampleAdjust::Shards);
+    println!(
+        "arc_p3 R = 0.01 mean MAE vs klru: regression {regression:.5}, shards-adj {shards:.5}"
+    );
+    assert!(regression <= 0.005, "{regression}");
+    assert!(regression < shards, "{regression} vs {shards}");
 }

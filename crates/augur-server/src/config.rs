@@ -84,6 +84,11 @@ pub struct ServerConfig {
     pub tenant_interval_ms: u64,
     /// Spatial sampling rate R of the per-tenant profiler (kRedis §2.7); 0 = off.
     pub tenant_sample_rate: f64,
+    /// `tenant-sample-rate auto` (the default): kRedis §5's rule, R = 0.01 for a tenant
+    /// with fewer than ~8M keys and 0.001 above (`tenant_sample_rate` is then the small
+    /// tenants' rate). The profiler's model memory grows with sampled keys, R x keys,
+    /// so the lower rate caps it for big tenants while small ones keep enough samples.
+    pub tenant_sample_rate_auto: bool,
     /// The K values profiled and chosen from (kRedis §5 tracks several at once).
     pub tenant_k_set: Vec<u32>,
     /// Allocation unit G of the partitioning DP, in bytes (Alg. 3).
@@ -144,6 +149,7 @@ impl Default for ServerConfig {
             tenant_interval: 1_000_000,
             tenant_interval_ms: 10_000,
             tenant_sample_rate: 0.01,
+            tenant_sample_rate_auto: true,
             tenant_k_set: vec![1, 2, 4, 8, 16],
             tenant_alloc_unit: 1024 * 1024,
             tenant_miss_cutoff_ms: 1000,
@@ -361,6 +367,10 @@ impl ServerConfig {
                 self.tenant_interval = n;
             }
             "tenant-interval-ms" => self.tenant_interval_ms = parse_int(value)?,
+            "tenant-sample-rate" if value.eq_ignore_ascii_case("auto") => {
+                self.tenant_sample_rate = 0.01;
+                self.tenant_sample_rate_auto = true;
+            }
             "tenant-sample-rate" => {
                 let r: f64 = value
                     .parse()
@@ -369,6 +379,7 @@ impl ServerConfig {
                     return Err("argument must be between 0 and 1 inclusive".into());
                 }
                 self.tenant_sample_rate = r;
+                self.tenant_sample_rate_auto = false;
             }
             "tenant-k-set" => {
                 let mut ks = Vec::new();
@@ -445,6 +456,7 @@ impl ServerConfig {
             "tenant-objective" => self.tenant_objective.name().to_string(),
             "tenant-interval" => self.tenant_interval.to_string(),
             "tenant-interval-ms" => self.tenant_interval_ms.to_string(),
+            "tenant-sample-rate" if self.tenant_sample_rate_auto => "auto".into(),
             "tenant-sample-rate" => self.tenant_sample_rate.to_string(),
             "tenant-k-set" => self
                 .tenant_k_set

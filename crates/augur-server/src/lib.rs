@@ -8,6 +8,7 @@ pub mod cmdtable;
 pub mod commands;
 pub mod config;
 pub mod info;
+pub mod metrics;
 pub mod profiler;
 pub mod resp;
 pub mod server;

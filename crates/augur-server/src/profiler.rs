@@ -81,8 +81,11 @@ impl ReferenceSink for RefQueue {
 /// What the profiler last published about a tenant (TENANT INFO / MRC, INFO, metrics).
 #[derive(Debug, Clone, Default)]
 pub struct TenantView {
-    /// Per-K KRR curves in charged bytes.
+    /// Per-K KRR curves in charged bytes, over every reference since the model started
+    /// (what TENANT MRC answers and the tuner partitions with).
     pub curves: Vec<Curve>,
+    /// The last interval's own per-K curves (see `interval_curves`): the forecast.
+    pub forecast: Vec<Curve>,
     /// Measured mean miss latency (µs) and the number of refills it rests on.
     pub miss_latency_us: Option<f64>,
     pub miss_latency_samples: u64,
@@ -92,7 +95,9 @@ pub struct TenantView {
     pub access_rate: f64,
     /// Miss ratio observed during the last interval.
     pub observed_miss_ratio: Option<f64>,
-    /// Miss ratio the merged curve predicted for the last interval at the memory the
+    /// Miss ratio predicted for the last interval, at the memory the tenant held and the
+    /// K it was evicted with, from the curve of the interval before's references (what
+    /// "model vs reality" compares; see `interval_curves`).
     /// tenant held (what "model vs reality" compares).
     pub predicted_miss_ratio: Option<f64>,
     /// The tuner's last target (bytes) and K, if it has run in `kredis` mode.
@@ -107,6 +112,22 @@ pub struct TenantView {
     pub model_bytes: usize,
     /// (interval number, target, K) of the last intervals.
     pub history: VecDeque<(u64, u64, u32)>,
+}
+
+impl TenantView {
+    /// The miss ratio the last interval's curve forecasts at `bytes` with sample size
+    /// `k` (the merged curve if `k` is not profiled); `None` before any interval.
+    pub fn forecast_at(&self, bytes: u64, k: u32) -> Option<f64> {
+        if self.forecast.is_empty() {
+            return None;
+        }
+        match self.forecast.iter().find(|c| c.k == Some(k)) {
+            Some(c) => Some(c.miss_ratio_at(bytes as f64)),
+            None => MergedMrc::new(&self.forecast)
+                .ok()
+                .map(|m| m.miss_ratio(bytes)),
+        }
+    }
 }
 
 /// The profiler's published state, shared with the command handlers.
@@ -141,8 +162,12 @@ struct TenantModel {
     unfilled: u64,
     /// Store counters at the interval's start: (hits, misses, writes).
     last_counts: (u64, u64, u64),
-    /// The merged curve at the end of the last interval, to predict the next.
-    last_merged: Option<MergedMrc>,
+    /// The queue's drop counter for this tenant at the interval's start.
+    last_dropped: u64,
+    /// Cumulative curves and their reference total at the end of the last interval.
+    prev_cumulative: Option<(Vec<Curve>, f64)>,
+    /// The last interval's own curves (its references only), to predict the next.
+    forecast: Vec<Curve>,
     history: VecDeque<(u64, u64, u32)>,
 }
 
@@ -177,7 +202,9 @@ impl TenantModel {
             refills: 0,
             unfilled: 0,
             last_counts: (0, 0, 0),
-            last_merged: None,
+            last_dropped: 0,
+            prev_cumulative: None,
+            forecast: Vec::new(),
             history: VecDeque::new(),
         }
     }
@@ -246,8 +273,10 @@ impl Profiler {
         let cfg = self.shared.config.read();
         self.ks = cfg.tenant_k_set.clone();
         self.cutoff = Duration::from_millis(cfg.tenant_miss_cutoff_ms);
-        let default_rate = cfg.tenant_sample_rate;
         drop(cfg);
+        // The model samples at the rate the store filters with (one source of truth:
+        // the tenant's threshold in the store).
+        let store = &self.shared.store;
         self.tenant_meta = self
             .shared
             .tenants
@@ -256,7 +285,10 @@ impl Profiler {
             .map(|u| {
                 (
                     u.id,
-                    (u.name, u.settings.sample_rate.unwrap_or(default_rate)),
+                    (
+                        u.name,
+                        store.tenant_sample_rate(u.id).max(f64::MIN_POSITIVE),
+                    ),
                 )
             })
             .collect();
@@ -399,6 +431,17 @@ impl Profiler {
         let stats = self.shared.store.tenant_stats();
         self.models
             .retain(|t, m| users.iter().any(|u| u.id == *t && u.name == m.name));
+        if cfg.tenant_sample_rate_auto {
+            for u in users.iter().filter(|u| u.settings.sample_rate.is_none()) {
+                let keys = stats.get(u.id as usize).map_or(0, |s| s.keys);
+                let now = self.shared.store.tenant_sample_rate(u.id);
+                if let Some(rate) = auto_sample_rate(keys, now, cfg.tenant_sample_rate) {
+                    // A new rate is a new sample: the model restarts (see `model`).
+                    self.shared.store.set_tenant_sample_rate(u.id, rate);
+                }
+            }
+            self.refresh();
+        }
 
         struct Row {
             id: TenantId,
@@ -408,7 +451,15 @@ impl Profiler {
         let mut rows: Vec<Row> = Vec::new();
         for u in &users {
             let st = stats.get(u.id as usize).cloned().unwrap_or_default();
+            // The K this interval was evicted with: the tuner's, else the global one.
+            let k_used = match self.shared.store.tenant_limits(u.id).2 {
+                0 => self.shared.store.samples() as u32,
+                k => k as u32,
+            };
+            let dropped_total = self.shared.ref_queue.dropped(u.id);
             let Some(m) = self.model(u.id) else { continue };
+            let dropped = dropped_total.saturating_sub(m.last_dropped);
+            m.last_dropped = dropped_total;
             let (h0, m0, w0) = m.last_counts;
             let (dh, dm, dw) = (
                 st.hits.saturating_sub(h0),
@@ -425,8 +476,16 @@ impl Profiler {
                 0.0
             };
             let refs = dh + dw + (dm as f64 * unfilled_share).round() as u64;
-            m.krr
-                .add_unsampled_references(refs.saturating_sub(m.fed_in_interval));
+            // References dropped on a full queue were sampled but never modelled: the
+            // stream the model saw is the fed share of the sampled one, so it stands
+            // for that share of the interval's references.
+            let fed = m.fed_in_interval;
+            let seen = if dropped > 0 && fed > 0 {
+                (refs as f64 * fed as f64 / (fed + dropped) as f64).round() as u64
+            } else {
+                refs
+            };
+            m.krr.add_unsampled_references(seen.saturating_sub(fed));
             m.fed_in_interval = 0;
             // Miss latency: the interval's mean, folded into a mean that halves the
             // weight of older intervals.
@@ -452,15 +511,28 @@ impl Profiler {
             };
             let observed = (dh + dm > 0).then(|| dm as f64 / (dh + dm) as f64);
             let predicted = m
-                .last_merged
-                .as_ref()
-                .map(|mm| mm.miss_ratio(st.used_bytes));
+                .forecast
+                .iter()
+                .find(|c| c.k == Some(k_used))
+                .map(|c| c.miss_ratio_at(st.used_bytes as f64))
+                .or_else(|| {
+                    MergedMrc::new(&m.forecast)
+                        .ok()
+                        .map(|mm| mm.miss_ratio(st.used_bytes))
+                });
+            let (references, sampled) = m.krr.counts();
+            let total = if m.rate < 1.0 {
+                references as f64 * m.rate
+            } else {
+                sampled as f64
+            };
+            m.forecast = interval_curves(&curves, total, m.prev_cumulative.as_ref());
+            m.prev_cumulative = Some((curves.clone(), total));
             let merged = if curves.is_empty() {
                 None
             } else {
                 MergedMrc::new(&curves).ok()
             };
-            m.last_merged = merged.clone();
             let access_rate = (dh + dm) as f64 / secs;
             let demand = TenantDemand {
                 mrc: merged.unwrap_or_else(|| flat_mrc(cfg.tenant_k_set[0])),
@@ -471,6 +543,7 @@ impl Profiler {
             };
             let view = TenantView {
                 curves,
+                forecast: m.forecast.clone(),
                 miss_latency_us: m.lat_mean_us,
                 miss_latency_samples: m.lat_total_samples,
                 penalty_us,
@@ -532,6 +605,60 @@ impl Profiler {
     }
 }
 
+/// The curves of one interval's references alone, from the cumulative curves at its end
+/// (`total` references) and at its start: a curve is misses / references at every size,
+/// so the interval's is `(mr_end(c) T_end - mr_start(c) T_start) / (T_end - T_start)`.
+/// The cumulative curve carries every cold miss since the tenant started and lags a
+/// changing workload; the last interval's own curve is the better forecast of the next.
+fn interval_curves(end: &[Curve], total: f64, start: Option<&(Vec<Curve>, f64)>) -> Vec<Curve> {
+    let Some((start_curves, start_total)) = start else {
+        return end.to_vec();
+    };
+    let n = total - start_total;
+    if n < 1.0 {
+        return end.to_vec();
+    }
+    end.iter()
+        .map(|c| {
+            let before = start_curves.iter().find(|s| s.k == c.k);
+            let points = c
+                .points
+                .iter()
+                .map(|p| {
+                    let misses_before =
+                        before.map_or(0.0, |b| b.miss_ratio_at(p.size) * start_total);
+                    Point {
+                        size: p.size,
+                        miss_ratio: ((p.miss_ratio * total - misses_before) / n).clamp(0.0, 1.0),
+                    }
+                })
+                .collect();
+            Curve::new(c.model.clone(), c.k, c.unit, points)
+        })
+        .collect()
+}
+
+/// Keys above which `tenant-sample-rate auto` samples at [`BIG_TENANT_RATE`] (kRedis §5:
+/// "0.001 ... 0.01 for tenants with fewer than about 8M keys").
+pub const BIG_TENANT_KEYS: u64 = 8_000_000;
+/// Keys below which a big tenant goes back to the small-tenant rate (hysteresis, so a
+/// tenant near 8M keys does not restart its model every interval).
+pub const SMALL_AGAIN_KEYS: u64 = 6_000_000;
+pub const BIG_TENANT_RATE: f64 = 0.001;
+
+/// The rate `auto` moves a tenant with `keys` keys to, if it should move from `now`.
+pub fn auto_sample_rate(keys: u64, now: f64, small_rate: f64) -> Option<f64> {
+    let is_big =
+        augur_store::sample_threshold(now) == augur_store::sample_threshold(BIG_TENANT_RATE);
+    let want = if keys >= BIG_TENANT_KEYS || (is_big && keys >= SMALL_AGAIN_KEYS) {
+        BIG_TENANT_RATE
+    } else {
+        small_rate
+    };
+    let same = augur_store::sample_threshold(want) == augur_store::sample_threshold(now);
+    (!same && now > 0.0).then_some(want)
+}
+
 /// A curve that predicts a miss for every size: what a tenant with no sampled
 /// references yet asks for (nothing beyond its minimum).
 fn flat_mrc(k: u32) -> MergedMrc {
@@ -554,4 +681,19 @@ pub fn start(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<()>
     std::thread::Builder::new()
         .name("augur-profiler".into())
         .spawn(move || Profiler::new(shared, queue).run())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_rate_follows_section_5_with_hysteresis() {
+        assert_eq!(auto_sample_rate(1000, 0.01, 0.01), None);
+        assert_eq!(auto_sample_rate(9_000_000, 0.01, 0.01), Some(0.001));
+        assert_eq!(auto_sample_rate(7_000_000, 0.001, 0.01), None);
+        assert_eq!(auto_sample_rate(5_000_000, 0.001, 0.01), Some(0.01));
+        // A tenant whose profiling is off (rate 0) stays off.
+        assert_eq!(auto_sample_rate(9_000_000, 0.0, 0.01), None);
+    }
 }

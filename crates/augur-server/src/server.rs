@@ -29,6 +29,8 @@ const MAX_PRERESERVE: usize = 4 * 1024 * 1024;
 pub struct Server {
     shared: Arc<Shared>,
     listeners: Vec<TcpListener>,
+    /// The Prometheus endpoint's listeners (`metrics-port`; none when 0).
+    metrics_listeners: Vec<TcpListener>,
 }
 
 /// Lets another task (a test, a signal handler) stop a running server.
@@ -64,6 +66,20 @@ impl Server {
             port = l.local_addr()?.port();
             listeners.push(l);
         }
+        let mut metrics_listeners = Vec::new();
+        if config.metrics_port > 0 {
+            for addr in &config.bind {
+                let l = TcpListener::bind((addr.as_str(), config.metrics_port))
+                    .await
+                    .map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!("could not bind metrics {addr}:{}: {e}", config.metrics_port),
+                        )
+                    })?;
+                metrics_listeners.push(l);
+            }
+        }
         let shared = Arc::new(Shared::new(config, log_hook));
         shared
             .setup_tenants()
@@ -73,7 +89,11 @@ impl Server {
             .iter()
             .filter_map(|l| l.local_addr().ok())
             .collect();
-        Ok(Server { shared, listeners })
+        Ok(Server {
+            shared,
+            listeners,
+            metrics_listeners,
+        })
     }
 
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
@@ -104,6 +124,10 @@ impl Server {
             tasks.push(tokio::spawn(accept_loop(l, shared.clone())));
         }
         tasks.push(tokio::spawn(cron(shared.clone())));
+        for l in self.metrics_listeners {
+            tracing::info!(addr = ?l.local_addr().ok(), "Prometheus metrics on /metrics");
+            tasks.push(tokio::spawn(crate::metrics::serve(l, shared.clone())));
+        }
         while !shared.shutdown_requested.load(Relaxed) {
             shared.shutdown.notified().await;
         }

@@ -249,7 +249,8 @@ impl Shared {
         }
         let level = new.loglevel;
         let (rate_changed, limits_changed) = (
-            old.tenant_sample_rate != new.tenant_sample_rate,
+            old.tenant_sample_rate != new.tenant_sample_rate
+                || old.tenant_sample_rate_auto != new.tenant_sample_rate_auto,
             old.maxmemory != new.maxmemory || old.tenant_partitioning != new.tenant_partitioning,
         );
         *self.config.write() = new;

@@ -357,6 +357,20 @@ impl Store {
             .store(crate::tenant::sample_threshold(rate), Ordering::Relaxed);
     }
 
+    /// Tenant `t`'s current sampling rate (the threshold as a fraction; 0 = off).
+    pub fn tenant_sample_rate(&self, t: TenantId) -> f64 {
+        if t as usize >= MAX_TENANTS {
+            return 0.0;
+        }
+        let thr = self
+            .config
+            .tenants
+            .get(t)
+            .sample_threshold
+            .load(Ordering::Relaxed);
+        thr as f64 / crate::tenant::SAMPLE_MODULUS as f64
+    }
+
     /// Installs where sampled references go; only the first call takes effect.
     pub fn set_reference_sink(&self, sink: Arc<dyn ReferenceSink>) {
         let _ = self.config.sink.set(sink);

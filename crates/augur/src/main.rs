@@ -6,6 +6,7 @@ mod cmd_mrc;
 mod cmd_replay;
 mod cmd_serve;
 mod cmd_sim;
+mod cmd_tenants;
 mod trace_input;
 
 #[global_allocator]
@@ -40,6 +41,8 @@ enum Command {
     MrcCompare(cmd_mrc::CompareArgs),
     /// Simulate an eviction policy on a trace at one or more cache sizes.
     Sim(cmd_sim::Args),
+    /// Live per-tenant table of a running server; writes each tenant's curves.
+    Tenants(cmd_tenants::Args),
     /// Replay traces against a running server (GET, and SET on a miss).
     Replay(cmd_replay::Args),
 }
@@ -48,6 +51,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(a) => cmd_serve::run(*a),
+        Command::Tenants(a) => cmd_tenants::run(a),
         Command::Mrc(a) => cmd_mrc::run_mrc(a),
         Command::MrcCompare(a) => cmd_mrc::run_compare(a),
         Command::Sim(a) => cmd_sim::run(a),

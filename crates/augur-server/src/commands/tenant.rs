@@ -10,7 +10,6 @@ use crate::resp::{format_double, Args};
 use crate::state::Shared;
 use crate::tenants::{TenantError, User, TENANT_PARAMS};
 use augur_mrc::curve::Curve;
-use augur_mrc::partition::MergedMrc;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Points of a TENANT MRC answer by default (as `augur mrc --points`).
@@ -184,12 +183,11 @@ pub fn tenant_info_fields(shared: &Shared, u: &User) -> Vec<(&'static str, Strin
         .unwrap_or_default();
     let global_k = shared.store.samples();
     let k = if k == 0 { global_k } else { k };
-    let predicted_at_target = if view.curves.is_empty() || target == 0 {
+    // What the last interval's curve forecasts at the target with the tenant's K.
+    let predicted_at_target = if target == 0 {
         None
     } else {
-        MergedMrc::new(&view.curves)
-            .ok()
-            .map(|m| m.miss_ratio(target))
+        view.forecast_at(target, k as u32)
     };
     let opt = |v: Option<f64>| v.map_or(String::new(), format_double);
     vec![
@@ -370,6 +368,12 @@ pub(super) fn tenant_command(
                 match which.parse::<u32>() {
                     Ok(k) => match view.curves.iter().find(|c| c.k == Some(k)) {
                         Some(cv) => Some(cv.clone()),
+                        // Profiled but nothing measured yet: an empty curve.
+                        None if view.curves.is_empty()
+                            && shared.config.read().tenant_k_set.contains(&k) =>
+                        {
+                            None
+                        }
                         None => {
                             return c.out.error(&format!(
                                 "ERR K {k} is not profiled (tenant-k-set is {})",

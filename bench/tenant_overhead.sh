@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Cost of multi-tenancy and online self-modelling (kRedis §6.8), A/B alternated on the
+# same machine: redis-benchmark -t set,get -d 100 -r 1000000 -c 50 at -P 1 and -P 16
+# against three `augur serve` configurations, runs interleaved A B C A B C ...:
+#   base    tenant-partitioning off, tenant-sample-rate 0  (no profiling at all)
+#   off     tenant-partitioning off, default sampling (R = 0.01, K = 1,2,4,8,16)
+#   kredis  tenant-partitioning kredis, default sampling, 4 idle tenants besides default
+# The benchmark runs as the default tenant. Prints each run, the median rps ratios to
+# `base`, and the profiler's memory and dropped samples (TENANT INFO default).
+# Usage: bench/tenant_overhead.sh [N=1000000] [PAIRS=3]
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+N=${1:-1000000}
+PAIRS=${2:-3}
+MAXMEM=${MAXMEM:-2gb}
+build_augur
+common=(--maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru)
+start_augur 7201 "${common[@]}" --tenant-sample-rate 0
+start_augur 7202 "${common[@]}"
+start_augur 7203 "${common[@]}" --tenant-partitioning kredis \
+  --user "t1 on >p1" --user "t2 on >p2" --user "t3 on >p3" --user "t4 on >p4"
+echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS"
+OUT=$(mktemp)
+for pair in $(seq 1 "$PAIRS"); do
+  for P in 1 16; do
+    for who in base off kredis; do
+      case $who in base) port=7201;; off) port=7202;; kredis) port=7203;; esac
+      redis-cli -p $port flushall >/dev/null
+      redis-benchmark -p $port -t set,get -d 100 -r 1000000 -n "$N" -c 50 -P "$P" --csv 2>/dev/null \
+        | tr -d '"' | awk -F, -v who=$who -v P=$P -v pair=$pair 'NR>1 {print pair, who, P, $1, $2, $7}' | tee -a "$OUT"
+    done
+  done
+done
+for port in 7202 7203; do
+  echo "port $port: TENANT INFO default:" \
+    "$(redis-cli -p $port tenant info default | paste -d' ' - - | grep -E '^(sampled_references|dropped_samples|profiler_bytes|k|target|intervals) ' | paste -sd' ')"
+done
+python3 - "$OUT" <<'PY'
+import sys, statistics, collections
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    pair, who, P, test, rps, p99 = line.split()
+    runs[(who, P, test)].append(float(rps))
+print("\n%-4s %-4s %12s %12s %12s %10s %10s" % ("P", "test", "base rps", "off rps", "kredis rps", "off/base", "kredis/base"))
+for P in ("1", "16"):
+    for test in ("SET", "GET"):
+        b, o, k = (runs[(w, P, test)] for w in ("base", "off", "kredis"))
+        ro = statistics.median(x / y for x, y in zip(o, b))
+        rk = statistics.median(x / y for x, y in zip(k, b))
+        print("%-4s %-4s %12.0f %12.0f %12.0f %10.3f %10.3f" % (P, test, statistics.median(b),
+              statistics.median(o), statistics.median(k), ro, rk))
+print("(medians over pairs of per-pair ratios; 1.000 = no cost)")
+PY
