@@ -7,6 +7,8 @@
 #   (b) off      augur serve --tenant-partitioning off (one pool, free competition)
 #   (c) static   augur serve --tenant-partitioning static, equal TENANT maxmemory split
 #   (d) kredis   augur serve --tenant-partitioning kredis (the tuner)
+#   kredis-ml: the tuner with tenant-objective mean-latency (the paper's metric, not
+#   weighted by access rate; in CONFIGS only when asked for)
 #   and kredis-k5: the tuner with tenant-k-set 5 (partitioning only, Redis's K: the
 #                paper's "pRedis variant with varKRR and K = 5", §6.4.1), to separate what
 #                the partitioning and what the choice of K contribute
@@ -101,9 +103,10 @@ start_kind() {
       local share=$(( (mm - EMPTY_USED) / ${#users[@]} ))
       [ "$mm" = 0 ] && share=0
       for u in "${users[@]}"; do args+=(--tenant "$u maxmemory $share"); done ;;
-    kredis | kredis-k5)
+    kredis | kredis-k5 | kredis-ml)
       args+=(--tenant-partitioning kredis)
       [ "$kind" = kredis-k5 ] && args+=(--tenant-k-set 5)
+      [ "$kind" = kredis-ml ] && args+=(--tenant-objective mean-latency)
       for u in "${users[@]}"; do args+=(--tenant "$u miss-penalty ${PEN[$u]}"); done ;;
   esac
   start_augur "$port" "${args[@]}"

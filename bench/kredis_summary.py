@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-CONFIGS = ["redis", "off", "static", "kredis", "kredis-k5"]
+CONFIGS = ["redis", "off", "static", "kredis", "kredis-ml", "kredis-k5"]
 
 
 def load(out):
@@ -97,7 +97,7 @@ def main(out):
                 pen = runs[(tag, pct, have[0])]["groups"][i]["miss_penalty_us"]
                 print(f"| {name} | {pen:.0f} | " + " | ".join(cells) + " |")
             # What the tuner chose over time.
-            for c in ("kredis", "kredis-k5", "static", "off"):
+            for c in ("kredis", "kredis-ml", "kredis-k5", "static", "off"):
                 if (tag, pct, c) not in runs:
                     continue
                 series = tuner_series(runs[(tag, pct, c)])

@@ -114,6 +114,11 @@ pub enum TenantObjective {
     Latency,
     /// Maximise hits, Σ (1 - mMRC_i(C_i))·a_i (Eq. 7).
     Hits,
+    /// Minimise the mean over tenants of each tenant's mean miss latency,
+    /// Σ mMRC_i(C_i)·p_i: the metric of kRedis §6.4 ("the average of tenants' mean
+    /// access latency"). Not weighted by access rate, so a tenant whose clients wait on
+    /// slow misses (and so send fewer requests) is not starved by Eq. 6's feedback.
+    MeanLatency,
 }
 
 impl TenantObjective {
@@ -121,6 +126,7 @@ impl TenantObjective {
         match self {
             TenantObjective::Latency => "latency",
             TenantObjective::Hits => "hits",
+            TenantObjective::MeanLatency => "mean-latency",
         }
     }
 }
@@ -356,7 +362,8 @@ impl ServerConfig {
                 self.tenant_objective = match value.to_ascii_lowercase().as_str() {
                     "latency" => TenantObjective::Latency,
                     "hits" => TenantObjective::Hits,
-                    _ => return Err("argument(s) must be one of the following: latency, hits".into()),
+                    "mean-latency" => TenantObjective::MeanLatency,
+                    _ => return Err("argument(s) must be one of the following: latency, hits, mean-latency".into()),
                 }
             }
             "tenant-interval" => {

@@ -164,6 +164,8 @@ struct TenantModel {
     last_counts: (u64, u64, u64),
     /// The queue's drop counter for this tenant at the interval's start.
     last_dropped: u64,
+    /// Access rate averaged over intervals (weights 1/2, 1/4, ...): the tuner's a_i.
+    rate_ewma: Option<f64>,
     /// Cumulative curves and their reference total at the end of the last interval.
     prev_cumulative: Option<(Vec<Curve>, f64)>,
     /// The last interval's own curves (its references only), to predict the next.
@@ -203,6 +205,7 @@ impl TenantModel {
             unfilled: 0,
             last_counts: (0, 0, 0),
             last_dropped: 0,
+            rate_ewma: None,
             prev_cumulative: None,
             forecast: Vec::new(),
             history: VecDeque::new(),
@@ -534,9 +537,17 @@ impl Profiler {
                 MergedMrc::new(&curves).ok()
             };
             let access_rate = (dh + dm) as f64 / secs;
+            // The tuner weighs tenants by a rate that halves its memory each interval,
+            // so a tenant idle for one interval keeps part of its weight (and its
+            // memory) instead of dropping to nothing.
+            let tuning_rate = match m.rate_ewma {
+                Some(old) => 0.5 * old + 0.5 * access_rate,
+                None => access_rate,
+            };
+            m.rate_ewma = Some(tuning_rate);
             let demand = TenantDemand {
                 mrc: merged.unwrap_or_else(|| flat_mrc(cfg.tenant_k_set[0])),
-                access_rate: if curves.is_empty() { 0.0 } else { access_rate },
+                access_rate: if curves.is_empty() { 0.0 } else { tuning_rate },
                 miss_penalty: penalty_us,
                 min_bytes: u.settings.min_memory,
                 max_bytes: (u.settings.maxmemory > 0).then_some(u.settings.maxmemory),
@@ -566,10 +577,19 @@ impl Profiler {
 
         let kredis = self.shared.store.partitioning() == Partitioning::Kredis;
         if kredis && cfg.maxmemory > 0 && !rows.is_empty() {
-            let demands: Vec<TenantDemand> = rows.iter().map(|r| r.demand.clone()).collect();
+            let mut demands: Vec<TenantDemand> = rows.iter().map(|r| r.demand.clone()).collect();
             let objective = match cfg.tenant_objective {
                 crate::config::TenantObjective::Latency => Objective::Latency,
                 crate::config::TenantObjective::Hits => Objective::Hits,
+                crate::config::TenantObjective::MeanLatency => {
+                    // Every active tenant weighs the same: Σ mMRC_i(C_i)·p_i.
+                    for d in &mut demands {
+                        if d.access_rate > 0.0 {
+                            d.access_rate = 1.0;
+                        }
+                    }
+                    Objective::Latency
+                }
             };
             match partition::partition(&demands, cfg.maxmemory, cfg.tenant_alloc_unit, objective) {
                 Ok(alloc) => {

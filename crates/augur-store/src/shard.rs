@@ -431,6 +431,7 @@ pub const PROFILE_INDEX_BYTES: u64 = 16;
 /// reaches this many bytes: one atomic add per ~16 KB of churn instead of per write,
 /// at an error of at most this much per shard.
 const TENANT_SYNC_BYTES: u64 = 16 << 10;
+const MIN_TENANT_SYNC_BYTES: u64 = 1 << 10;
 
 /// The bytes a key of this shape is charged in the profiler's curves: jemalloc's size
 /// class for its block plus [`PROFILE_INDEX_BYTES`].
@@ -882,7 +883,12 @@ impl Shard {
         };
         let used = p.used();
         let delta = used.wrapping_sub(p.synced) as i64;
-        if force || delta.unsigned_abs() >= TENANT_SYNC_BYTES {
+        // At most 1/64 of a shard's budget, so small targets are followed closely too.
+        let step = match self.config.shard_limit() {
+            0 => TENANT_SYNC_BYTES,
+            limit => (limit / 64).clamp(MIN_TENANT_SYNC_BYTES, TENANT_SYNC_BYTES),
+        };
+        if force || delta.unsigned_abs() >= step {
             self.config.tenants.get(t).add_used(delta);
             p.synced = used;
         }

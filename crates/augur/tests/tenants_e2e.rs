@@ -737,7 +737,13 @@ async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
         get_or_refill(&mut b, &keys, 1000).await;
         a_hits += get_or_refill(&mut a, &a_keys, 1000).await.0;
     }
-    assert!(a_hits as f64 >= 0.9 * 4500.0, "app1 hit {a_hits} of 4500");
+    // Held at (most of) its working set, app1's loop mostly hits; the bound scales with
+    // the share of the working set the sampled model granted it.
+    let share = (ta / ws_a).min(1.0);
+    assert!(
+        a_hits as f64 >= 0.8 * share * 4500.0,
+        "app1 hit {a_hits} of 4500 with {share:.2} of its working set"
+    );
     let ia = tenant_info(&mut d, "app1").await;
     let ib = tenant_info(&mut d, "app2").await;
     let slack = (256 << 10) as f64;
