@@ -769,6 +769,18 @@ async fn tenant_parameters_change_live() {
     assert_eq!(got["tenant-k-set"], "1,8");
     let e = err(&mut d, &["CONFIG", "SET", "tenant-k-set", "0,3"]).await;
     assert!(e.starts_with("ERR"), "{e}");
+    let _: () = q(
+        &mut d,
+        &["CONFIG", "SET", "tenant-objective", "mean-latency"],
+    )
+    .await
+    .unwrap();
+    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-objective"])
+        .await
+        .unwrap();
+    assert_eq!(got["tenant-objective"], "mean-latency");
+    let e = err(&mut d, &["CONFIG", "SET", "tenant-objective", "fairness"]).await;
+    assert!(e.contains("latency, hits, mean-latency"), "{e}");
     let e = err(
         &mut d,
         &["CONFIG", "SET", "tenant-partitioning", "sometimes"],
