@@ -105,7 +105,7 @@ start_kind() {
       for u in "${users[@]}"; do args+=(--tenant "$u maxmemory $share"); done ;;
     kredis | kredis-k5 | kredis-ml)
       args+=(--tenant-partitioning kredis)
-      [ "$kind" = kredis-k5 ] && args+=(--tenant-k-set 5)
+      if [ "$kind" = kredis-k5 ]; then args+=(--tenant-k-set 5); else args+=(--tenant-k-set 1,2,4,8,16); fi
       [ "$kind" = kredis-ml ] && args+=(--tenant-objective mean-latency)
       for u in "${users[@]}"; do args+=(--tenant "$u miss-penalty ${PEN[$u]}"); done ;;
   esac
