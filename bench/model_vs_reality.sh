@@ -5,7 +5,7 @@
 # R = 0.01), intervals of INTERVAL_MS. For each trace: a first replay without a limit
 # measures the working set in the store's own bytes (used_memory), then the server is
 # restarted with maxmemory = FRACTION of it and the trace is replayed while TENANT INFO is
-# polled once an interval. Prints per interval: used, K, observed and predicted miss
+# polled once an interval; the measured replay loops the prefix for DURATION. Prints per interval: used, K, observed and predicted miss
 # ratio, and per trace the mean and max |observed - predicted| after the first WARMUP
 # intervals (the bar: within 0.02).
 # Usage: bench/model_vs_reality.sh [LIMIT=2000000] [FRACTION=0.5]
@@ -13,7 +13,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 LIMIT=${1:-2000000}
 FRACTION=${2:-0.5}
-INTERVAL_MS=${INTERVAL_MS:-3000}
+INTERVAL_MS=${INTERVAL_MS:-2000}
+DURATION=${DURATION:-30s}
 WARMUP=${WARMUP:-2}
 TRACES=${TRACES:-"orm-busy scarab-recs arc_oltp"}
 T=${TRACE_DIR:-$ROOT/../shared/traces}
@@ -28,7 +29,8 @@ for name in $TRACES; do
   maxmem=$(python3 -c "print(int($ws * $FRACTION))")
   start_augur $port --maxmemory "$maxmem" --maxmemory-policy allkeys-lru \
     --tenant-partitioning kredis --tenant-interval-ms "$INTERVAL_MS" --tenant-interval 100000000
-  "$AUGUR" replay "$trace" --addr 127.0.0.1:$port --limit "$LIMIT" --connections 4 --no-progress >/dev/null &
+  "$AUGUR" replay "$trace" --addr 127.0.0.1:$port --limit "$LIMIT" --connections 4 --no-progress \
+    --loop --duration "$DURATION" >/dev/null &
   rp=$!
   OUT=$(mktemp)
   last=0
@@ -42,7 +44,7 @@ for name in $TRACES; do
     fi
   done
   wait $rp || true
-  echo "== $name: working set $ws B, maxmemory $maxmem B ($FRACTION), $LIMIT requests"
+  echo "== $name: working set $ws B, maxmemory $maxmem B ($FRACTION), first $LIMIT requests looped for $DURATION"
   python3 - "$OUT" "$WARMUP" <<'PY'
 import sys
 rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 5]

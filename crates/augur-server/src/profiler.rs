@@ -430,7 +430,9 @@ impl Profiler {
         let secs = self.last_interval.elapsed().as_secs_f64().max(1e-3);
         self.last_interval = Instant::now();
         self.last_commands = self.shared.counters.total_commands_processed.load();
-        let interval_no = self.shared.profiler.intervals.fetch_add(1, Relaxed) + 1;
+        // Counted once the views are published, so a reader that sees the count move
+        // reads this interval's figures.
+        let interval_no = self.shared.profiler.intervals.load(Relaxed) + 1;
         let cfg = self.shared.config.read().clone();
         let users = self.shared.tenants.users();
         let stats = self.shared.store.tenant_stats();
@@ -624,6 +626,8 @@ impl Profiler {
         for r in rows {
             views.insert(r.id, r.view);
         }
+        drop(views);
+        self.shared.profiler.intervals.store(interval_no, Relaxed);
     }
 }
 
