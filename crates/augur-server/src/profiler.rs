@@ -43,6 +43,8 @@ use std::time::{Duration, Instant};
 const QUEUE_CAPACITY: usize = 1 << 14;
 /// Most pending misses tracked at once (all tenants).
 const PENDING_CAPACITY: usize = 1 << 16;
+/// Intervals whose references make the forecast of the next one.
+const FORECAST_INTERVALS: usize = 3;
 /// Intervals kept in a tenant's history (target, K over time).
 const HISTORY: usize = 64;
 
@@ -86,7 +88,7 @@ pub struct TenantView {
     /// Per-K KRR curves in charged bytes, over every reference since the model started
     /// (what TENANT MRC answers and the tuner partitions with).
     pub curves: Vec<Curve>,
-    /// The last interval's own per-K curves (see `interval_curves`): the forecast.
+    /// Per-K curves of the last (up to 3) intervals' references (see `interval_curves`): the forecast.
     pub forecast: Vec<Curve>,
     /// Measured mean miss latency (µs) and the number of refills it rests on.
     pub miss_latency_us: Option<f64>,
@@ -117,7 +119,7 @@ pub struct TenantView {
 }
 
 impl TenantView {
-    /// The miss ratio the last interval's curve forecasts at `bytes` with sample size
+    /// The miss ratio the last intervals' curve forecasts at `bytes` with sample size
     /// `k` (the merged curve if `k` is not profiled); `None` before any interval.
     pub fn forecast_at(&self, bytes: u64, k: u32) -> Option<f64> {
         if self.forecast.is_empty() {
@@ -168,9 +170,10 @@ struct TenantModel {
     last_dropped: u64,
     /// Access rate averaged over intervals (weights 1/2, 1/4, ...): the tuner's a_i.
     rate_ewma: Option<f64>,
-    /// Cumulative curves and their reference total at the end of the last interval.
-    prev_cumulative: Option<(Vec<Curve>, f64)>,
-    /// The last interval's own curves (its references only), to predict the next.
+    /// Cumulative curves and totals at the ends of the last [`FORECAST_INTERVALS`]
+    /// intervals, oldest first.
+    snapshots: VecDeque<(Vec<Curve>, f64)>,
+    /// The curves of the last intervals' references only, to predict the next.
     forecast: Vec<Curve>,
     history: VecDeque<(u64, u64, u32)>,
 }
@@ -208,7 +211,7 @@ impl TenantModel {
             last_counts: (0, 0, 0),
             last_dropped: 0,
             rate_ewma: None,
-            prev_cumulative: None,
+            snapshots: VecDeque::new(),
             forecast: Vec::new(),
             history: VecDeque::new(),
         }
@@ -533,8 +536,15 @@ impl Profiler {
             } else {
                 sampled as f64
             };
-            m.forecast = interval_curves(&curves, total, m.prev_cumulative.as_ref());
-            m.prev_cumulative = Some((curves.clone(), total));
+            // The forecast is the curve of the last few intervals' references: one
+            // interval alone swings with the trace's phases (arc_oltp alternates between
+            // .17 and .24 from one 6-s interval to the next), the whole history carries
+            // the warm-up's cold misses.
+            m.forecast = interval_curves(&curves, total, m.snapshots.front());
+            m.snapshots.push_back((curves.clone(), total));
+            if m.snapshots.len() > FORECAST_INTERVALS {
+                m.snapshots.pop_front();
+            }
             let merged = if curves.is_empty() {
                 None
             } else {
