@@ -110,13 +110,12 @@ pub fn render(shared: &Shared) -> String {
 
     let stats = shared.store.tenant_stats();
     let views = shared.profiler.views.lock().clone();
-    let global_k = shared.store.samples() as f64;
     for u in shared.tenants.users() {
         let labels: Labels = vec![("tenant".into(), u.name.clone())];
         let st = stats.get(u.id as usize).cloned().unwrap_or_default();
-        let (cap, target, k) = shared.store.tenant_limits(u.id);
+        let (cap, target, _) = shared.store.tenant_limits(u.id);
         let view = views.get(&u.id).cloned().unwrap_or_default();
-        let k = if k == 0 { global_k } else { k as f64 };
+        let k = shared.store.tenant_samples(u.id);
         let predicted_at_target = (target > 0)
             .then(|| view.forecast_at(target, k as u32))
             .flatten();
@@ -126,7 +125,7 @@ pub fn render(shared: &Shared) -> String {
             Some(cap as f64),
             Some(u.settings.min_memory as f64),
             Some(target as f64),
-            Some(k),
+            Some(k as f64),
             view.miss_latency_us.map(|us| us / 1e6),
             Some(view.penalty_us / 1e6),
             Some(view.access_rate),

@@ -104,9 +104,6 @@ pub struct TenantView {
     /// "model vs reality" compares; see `interval_curves`).
     /// tenant held (what "model vs reality" compares).
     pub predicted_miss_ratio: Option<f64>,
-    /// The tuner's last target (bytes) and K, if it has run in `kredis` mode.
-    pub target: Option<u64>,
-    pub k: Option<u32>,
     /// The tenant's working set in charged bytes, estimated from the sample: the
     /// first-seen size of every distinct sampled key, scaled by 1/R (what `augur mrc`
     /// computes over a whole trace, and the range TENANT MRC spans).
@@ -462,10 +459,7 @@ impl Profiler {
         for u in &users {
             let st = stats.get(u.id as usize).cloned().unwrap_or_default();
             // The K this interval was evicted with: the tuner's, else the global one.
-            let k_used = match self.shared.store.tenant_limits(u.id).2 {
-                0 => self.shared.store.samples() as u32,
-                k => k as u32,
-            };
+            let k_used = self.shared.store.tenant_samples(u.id) as u32;
             let dropped_total = self.shared.ref_queue.dropped(u.id);
             let Some(m) = self.model(u.id) else { continue };
             let dropped = dropped_total.saturating_sub(m.last_dropped);
@@ -575,8 +569,6 @@ impl Profiler {
                 access_rate,
                 observed_miss_ratio: observed,
                 predicted_miss_ratio: predicted,
-                target: None,
-                k: None,
                 working_set_bytes: m.seen_bytes as f64 / m.rate,
                 sampled_references: m.fed,
                 model_bytes: m.krr.memory_bytes() + m.seen.capacity() * 16,
@@ -614,8 +606,6 @@ impl Profiler {
                         self.shared
                             .store
                             .set_tenant_limits(row.id, cap, target, k as usize);
-                        row.view.target = Some(target);
-                        row.view.k = Some(k);
                         if let Some(m) = self.models.get_mut(&row.id) {
                             m.history.push_back((interval_no, target, k));
                             if m.history.len() > HISTORY {

@@ -961,10 +961,7 @@ impl Shard {
             };
             let evicted = match victim {
                 Some(v) => {
-                    let k = match self.config.tenants.get(v).samples() {
-                        0 => self.config.samples(),
-                        k => k.clamp(1, 64),
-                    };
+                    let k = self.config.tenant_samples(v);
                     let clock = self.clock as u32;
                     if v as usize >= self.parts.len() {
                         false

@@ -87,6 +87,14 @@ impl SharedConfig {
     pub(crate) fn samples(&self) -> usize {
         self.samples.load(Ordering::Relaxed)
     }
+    /// The K evictions from tenant `t` sample: its own (set by the tuner), else the
+    /// global `maxmemory-samples`.
+    pub(crate) fn tenant_samples(&self, t: TenantId) -> usize {
+        match self.tenants.get(t).samples() {
+            0 => self.samples(),
+            k => k.clamp(1, 64),
+        }
+    }
 }
 
 fn hasher() -> &'static hashbrown::hash_map::DefaultHashBuilder {
@@ -339,6 +347,15 @@ impl Store {
         l.samples.store(samples.min(64), Ordering::Relaxed);
         if cap != 0 && (old_cap == 0 || cap < old_cap) {
             self.enforce_limits();
+        }
+    }
+
+    /// The K evictions from tenant `t` use now: its own, else `maxmemory-samples`.
+    pub fn tenant_samples(&self, t: TenantId) -> usize {
+        if (t as usize) < MAX_TENANTS {
+            self.config.tenant_samples(t)
+        } else {
+            self.samples()
         }
     }
 

@@ -173,7 +173,7 @@ pub(super) fn acl_command(
 pub fn tenant_info_fields(shared: &Shared, u: &User) -> Vec<(&'static str, String)> {
     let stats = shared.store.tenant_stats();
     let st = stats.get(u.id as usize).cloned().unwrap_or_default();
-    let (cap, target, k) = shared.store.tenant_limits(u.id);
+    let (cap, target, _) = shared.store.tenant_limits(u.id);
     let view = shared
         .profiler
         .views
@@ -181,8 +181,7 @@ pub fn tenant_info_fields(shared: &Shared, u: &User) -> Vec<(&'static str, Strin
         .get(&u.id)
         .cloned()
         .unwrap_or_default();
-    let global_k = shared.store.samples();
-    let k = if k == 0 { global_k } else { k };
+    let k = shared.store.tenant_samples(u.id);
     // What the last interval's curve forecasts at the target with the tenant's K.
     let predicted_at_target = if target == 0 {
         None
