@@ -2,72 +2,13 @@
 //! with the `redis` crate (as applications would) and with raw sockets (for exact bytes
 //! and malformed input).
 
-use augur_server::{Server, ServerConfig, ServerHandle};
-use redis::aio::MultiplexedConnection;
-use redis::{FromRedisValue, RedisResult};
-use std::net::SocketAddr;
+mod common;
+
+use augur_server::ServerConfig;
+use common::{err, q, TestServer};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-struct TestServer {
-    handle: ServerHandle,
-    addr: SocketAddr,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-impl TestServer {
-    async fn start(mut cfg: ServerConfig) -> TestServer {
-        cfg.port = 0;
-        cfg.bind = vec!["127.0.0.1".into()];
-        let server = Server::bind(cfg, None).await.expect("bind");
-        let addr = server.local_addrs()[0];
-        let handle = server.handle();
-        let task = tokio::spawn(server.run());
-        TestServer { handle, addr, task }
-    }
-
-    async fn con(&self) -> MultiplexedConnection {
-        let client = redis::Client::open(format!("redis://{}/", self.addr)).unwrap();
-        client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connect")
-    }
-
-    async fn raw(&self) -> TcpStream {
-        TcpStream::connect(self.addr).await.unwrap()
-    }
-
-    async fn stop(self) {
-        self.handle.shutdown();
-        tokio::time::timeout(Duration::from_secs(5), self.task)
-            .await
-            .expect("server stops")
-            .unwrap()
-            .unwrap();
-    }
-}
-
-async fn q<T: FromRedisValue>(con: &mut MultiplexedConnection, args: &[&str]) -> RedisResult<T> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query_async(con).await
-}
-
-/// The error text as the server sent it (code plus message).
-async fn err(con: &mut MultiplexedConnection, args: &[&str]) -> String {
-    match q::<redis::Value>(con, args).await {
-        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
-        Err(e) => {
-            let code = e.code().unwrap_or("").to_string();
-            let detail = e.detail().unwrap_or("").to_string();
-            format!("{code} {detail}").trim().to_string()
-        }
-    }
-}
 
 /// Sends raw bytes and reads until `want` bytes arrived, the peer closed, or 2 s passed.
 async fn raw_exchange(s: &mut TcpStream, send: &[u8], want: usize) -> (Vec<u8>, bool) {

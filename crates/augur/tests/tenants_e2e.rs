@@ -3,76 +3,13 @@
 //! an ephemeral port and is driven over real sockets with the `redis` crate, logged in
 //! as each tenant the way applications would (`redis://user:pass@host/`).
 
-use augur_server::{Server, ServerConfig, ServerHandle};
+mod common;
+
+use augur_server::ServerConfig;
+use common::{err, q, TestServer};
 use redis::aio::MultiplexedConnection;
-use redis::{FromRedisValue, RedisResult};
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::time::Duration;
-
-struct TestServer {
-    handle: ServerHandle,
-    addr: SocketAddr,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-impl TestServer {
-    async fn start(mut cfg: ServerConfig) -> TestServer {
-        cfg.port = 0;
-        cfg.bind = vec!["127.0.0.1".into()];
-        let server = Server::bind(cfg, None).await.expect("bind");
-        let addr = server.local_addrs()[0];
-        let handle = server.handle();
-        let task = tokio::spawn(server.run());
-        TestServer { handle, addr, task }
-    }
-
-    /// A connection as the default user (no AUTH).
-    async fn con(&self) -> MultiplexedConnection {
-        let client = redis::Client::open(format!("redis://{}/", self.addr)).unwrap();
-        client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connect")
-    }
-
-    /// A connection logged in as `user` (the redis crate sends `AUTH user pass`).
-    async fn con_as(&self, user: &str, pass: &str) -> MultiplexedConnection {
-        let client = redis::Client::open(format!("redis://{user}:{pass}@{}/", self.addr)).unwrap();
-        client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connect as user")
-    }
-
-    async fn stop(self) {
-        self.handle.shutdown();
-        tokio::time::timeout(Duration::from_secs(5), self.task)
-            .await
-            .expect("server stops")
-            .unwrap()
-            .unwrap();
-    }
-}
-
-async fn q<T: FromRedisValue>(con: &mut MultiplexedConnection, args: &[&str]) -> RedisResult<T> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query_async(con).await
-}
-
-async fn err(con: &mut MultiplexedConnection, args: &[&str]) -> String {
-    match q::<redis::Value>(con, args).await {
-        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
-        Err(e) => {
-            let code = e.code().unwrap_or("").to_string();
-            let detail = e.detail().unwrap_or("").to_string();
-            format!("{code} {detail}").trim().to_string()
-        }
-    }
-}
 
 /// TENANT INFO as a map.
 async fn tenant_info(con: &mut MultiplexedConnection, name: &str) -> HashMap<String, String> {
