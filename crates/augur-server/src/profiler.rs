@@ -297,6 +297,13 @@ impl Profiler {
                 )
             })
             .collect();
+        // A model is of one user at one rate over one K set: when any of them changed,
+        // the next reference starts a new one.
+        let (meta, ks) = (&self.tenant_meta, &self.ks);
+        self.models.retain(|t, m| {
+            meta.get(t)
+                .is_some_and(|(name, rate)| m.name == *name && m.rate == *rate && m.ks == *ks)
+        });
     }
 
     /// Runs until the server shuts down.
@@ -327,18 +334,16 @@ impl Profiler {
         }
     }
 
-    /// The model of tenant `t`, new if the slot's user, its rate or the K set changed.
+    /// The model of tenant `t` (created on its first reference; `refresh` drops a model
+    /// whose slot's user, rate or K set changed).
     fn model(&mut self, t: TenantId) -> Option<&mut TenantModel> {
         let (name, rate) = self.tenant_meta.get(&t)?;
-        let stale = self
-            .models
-            .get(&t)
-            .is_none_or(|m| m.name != *name || m.ks != self.ks || m.rate != *rate);
-        if stale {
-            let m = TenantModel::new(name.clone(), &self.ks, *rate);
-            self.models.insert(t, m);
-        }
-        self.models.get_mut(&t)
+        let ks = &self.ks;
+        Some(
+            self.models
+                .entry(t)
+                .or_insert_with(|| TenantModel::new(name.clone(), ks, *rate)),
+        )
     }
 
     /// One sampled reference.
@@ -436,14 +441,12 @@ impl Profiler {
         let cfg = self.shared.config.read().clone();
         let users = self.shared.tenants.users();
         let stats = self.shared.store.tenant_stats();
-        self.models
-            .retain(|t, m| users.iter().any(|u| u.id == *t && u.name == m.name));
         if cfg.tenant_sample_rate_auto {
             for u in users.iter().filter(|u| u.settings.sample_rate.is_none()) {
                 let keys = stats.get(u.id as usize).map_or(0, |s| s.keys);
                 let now = self.shared.store.tenant_sample_rate(u.id);
                 if let Some(rate) = auto_sample_rate(keys, now, cfg.tenant_sample_rate) {
-                    // A new rate is a new sample: the model restarts (see `model`).
+                    // A new rate is a new sample: the model restarts (see `refresh`).
                     self.shared.store.set_tenant_sample_rate(u.id, rate);
                 }
             }
