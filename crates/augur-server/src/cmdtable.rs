@@ -181,6 +181,13 @@ commands! {
     Object b"OBJECT" "object" -2 [] 0 0 0 "generic" "A container for object introspection commands." OBJECT_SUBS;
     Acl b"ACL" "acl" -2 [] 0 0 0 "server" "A container for Access List Control commands." ACL_SUBS;
     Tenant b"TENANT" "tenant" -2 [] 0 0 0 "server" "A container for Augur's tenant commands: limits, statistics and miss-ratio curves of each tenant (ACL user)." TENANT_SUBS;
+    Multi b"MULTI" "multi" 1 [NOSCRIPT|LOADING|STALE|FAST|ALLOW_BUSY] 0 0 0 "transactions" "Starts a transaction." NONE;
+    Exec b"EXEC" "exec" 1 [NOSCRIPT|LOADING|STALE] 0 0 0 "transactions" "Executes all commands in a transaction." NONE;
+    Discard b"DISCARD" "discard" 1 [NOSCRIPT|LOADING|STALE|FAST|ALLOW_BUSY] 0 0 0 "transactions" "Discards a transaction." NONE;
+    Watch b"WATCH" "watch" -2 [NOSCRIPT|LOADING|STALE|FAST|ALLOW_BUSY] 1 -1 1 "transactions" "Monitors changes to keys to determine the execution of a transaction." NONE;
+    Unwatch b"UNWATCH" "unwatch" 1 [NOSCRIPT|LOADING|STALE|FAST|ALLOW_BUSY] 0 0 0 "transactions" "Forgets about watched keys of a transaction." NONE;
+    Reset b"RESET" "reset" 1 [NOSCRIPT|LOADING|STALE|FAST|NO_AUTH|ALLOW_BUSY] 0 0 0 "connection" "Resets the connection." NONE;
+    Function b"FUNCTION" "function" -2 [] 0 0 0 "scripting" "A container for function commands." FUNCTION_SUBS;
     Shutdown b"SHUTDOWN" "shutdown" -1 [ADMIN|NOSCRIPT|LOADING|STALE|ALLOW_BUSY] 0 0 0 "server" "Synchronously saves the database(s) to disk and shuts down the Redis server." NONE;
 }
 
@@ -405,6 +412,51 @@ const MEMORY_SUBS: &[SubSpec] = &[
         arity: 2,
         flags: LOADING | STALE,
         summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const FUNCTION_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "function|delete",
+        arity: 3,
+        flags: WRITE | NOSCRIPT,
+        summary: "Deletes a library and its functions.",
+    },
+    SubSpec {
+        name: "function|flush",
+        arity: -2,
+        flags: WRITE | NOSCRIPT,
+        summary: "Deletes all libraries and functions.",
+    },
+    SubSpec {
+        name: "function|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "function|kill",
+        arity: 2,
+        flags: NOSCRIPT | ALLOW_BUSY,
+        summary: "Terminates a function during execution.",
+    },
+    SubSpec {
+        name: "function|list",
+        arity: -2,
+        flags: NOSCRIPT,
+        summary: "Returns information about all libraries.",
+    },
+    SubSpec {
+        name: "function|load",
+        arity: -3,
+        flags: WRITE | DENYOOM | NOSCRIPT,
+        summary: "Creates a library.",
+    },
+    SubSpec {
+        name: "function|stats",
+        arity: 2,
+        flags: NOSCRIPT | ALLOW_BUSY,
+        summary: "Returns information about a function during execution.",
     },
 ];
 

@@ -7,6 +7,7 @@
 pub mod cmdtable;
 pub mod commands;
 pub mod config;
+pub mod gate;
 pub mod info;
 pub mod metrics;
 pub mod profiler;

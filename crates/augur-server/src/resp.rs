@@ -110,6 +110,11 @@ pub struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
+    /// Arguments held elsewhere (a queued transaction, a script's call): `ranges` are
+    /// (start, end) offsets into `base`.
+    pub fn from_parts(base: &'a [u8], ranges: &'a [(usize, usize)]) -> Self {
+        Args { base, ranges }
+    }
     pub fn len(&self) -> usize {
         self.ranges.len()
     }

@@ -177,9 +177,13 @@ async fn cron(shared: Arc<Shared>) {
         tokio::time::sleep(Duration::from_millis(1000 / hz as u64)).await;
         let store_shared = shared.clone();
         // The cycle locks shards one by one; run it off the async workers' hot loop.
-        let _ =
-            tokio::task::spawn_blocking(move || store_shared.store.active_expire_cycle(now_ms()))
-                .await;
+        // It holds the gate shared, so a key never expires in the middle of a
+        // transaction.
+        let _ = tokio::task::spawn_blocking(move || {
+            let _hold = store_shared.gate.shared();
+            store_shared.store.active_expire_cycle(now_ms())
+        })
+        .await;
         ticks += 1;
         if ticks.is_multiple_of(hz as u64) {
             let timeout = shared.timeout_secs.load(Relaxed);
@@ -245,6 +249,20 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
 
     let authenticated = !shared.pass_required.load(Relaxed);
     let mut client = Client::new(meta.clone(), authenticated);
+    let result = serve(&mut sock, addr, &shared, &meta, &mut client).await;
+    client.disconnect(&shared);
+    result
+}
+
+/// Reads, runs and answers a connection's commands until it closes or is closed.
+async fn serve(
+    sock: &mut TcpStream,
+    addr: SocketAddr,
+    shared: &Arc<Shared>,
+    meta: &Arc<ClientMeta>,
+    client: &mut Client,
+) -> io::Result<()> {
+    let id = meta.id;
     let mut parser = Parser::new(shared.proto_max_bulk_len.load(Relaxed) as usize);
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     // One kill notification future for the connection's life: creating one per read
@@ -274,11 +292,11 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
         let mut consumed = 0;
         let mut fatal = None;
         while !client.close_after_reply {
-            parser.set_auth_required(client.auth_required(&shared));
+            parser.set_auth_required(client.auth_required(shared));
             match parser.parse(&rbuf[consumed..]) {
                 Ok(Parsed::Command(len)) => {
                     let args = parser.args(&rbuf[consumed..]);
-                    execute(&shared, &mut client, args, now);
+                    execute(shared, client, args, now);
                     consumed += len;
                 }
                 Ok(Parsed::Incomplete) => break,

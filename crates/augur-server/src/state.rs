@@ -140,6 +140,8 @@ impl ClientMeta {
 
 pub struct Shared {
     pub store: Store,
+    /// Held shared by every command and exclusively by EXEC (and scripts): see `gate`.
+    pub gate: crate::gate::ExecGate,
     /// ACL users, which are the tenants.
     pub tenants: crate::tenants::Registry,
     /// What the profiler thread publishes (curves, measured miss cost, targets).
@@ -188,6 +190,7 @@ impl Shared {
         let tenants = crate::tenants::Registry::new(config.requirepass.as_deref());
         Self {
             store,
+            gate: crate::gate::ExecGate::default(),
             tenants,
             profiler: crate::profiler::ProfilerState::default(),
             ref_queue: Arc::new(crate::profiler::RefQueue::new()),

@@ -13,6 +13,7 @@ mod policy_name;
 mod shard;
 mod store;
 mod tenant;
+mod watch;
 
 pub use glob::glob_match_nocase;
 pub use policy_name::EvictionPolicy;
@@ -24,6 +25,7 @@ pub use tenant::{
     mix64, sample_threshold, Ns, Partitioning, RefKind, Reference, ReferenceSink, TenantId,
     TenantLimits, MAX_TENANTS, SAMPLE_MODULUS,
 };
+pub use watch::WatchFlag;
 
 #[cfg(test)]
 mod tests;

@@ -38,6 +38,7 @@ use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
 use crate::store::{key_hash, SharedConfig, UsedCell};
 use crate::tenant::{mix64, Ns, Partitioning, RefKind, Reference, TenantId, SAMPLE_MODULUS};
+use crate::watch::{WatchFlag, WatchTable};
 use crate::EvictionPolicy;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
 use rand::rngs::SmallRng;
@@ -135,6 +136,9 @@ pub(crate) struct Part {
     /// `used()` as last added to the tenant's store-wide counter
     /// ([`TenantLimits::used`](crate::tenant::TenantLimits::used)).
     synced: u64,
+    /// Keys of this part that connections WATCH (None while nothing is watched, so an
+    /// unwatched write pays one branch).
+    watched: Option<Box<WatchTable>>,
 }
 
 impl Part {
@@ -153,6 +157,16 @@ impl Part {
             expired: 0,
             writes: 0,
             synced: 0,
+            watched: None,
+        }
+    }
+
+    /// Tells WATCHers that (db, key) is being modified: written, deleted, evicted,
+    /// expired or given a new TTL (Redis's `signalModifiedKey` → `touchWatchedKey`).
+    #[inline]
+    fn modified(&self, db: u8, key: &[u8]) {
+        if let Some(w) = &self.watched {
+            w.touch(db, key);
         }
     }
 
@@ -232,6 +246,7 @@ impl Part {
         h: u64,
         vacancy: Option<usize>,
     ) -> Entry {
+        self.modified(db, key);
         let ttl = expire.map(|at| (at, self.volatile.len() as u32));
         let e = Entry::new(db, key, value, ttl, now);
         self.entry_bytes += e.usable_size() as u64;
@@ -248,6 +263,7 @@ impl Part {
     /// now holding the value.
     fn replace(&mut self, pos: usize, value: &[u8], ttl: SetTtl, now: u32) -> Entry {
         let e = self.entry(pos);
+        self.modified(e.db(), e.key());
         let had_ttl = e.has_ttl();
         let new_expire = match ttl {
             SetTtl::Clear => None,
@@ -284,6 +300,7 @@ impl Part {
     /// Copies the entry at `pos` into a block with (`Some`) or without a TTL block.
     fn reallocate(&mut self, pos: usize, ttl: Option<(u64, u32)>) {
         let e = self.entry(pos);
+        self.modified(e.db(), e.key());
         let fresh = e.with_ttl(ttl);
         self.swap_allocation(pos, e, fresh);
     }
@@ -315,6 +332,7 @@ impl Part {
     /// Deletes the entry at `pos`, keeping index, volatile list and counters consistent.
     fn remove_at(&mut self, pos: usize) {
         let e = self.table.remove(pos, &entry_hash);
+        self.modified(e.db(), e.key());
         if e.has_ttl() {
             self.unlist_volatile(e);
         }
@@ -362,6 +380,14 @@ impl Part {
 
     /// Removes everything and returns the memory to the allocator.
     fn flush_all(&mut self) {
+        // Redis's touchAllWatchedKeysInDb: the watched keys that exist are touched.
+        if let Some(w) = &self.watched {
+            for (db, key) in w.keys_of_db(None) {
+                if Self::find_pooled(&self.table, db, &key).is_some() {
+                    w.touch(db, &key);
+                }
+            }
+        }
         for e in self.table.entries() {
             e.free();
         }
@@ -656,7 +682,10 @@ impl Shard {
         match at_ms {
             // Redis counts this as a deletion, not an expiry (no expired_keys bump).
             Some(at) if at <= now_ms => part.remove_at(pos),
-            Some(at) if e.has_ttl() => e.set_expire_at(at),
+            Some(at) if e.has_ttl() => {
+                part.modified(e.db(), e.key());
+                e.set_expire_at(at);
+            }
             Some(at) => {
                 part.volatile.push(e);
                 part.expires_per_db[e.db() as usize] += 1;
@@ -680,6 +709,29 @@ impl Shard {
                 None => TtlState::Persistent,
                 Some(at) => TtlState::ExpiresAt(at),
             },
+        }
+    }
+
+    /// Registers a WATCH of `key` by the connection owning `flag`. An already expired
+    /// key is removed first, so that its lazy deletion later does not look like a
+    /// change (Redis 7.0 remembers such keys as stale for the same reason).
+    pub fn watch(&mut self, ns: Ns, key: &[u8], flag: &WatchFlag, now_ms: u64) {
+        let part = self.part(ns.tenant);
+        let _ = part.find_live(ns.db, key, now_ms);
+        part.watched
+            .get_or_insert_with(Default::default)
+            .add(ns.db, key, flag);
+        self.publish();
+    }
+
+    /// Drops a WATCH registered by [`Shard::watch`].
+    pub fn unwatch(&mut self, ns: Ns, key: &[u8], flag: &WatchFlag) {
+        if let Some(part) = self.parts.get_mut(ns.tenant as usize) {
+            if let Some(w) = &mut part.watched {
+                if w.remove(ns.db, key, flag) {
+                    part.watched = None;
+                }
+            }
         }
     }
 

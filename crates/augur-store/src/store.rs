@@ -79,7 +79,11 @@ pub(crate) struct SharedConfig {
 impl SharedConfig {
     /// This shard's share of `maxmemory` (0 = unlimited).
     pub(crate) fn shard_limit(&self) -> u64 {
-        self.maxmemory.load(Ordering::Relaxed) / self.shards as u64
+        // Rounded up: a limit smaller than the shard count is still a limit (a share of
+        // 0 would mean unlimited).
+        self.maxmemory
+            .load(Ordering::Relaxed)
+            .div_ceil(self.shards as u64)
     }
     pub(crate) fn policy(&self) -> EvictionPolicy {
         EvictionPolicy::ALL[self.policy.load(Ordering::Relaxed) as usize]

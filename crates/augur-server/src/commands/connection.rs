@@ -306,3 +306,21 @@ fn client_line(m: &ClientMeta, current: bool, out: &mut String) {
         lossy(&m.lib_ver.lock()),
     );
 }
+
+/// RESET (networking.c `clearClientConnectionState`): ends any transaction and its
+/// WATCHes, selects database 0, returns to RESP2, drops the name, and authenticates the
+/// connection as the `default` user again (unauthenticated if it needs a password).
+pub(super) fn reset_command(shared: &Shared, c: &mut Client) {
+    c.multi = None;
+    super::multi::unwatch_all(shared, c);
+    c.db = 0;
+    c.meta.db.store(0, Relaxed);
+    c.out.resp3 = false;
+    c.meta.resp.store(2, Relaxed);
+    c.meta.name.lock().clear();
+    c.tenant = 0;
+    c.user = "default".to_string();
+    c.meta.tenant.store(0, Relaxed);
+    c.authenticated = !shared.pass_required.load(Relaxed);
+    c.out.simple("RESET");
+}

@@ -11,6 +11,8 @@
 mod connection;
 mod expire;
 mod keyspace;
+pub mod multi;
+mod scripting;
 mod server;
 mod strings;
 mod tenant;
@@ -20,6 +22,7 @@ mod tests;
 use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH};
 use crate::resp::{Args, Out};
 use crate::state::{ClientMeta, Shared};
+use augur_store::WatchFlag;
 use augur_store::{Ns, TenantId, WriteError};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -47,6 +50,11 @@ pub struct Client {
     pub close_after_reply: bool,
     /// Commands run since the connection last reported to the shared counters.
     pub commands: u64,
+    /// The open transaction (between MULTI and EXEC/DISCARD).
+    pub multi: Option<multi::MultiState>,
+    /// Keys this connection WATCHes, and the flag their shards raise on a change.
+    pub watched: Vec<(Ns, Vec<u8>)>,
+    pub watch_flag: WatchFlag,
 }
 
 impl Client {
@@ -60,7 +68,16 @@ impl Client {
             out: Out::new(),
             close_after_reply: false,
             commands: 0,
+            multi: None,
+            watched: Vec::new(),
+            watch_flag: WatchFlag::default(),
         }
+    }
+
+    /// Releases what the connection holds in shared structures (its WATCHes); called
+    /// when the connection ends.
+    pub fn disconnect(&mut self, shared: &Shared) {
+        multi::unwatch_all(shared, self);
     }
 
     /// The namespace the connection's keyed commands work in: its tenant's selected
@@ -77,25 +94,59 @@ impl Client {
 }
 
 /// Runs one command. `now` is the Unix time in ms used for all TTL decisions of this
-/// command.
+/// command. Inside MULTI, queues it instead (after the same checks Redis makes before
+/// queueing, any failure of which aborts the transaction).
 pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     c.commands += 1;
     let name = args.get(0);
     let mut buf = [0u8; 16];
     let spec = match cmdtable::upper(name, &mut buf).and_then(cmdtable::lookup) {
         Some(s) => s,
-        None => return unknown_command(&mut c.out, args),
+        None => {
+            flag_transaction(c);
+            return unknown_command(&mut c.out, args);
+        }
     };
     if !spec.arity_ok(args.len()) {
+        flag_transaction(c);
         return arity_error(&mut c.out, spec.name);
     }
     if spec.flags & NO_AUTH == 0 && c.auth_required(shared) {
+        flag_transaction(c);
         return c.out.error(ERR_NOAUTH);
     }
     if spec.flags & DENYOOM != 0 && shared.store.over_limit_for_writes() {
+        flag_transaction(c);
         return c.out.error(ERR_OOM);
     }
     c.meta.last_cmd.store(spec.cmd as u32, Relaxed);
+    if let Some(m) = &mut c.multi {
+        if !matches!(
+            spec.cmd,
+            Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch | Cmd::Quit | Cmd::Reset
+        ) {
+            m.queue(spec, args);
+            return c.out.simple("QUEUED");
+        }
+    }
+    if spec.cmd == Cmd::Exec {
+        // Takes the gate exclusively itself.
+        return multi::exec_command(shared, c, now);
+    }
+    let _shared_hold = shared.gate.shared();
+    dispatch(shared, c, spec, args, now);
+}
+
+/// A command refused while a transaction is open makes its EXEC fail.
+fn flag_transaction(c: &mut Client) {
+    if let Some(m) = &mut c.multi {
+        m.flag_error();
+    }
+}
+
+/// Runs a checked command. The caller holds the [gate](crate::gate), shared or (EXEC,
+/// scripts) exclusively.
+fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: Args<'_>, now: u64) {
     match spec.cmd {
         Cmd::Get => strings::get_command(shared, c, args, now),
         Cmd::Set => strings::set_command(shared, c, args, now),
@@ -145,6 +196,14 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         Cmd::Memory => keyspace::memory_command(shared, c, spec, args, now),
         Cmd::Object => keyspace::object_command(shared, c, spec, args, now),
         Cmd::Shutdown => server::shutdown_command(shared, c, args),
+        Cmd::Multi => multi::multi_command(c),
+        // Only reached from inside a transaction, where EXEC is never queued.
+        Cmd::Exec => c.out.error("ERR EXEC without MULTI"),
+        Cmd::Discard => multi::discard_command(shared, c),
+        Cmd::Watch => multi::watch_command(shared, c, args, now),
+        Cmd::Unwatch => multi::unwatch_command(shared, c),
+        Cmd::Reset => connection::reset_command(shared, c),
+        Cmd::Function => scripting::function_command(shared, c, spec, args),
     }
 }
 

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Runs Redis 7.0.15's own test suite in external mode against a release build of
+# `augur serve` (and, with --compare, against Debian's redis-server on the same files),
+# with the suite's files unchanged. Tests Augur is known not to pass are listed, each
+# under the reason why, in tests/redis-suite/skip.txt; every other test of the listed
+# units must pass, or this script fails.
+#
+#   bash tests/redis-suite/run.sh [--compare] [--suite DIR] [unit/type/string ...]
+#
+# Prints one line per unit: passed / failed / skipped counts (and Redis's with
+# --compare), then the names of failing tests.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+
+COMPARE=0
+SUITE=${REDIS_SUITE:-$ROOT/../shared/redis-tests-7.0.15}
+UNITS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --compare) COMPARE=1 ;;
+    --suite) SUITE=$2; shift ;;
+    *) UNITS+=("$1") ;;
+  esac
+  shift
+done
+if [ ${#UNITS[@]} -eq 0 ]; then
+  mapfile -t UNITS < <(grep -v '^#' tests/redis-suite/units.txt | grep -v '^\s*$')
+fi
+[ -d "$SUITE" ] || { echo "Redis test suite not found at $SUITE (set REDIS_SUITE)"; exit 2; }
+command -v tclsh >/dev/null || { echo "tclsh is needed (apt-get install tcl)"; exit 2; }
+
+AUGUR=${AUGUR_BIN:-$ROOT/target/release/augur}
+[ -x "$AUGUR" ] || cargo build --release -p augur
+WORK=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${REDIS_PID:-}" ] && kill $REDIS_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+cp -r "$SUITE" "$WORK/rt"
+grep -v '^#' tests/redis-suite/skip.txt | grep -v '^\s*$' > "$WORK/skip" || true
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# run_units NAME PORT: runs every unit against the server on PORT, writes NAME.UNIT.log
+run_units() {
+  local name=$1 port=$2 skip=()
+  [ "$name" = augur ] && skip=(--skipfile "$WORK/skip")
+  for u in "${UNITS[@]}"; do
+    local log="$WORK/$name.${u//\//_}.log"
+    (cd "$WORK/rt" && timeout 600 ./runtest --host 127.0.0.1 --port "$port" --single "$u" \
+      --clients 1 --tags -needs:debug --tags -needs:repl --durable --timeout 120 \
+      "${skip[@]}" >"$log" 2>&1) || true
+  done
+}
+
+counts() { # log -> "passed failed skipped"
+  local ok err skp
+  ok=$(grep -c '^\[ok\]' "$1" || true)
+  err=$(grep -cE '^\[(err|exception)\]' "$1" || true)
+  skp=$(grep -c '^\[skip\]' "$1" || true)
+  if ! grep -qE 'All tests passed|\[ok\]|\[err\]' "$1"; then err=$((err + 1)); fi
+  echo "$ok $err $skp"
+}
+
+APORT=$(free_port)
+"$AUGUR" serve --port "$APORT" --bind 127.0.0.1 >"$WORK/augur.out" 2>&1 &
+for _ in $(seq 100); do redis-cli -p "$APORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+run_units augur "$APORT"
+
+if [ $COMPARE = 1 ]; then
+  RPORT=$(free_port)
+  redis-server --port "$RPORT" --save '' --appendonly no --daemonize no >"$WORK/redis.out" 2>&1 &
+  REDIS_PID=$!
+  for _ in $(seq 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  run_units redis "$RPORT"
+fi
+
+status=0
+printf '%-28s %8s %8s %8s' unit passed failed skipped
+[ $COMPARE = 1 ] && printf ' | %12s %12s' redis-passed redis-failed
+echo
+for u in "${UNITS[@]}"; do
+  read -r ok err skp < <(counts "$WORK/augur.${u//\//_}.log")
+  printf '%-28s %8s %8s %8s' "$u" "$ok" "$err" "$skp"
+  if [ $COMPARE = 1 ]; then
+    read -r rok rerr _ < <(counts "$WORK/redis.${u//\//_}.log")
+    printf ' | %12s %12s' "$rok" "$rerr"
+  fi
+  echo
+  [ "$err" -gt 0 ] && status=1
+done
+for u in "${UNITS[@]}"; do
+  log="$WORK/augur.${u//\//_}.log"
+  if grep -qE '^\[(err|exception)\]' "$log"; then
+    echo "--- $u: failing tests"
+    grep -E '^\[(err|exception)\]' "$log" | sed 's/^/  /'
+  elif ! grep -qE '\[ok\]|\[err\]' "$log"; then
+    echo "--- $u: the file did not run"; tail -20 "$log" | sed 's/^/  /'
+  fi
+done
+[ -n "${KEEP_LOGS:-}" ] && cp -r "$WORK" "$KEEP_LOGS"
+exit $status
