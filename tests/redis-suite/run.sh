@@ -50,6 +50,7 @@ run_units() {
     (cd "$WORK/rt" && timeout 600 ./runtest --host 127.0.0.1 --port "$port" --single "$u" \
       --clients 1 --tags -needs:debug --tags -needs:repl --durable --timeout 120 \
       "${skip[@]}" >"$log" 2>&1) || true
+    sed -i "s/\x1b\[[0-9;]*m//g" "$log"
   done
 }
 

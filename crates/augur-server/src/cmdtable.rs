@@ -14,6 +14,8 @@ pub const STALE: u32 = 1 << 6;
 pub const FAST: u32 = 1 << 7;
 pub const NO_AUTH: u32 = 1 << 8;
 pub const ALLOW_BUSY: u32 = 1 << 9;
+/// Refused inside MULTI ("Command not allowed inside a transaction").
+pub const NO_MULTI: u32 = 1 << 10;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -26,6 +28,7 @@ const FLAG_NAMES: &[(u32, &str)] = &[
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
     (ALLOW_BUSY, "allow_busy"),
+    (NO_MULTI, "no_multi"),
 ];
 
 /// Flag names of a flag set, in COMMAND's order.
@@ -188,7 +191,7 @@ commands! {
     Unwatch b"UNWATCH" "unwatch" 1 [NOSCRIPT|LOADING|STALE|FAST|ALLOW_BUSY] 0 0 0 "transactions" "Forgets about watched keys of a transaction." NONE;
     Reset b"RESET" "reset" 1 [NOSCRIPT|LOADING|STALE|FAST|NO_AUTH|ALLOW_BUSY] 0 0 0 "connection" "Resets the connection." NONE;
     Function b"FUNCTION" "function" -2 [] 0 0 0 "scripting" "A container for function commands." FUNCTION_SUBS;
-    Shutdown b"SHUTDOWN" "shutdown" -1 [ADMIN|NOSCRIPT|LOADING|STALE|ALLOW_BUSY] 0 0 0 "server" "Synchronously saves the database(s) to disk and shuts down the Redis server." NONE;
+    Shutdown b"SHUTDOWN" "shutdown" -1 [ADMIN|NOSCRIPT|LOADING|STALE|NO_MULTI|ALLOW_BUSY] 0 0 0 "server" "Synchronously saves the database(s) to disk and shuts down the Redis server." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[

@@ -19,7 +19,7 @@ mod tenant;
 #[cfg(test)]
 mod tests;
 
-use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH};
+use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH, NO_MULTI};
 use crate::resp::{Args, Out};
 use crate::state::{ClientMeta, Shared};
 use augur_store::WatchFlag;
@@ -121,6 +121,10 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     }
     c.meta.last_cmd.store(spec.cmd as u32, Relaxed);
     if let Some(m) = &mut c.multi {
+        if spec.flags & NO_MULTI != 0 {
+            m.flag_error();
+            return c.out.error("ERR Command not allowed inside a transaction");
+        }
         if !matches!(
             spec.cmd,
             Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch | Cmd::Quit | Cmd::Reset
