@@ -9,15 +9,20 @@
 mod entry;
 mod glob;
 mod index;
+mod object;
 mod policy_name;
 mod shard;
 mod store;
 mod tenant;
 
 pub use glob::glob_match_nocase;
+pub use object::{
+    parse_canonical_i64, Hash, HashIter, Kind, Limits as EncodingLimits, Object, Set, SetIter,
+};
 pub use policy_name::EvictionPolicy;
 pub use shard::{
-    charged_bytes, EntryInfo, SetTtl, Shard, TtlState, WriteError, PROFILE_INDEX_BYTES,
+    charged_bytes, Detached, EntryInfo, SetTtl, Shard, TtlState, Value, WriteError, WrongType,
+    PROFILE_INDEX_BYTES,
 };
 pub use store::{glob_match, MultiLock, ScanPage, Store, StoreConfig, StoreStats, TenantStats};
 pub use tenant::{
