@@ -31,4 +31,6 @@ pub use tenant::{
 };
 
 #[cfg(test)]
+mod object_tests;
+#[cfg(test)]
 mod tests;

@@ -669,9 +669,19 @@ impl Shard {
 
     /// The type of a live key, without touching it (TYPE, SCAN TYPE).
     pub fn kind(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<Kind> {
-        self.part(ns.tenant)
-            .find_live(ns.db, key, now_ms)
-            .map(|e| e.kind())
+        self.live(ns, key, now_ms).map(|e| e.kind())
+    }
+
+    /// A live entry, without stats or touch; a lazily expired one is removed and the
+    /// freed memory published.
+    fn live(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let part = self.part(ns.tenant);
+        let expired = part.expired;
+        let e = part.find_live(ns.db, key, now_ms);
+        if part.expired != expired {
+            self.publish();
+        }
+        e
     }
 
     /// Reads a hash or set (`kind`): lazily expires it, counts a keyspace hit or miss,
@@ -715,7 +725,7 @@ impl Shard {
         kind: Kind,
         now_ms: u64,
     ) -> Result<Option<&Object>, WrongType> {
-        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
+        match self.live(ns, key, now_ms) {
             Some(e) if e.kind() != kind => Err(WrongType),
             Some(e) => Ok(e.object().map(|o| &*o)),
             None => Ok(None),
@@ -811,7 +821,7 @@ impl Shard {
 
     /// A deep copy of `key`'s value and expiry, without touching it (COPY).
     pub fn clone_value(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<Detached> {
-        let e = self.part(ns.tenant).find_live(ns.db, key, now_ms)?;
+        let e = self.live(ns, key, now_ms)?;
         let value = match e.object() {
             Some(obj) => Value::Object(Box::new(obj.clone())),
             None => Value::String(e.value().to_vec()),

@@ -227,7 +227,9 @@ pub(super) fn hgetall_command(
 
 /// Parses an HSCAN/SSCAN cursor (db.c parseScanCursorOrReply).
 pub(super) fn parse_cursor(out: &mut Out, arg: &[u8]) -> Option<u64> {
-    let c = std::str::from_utf8(arg).ok().and_then(|s| s.parse::<u64>().ok());
+    let c = std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok());
     if c.is_none() {
         out.error("ERR invalid cursor");
     }

@@ -8,7 +8,9 @@
 //! all of them before computing anything, so a WRONGTYPE anywhere leaves the destination
 //! untouched.
 
-use super::hash::{distinct_indices, parse_cursor, parse_random_count, parse_scan_options, scan_reply};
+use super::hash::{
+    distinct_indices, parse_cursor, parse_random_count, parse_scan_options, scan_reply,
+};
 use super::{write_error, Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::cmdtable::{Cmd, CommandSpec};
 use crate::resp::{parse_i64, Args};
@@ -76,13 +78,17 @@ pub(super) fn smove_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
     }
     let removed = lock
         .shard_for(src)
-        .write_object(ns, src, Kind::Set, false, now, |o| set_mut(o).remove(member));
+        .write_object(ns, src, Kind::Set, false, now, |o| {
+            set_mut(o).remove(member)
+        });
     if removed != Ok(Some(true)) {
         return c.out.int(0);
     }
     let _ = lock
         .shard_for(dst)
-        .write_object(ns, dst, Kind::Set, true, now, |o| set_mut(o).insert(member, &lim));
+        .write_object(ns, dst, Kind::Set, true, now, |o| {
+            set_mut(o).insert(member, &lim)
+        });
     c.out.int(1);
 }
 
