@@ -186,6 +186,65 @@ def tenants():
           "invalid username-password pair or user is disabled.")
 
 
+def hashes_and_sets():
+    r = redis.Redis(port=PORT, decode_responses=True)
+    rb = redis.Redis(port=PORT)  # bytes, as binary-payload clients use it
+    r.flushall()
+    # .NET's IDistributedCache (Microsoft.Extensions.Caching.StackExchangeRedis) keeps an
+    # entry as a hash of absexp / sldexp / data, with EXPIRE, and reads it with HMGET.
+    key = "dotnet:session:42"
+    payload = bytes(range(256)) * 4
+    check("dotnet hset", rb.hset(key, mapping={"absexp": "638000000000000000", "sldexp": "-1", "data": payload}), 3)
+    check("dotnet expire", rb.expire(key, 1200), True)
+    check("dotnet hmget", rb.hmget(key, "absexp", "sldexp", "data"), [b"638000000000000000", b"-1", payload])
+    check("dotnet hgetall", rb.hgetall(key)[b"data"], payload)
+    check("dotnet refresh", rb.expire(key, 600), True)
+    check("dotnet ttl", 590 <= r.ttl(key) <= 600, True)
+    check("dotnet type", r.type(key), "hash")
+    check("dotnet encoding", r.object("encoding", key), "hashtable")  # data > 64 bytes
+    check("dotnet remove", r.delete(key), 1)
+    # Laravel / Symfony tag caches: a set per tag naming the tagged keys; flushing a tag
+    # deletes its members, then the set.
+    for i in range(5):
+        r.set(f"cache:item:{i}", f"value {i}", ex=600)
+        r.sadd("tag:products:entries", f"cache:item:{i}")
+    r.sadd("tag:featured:entries", "cache:item:1", "cache:item:3")
+    check("tag scard", r.scard("tag:products:entries"), 5)
+    check("tag sinter", sorted(r.sinter("tag:products:entries", "tag:featured:entries")), ["cache:item:1", "cache:item:3"])
+    members = r.smembers("tag:featured:entries")
+    p = r.pipeline(transaction=False)
+    for m in members:
+        p.delete(m)
+    p.delete("tag:featured:entries")
+    check("tag flush", p.execute(), [1, 1, 1])
+    check("tag members left", sorted(m for m in r.smembers("tag:products:entries") if r.exists(m)),
+          ["cache:item:0", "cache:item:2", "cache:item:4"])
+    check("tag sscan_iter", len(list(r.sscan_iter("tag:products:entries", count=2))), 5)
+    check("tag srem", r.srem("tag:products:entries", "cache:item:0", "nope"), 1)
+    check("tag smismember", r.smismember("tag:products:entries", ["cache:item:2", "x"]), [1, 0])
+    # The rest of the hash API through redis-py.
+    check("hincrby", r.hincrby("counters", "views", 3), 3)
+    check("hincrbyfloat", r.hincrbyfloat("counters", "score", 1.25), 1.25)
+    check("hsetnx", r.hsetnx("counters", "views", 9), False)
+    check("hkeys", sorted(r.hkeys("counters")), ["score", "views"])
+    check("hlen", r.hlen("counters"), 2)
+    check("hexists", r.hexists("counters", "nope"), False)
+    check("hstrlen", r.hstrlen("counters", "score"), 4)
+    check("hdel", r.hdel("counters", "views", "score"), 2)
+    check("empty hash deleted", r.exists("counters"), 0)
+    r.hset("user:1", mapping={f"f{i}": i for i in range(200)})
+    check("hscan_iter", len(dict(r.hscan_iter("user:1", count=20))), 200)
+    check("hrandfield", r.hrandfield("user:1", 5, withvalues=True).__len__(), 10)
+    # WRONGTYPE as redis-py raises it, and GET/MGET on a hash.
+    check("wrongtype", error_of(lambda: r.get("user:1")), "WRONGTYPE Operation against a key holding the wrong kind of value")
+    check("mget hash nil", r.mget("user:1", "tag:products:entries"), [None, None])
+    check("sadd ints encoding", (r.sadd("ids", *range(10)), r.object("encoding", "ids")), (10, "intset"))
+    check("spop count", len(r.spop("ids", 4)), 4)
+    check("sunionstore", r.sunionstore("all", "ids", "tag:products:entries"), 10)
+    check("memory usage", r.memory_usage("user:1") > 2000, True)
+    r.flushall()
+
+
 def redis_cli():
     check("cli ping", cli("PING"), "PONG")
     check("cli set", cli("SET", "ck", "hello world"), "OK")
@@ -195,8 +254,8 @@ def redis_cli():
     check("cli mget", cli("MGET", "ck", "nokey", "cn"), "hello world\n\n1")
     check("cli ttl", cli("TTL", "ck"), "-1")
     check("cli error", cli("INCR", "ck"), "ERR value is not an integer or out of range")
-    check("cli unknown", cli("HSET", "h", "f", "v"),
-          "ERR unknown command 'HSET', with args beginning with: 'h' 'f' 'v' ")
+    check("cli unknown", cli("LPUSH", "l", "a", "b"),
+          "ERR unknown command 'LPUSH', with args beginning with: 'l' 'a' 'b' ")
     check("cli dbsize", cli("DBSIZE"), "2")
     check("cli stdin", cli(stdin="SET x 1\nGET x\n"), "OK\n1")
     check("cli hello 3", cli("-3", "HELLO", "3").splitlines()[:2], ["server redis", "version 7.0.15"])
@@ -254,7 +313,7 @@ def shutdown():
     check("shutdown stops the server", "stopped", "stopped")
 
 
-for section in (redis_py, tenants, redis_cli, inline, benchmark, shutdown):
+for section in (redis_py, tenants, hashes_and_sets, redis_cli, inline, benchmark, shutdown):
     try:
         section()
     except Exception as e:  # a crash in one section is a failure, not the end

@@ -192,6 +192,39 @@ commands! {
     Reset b"RESET" "reset" 1 [NOSCRIPT|LOADING|STALE|FAST|NO_AUTH|ALLOW_BUSY] 0 0 0 "connection" "Resets the connection." NONE;
     Function b"FUNCTION" "function" -2 [] 0 0 0 "scripting" "A container for function commands." FUNCTION_SUBS;
     Shutdown b"SHUTDOWN" "shutdown" -1 [ADMIN|NOSCRIPT|LOADING|STALE|NO_MULTI|ALLOW_BUSY] 0 0 0 "server" "Synchronously saves the database(s) to disk and shuts down the Redis server." NONE;
+    HSet b"HSET" "hset" -4 [WRITE|DENYOOM|FAST] 1 1 1 "hash" "Creates or modifies the value of a field in a hash." NONE;
+    HSetNx b"HSETNX" "hsetnx" 4 [WRITE|DENYOOM|FAST] 1 1 1 "hash" "Sets the value of a field in a hash only when the field doesn't exist." NONE;
+    HGet b"HGET" "hget" 3 [READONLY|FAST] 1 1 1 "hash" "Returns the value of a field in a hash." NONE;
+    HMSet b"HMSET" "hmset" -4 [WRITE|DENYOOM|FAST] 1 1 1 "hash" "Sets the values of multiple fields." NONE;
+    HMGet b"HMGET" "hmget" -3 [READONLY|FAST] 1 1 1 "hash" "Returns the values of all fields in a hash." NONE;
+    HIncrBy b"HINCRBY" "hincrby" 4 [WRITE|DENYOOM|FAST] 1 1 1 "hash" "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist." NONE;
+    HIncrByFloat b"HINCRBYFLOAT" "hincrbyfloat" 4 [WRITE|DENYOOM|FAST] 1 1 1 "hash" "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist." NONE;
+    HDel b"HDEL" "hdel" -3 [WRITE|FAST] 1 1 1 "hash" "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain." NONE;
+    HLen b"HLEN" "hlen" 2 [READONLY|FAST] 1 1 1 "hash" "Returns the number of fields in a hash." NONE;
+    HStrLen b"HSTRLEN" "hstrlen" 3 [READONLY|FAST] 1 1 1 "hash" "Returns the length of the value of a field." NONE;
+    HKeys b"HKEYS" "hkeys" 2 [READONLY] 1 1 1 "hash" "Returns all fields in a hash." NONE;
+    HVals b"HVALS" "hvals" 2 [READONLY] 1 1 1 "hash" "Returns all values in a hash." NONE;
+    HGetAll b"HGETALL" "hgetall" 2 [READONLY] 1 1 1 "hash" "Returns all fields and values in a hash." NONE;
+    HExists b"HEXISTS" "hexists" 3 [READONLY|FAST] 1 1 1 "hash" "Determines whether a field exists in a hash." NONE;
+    HScan b"HSCAN" "hscan" -3 [READONLY] 1 1 1 "hash" "Iterates over fields and values of a hash." NONE;
+    HRandField b"HRANDFIELD" "hrandfield" -2 [READONLY] 1 1 1 "hash" "Returns one or more random fields from a hash." NONE;
+    SAdd b"SADD" "sadd" -3 [WRITE|DENYOOM|FAST] 1 1 1 "set" "Adds one or more members to a set. Creates the key if it doesn't exist." NONE;
+    SRem b"SREM" "srem" -3 [WRITE|FAST] 1 1 1 "set" "Removes one or more members from a set. Deletes the set if the last member was removed." NONE;
+    SMove b"SMOVE" "smove" 4 [WRITE|FAST] 1 2 1 "set" "Moves a member from one set to another." NONE;
+    SIsMember b"SISMEMBER" "sismember" 3 [READONLY|FAST] 1 1 1 "set" "Determines whether a member belongs to a set." NONE;
+    SMIsMember b"SMISMEMBER" "smismember" -3 [READONLY|FAST] 1 1 1 "set" "Determines whether multiple members belong to a set." NONE;
+    SCard b"SCARD" "scard" 2 [READONLY|FAST] 1 1 1 "set" "Returns the number of members in a set." NONE;
+    SPop b"SPOP" "spop" -2 [WRITE|FAST] 1 1 1 "set" "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped." NONE;
+    SRandMember b"SRANDMEMBER" "srandmember" -2 [READONLY] 1 1 1 "set" "Get one or multiple random members from a set" NONE;
+    SInter b"SINTER" "sinter" -2 [READONLY] 1 -1 1 "set" "Returns the intersect of multiple sets." NONE;
+    SInterCard b"SINTERCARD" "sintercard" -3 [READONLY] 0 0 0 "set" "Returns the number of members of the intersect of multiple sets." NONE;
+    SInterStore b"SINTERSTORE" "sinterstore" -3 [WRITE|DENYOOM] 1 -1 1 "set" "Stores the intersect of multiple sets in a key." NONE;
+    SUnion b"SUNION" "sunion" -2 [READONLY] 1 -1 1 "set" "Returns the union of multiple sets." NONE;
+    SUnionStore b"SUNIONSTORE" "sunionstore" -3 [WRITE|DENYOOM] 1 -1 1 "set" "Stores the union of multiple sets in a key." NONE;
+    SDiff b"SDIFF" "sdiff" -2 [READONLY] 1 -1 1 "set" "Returns the difference of multiple sets." NONE;
+    SDiffStore b"SDIFFSTORE" "sdiffstore" -3 [WRITE|DENYOOM] 1 -1 1 "set" "Stores the difference of multiple sets in a key." NONE;
+    SMembers b"SMEMBERS" "smembers" 2 [READONLY] 1 1 1 "set" "Returns all members of a set." NONE;
+    SScan b"SSCAN" "sscan" -3 [READONLY] 1 1 1 "set" "Iterates over members of a set." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[

@@ -110,6 +110,11 @@ pub struct ServerConfig {
     pub users: Vec<String>,
     /// `tenant NAME param value ...` lines of the config file, in order.
     pub tenant_lines: Vec<String>,
+    /// Hash and set encoding thresholds (Redis 7.0's names and defaults; the
+    /// `hash-max-ziplist-*` names are aliases).
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    pub set_max_intset_entries: usize,
 }
 
 /// The kRedis tuner's objective (`tenant-objective`).
@@ -169,6 +174,20 @@ impl Default for ServerConfig {
             metrics_port: 0,
             users: Vec::new(),
             tenant_lines: Vec::new(),
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The store's encoding thresholds from this configuration.
+    pub fn encoding_limits(&self) -> augur_store::EncodingLimits {
+        augur_store::EncodingLimits {
+            hash_max_listpack_entries: self.hash_max_listpack_entries,
+            hash_max_listpack_value: self.hash_max_listpack_value,
+            set_max_intset_entries: self.set_max_intset_entries,
         }
     }
 }
@@ -205,6 +224,11 @@ pub const PARAMS: &[&str] = &[
     "metrics-port",
     "save",
     "appendonly",
+    "hash-max-listpack-entries",
+    "hash-max-listpack-value",
+    "hash-max-ziplist-entries",
+    "hash-max-ziplist-value",
+    "set-max-intset-entries",
 ];
 
 /// Parameters CONFIG SET may change while running.
@@ -230,6 +254,11 @@ pub const LIVE_PARAMS: &[&str] = &[
     "tenant-default-miss-penalty",
     "save",
     "appendonly",
+    "hash-max-listpack-entries",
+    "hash-max-listpack-value",
+    "hash-max-ziplist-entries",
+    "hash-max-ziplist-value",
+    "set-max-intset-entries",
 ];
 
 /// Parses a memory amount as Redis's `memtoull`: digits with an optional unit
@@ -441,6 +470,15 @@ impl ServerConfig {
                     return Err("persistence is not supported (only appendonly no is accepted)".into());
                 }
             }
+            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
+                self.hash_max_listpack_entries = parse_int(value)?
+            }
+            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
+                self.hash_max_listpack_value = parse_memory(value)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or("argument must be a memory value")?
+            }
+            "set-max-intset-entries" => self.set_max_intset_entries = parse_int(value)?,
             _ => return Err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")),
         }
         Ok(())
@@ -483,6 +521,13 @@ impl ServerConfig {
             "metrics-port" => self.metrics_port.to_string(),
             "save" => String::new(),
             "appendonly" => "no".to_string(),
+            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
+                self.hash_max_listpack_entries.to_string()
+            }
+            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
+                self.hash_max_listpack_value.to_string()
+            }
+            "set-max-intset-entries" => self.set_max_intset_entries.to_string(),
             _ => return None,
         })
     }

@@ -180,6 +180,7 @@ impl Shared {
             policy: config.maxmemory_policy,
             samples: config.maxmemory_samples,
         });
+        store.set_encoding_limits(config.encoding_limits());
         let run_id: String = {
             use rand::Rng;
             let mut rng = rand::thread_rng();
@@ -226,6 +227,7 @@ impl Shared {
         if self.store.samples() != new.maxmemory_samples {
             self.store.set_samples(new.maxmemory_samples);
         }
+        self.store.set_encoding_limits(new.encoding_limits());
         self.proto_max_bulk_len
             .store(new.proto_max_bulk_len, Relaxed);
         self.query_buffer_limit

@@ -13,16 +13,33 @@
 //! 4   u32  value_len
 //! 8   u16  key_len    (0xFFFF: the real length is the u32 in the LONG_KEY block)
 //! 10  u8   db
-//! 11  u8   flags      HAS_TTL | LONG_KEY
+//! 11  u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, hash, set)
 //! 12  [u64 expire_at_ms, u32 volatile_index]   only with HAS_TTL
 //!     [u32 key_len]                             only with LONG_KEY
 //!     key bytes, then value bytes
 //! ```
 //!
+//! # Hashes and sets
+//!
+//! A hash or set entry has the same block; its type bits say so and its 8 value bytes
+//! are the address of a boxed [`Object`] that the entry owns. The object is outside the
+//! block because it grows and shrinks in place (a field added to a hash must not copy
+//! the key's block), and because moving the entry to another shard or database
+//! (RENAME, MOVE) then moves one pointer. What a key is charged is [`Entry::charge`]:
+//! the block's usable size plus [`Object::bytes`] (0 for strings), so eviction, the
+//! tenants' accounting and the profiler see a hash or set as one item of its real size.
+//!
+//! Ownership rules: [`Entry::free`] drops the object with the block (every removal path:
+//! delete, overwrite, eviction, expiry, flush, tenant drop, shard drop). A copy made by
+//! [`Entry::with_ttl`] *shares* the object pointer: the caller keeps exactly one of the
+//! two and releases the other with [`Entry::free_block`]. [`Entry::take_object`] detaches
+//! the object (the entry is then released with `free_block`).
+//!
 //! Entries are allocated straight from jemalloc (not the global allocator) so that the
 //! size charged to a key is what jemalloc really handed out (`malloc_usable_size`),
 //! whatever allocator the embedding binary or test uses.
 
+use crate::object::{Kind, Object};
 use std::ptr::NonNull;
 
 const HEADER: usize = 12;
@@ -30,6 +47,11 @@ const TTL_BLOCK: usize = 12;
 const LONG_KEY_BLOCK: usize = 4;
 const HAS_TTL: u8 = 1;
 const LONG_KEY: u8 = 2;
+/// Type bits: 0 string, TYPE_HASH, TYPE_SET.
+const TYPE_MASK: u8 = 0b1100;
+const TYPE_HASH: u8 = 0b0100;
+const TYPE_SET: u8 = 0b1000;
+const PTR_LEN: usize = std::mem::size_of::<*mut Object>();
 const SHORT_KEY_MAX: usize = 0xFFFE;
 
 /// Largest value (and key) length an entry can hold.
@@ -65,6 +87,77 @@ impl Entry {
             );
         }
         e
+    }
+
+    /// Allocates a hash or set entry owning `obj`.
+    pub fn new_object(
+        db: u8,
+        key: &[u8],
+        obj: Box<Object>,
+        ttl: Option<(u64, u32)>,
+        atime: u32,
+    ) -> Entry {
+        let tag = match obj.kind() {
+            Kind::Hash => TYPE_HASH,
+            _ => TYPE_SET,
+        };
+        let ptr = Box::into_raw(obj) as usize as u64;
+        let e = Entry::new(db, key, &ptr.to_le_bytes(), ttl, atime);
+        e.write_u8(11, e.flags() | tag);
+        e
+    }
+
+    /// What the key holds.
+    #[inline]
+    pub fn kind(&self) -> Kind {
+        match self.flags() & TYPE_MASK {
+            0 => Kind::String,
+            TYPE_HASH => Kind::Hash,
+            _ => Kind::Set,
+        }
+    }
+
+    #[inline]
+    pub fn is_object(&self) -> bool {
+        self.flags() & TYPE_MASK != 0
+    }
+
+    fn object_ptr(&self) -> Option<*mut Object> {
+        if !self.is_object() {
+            return None;
+        }
+        let v = self.value();
+        let mut b = [0u8; 8];
+        b[..PTR_LEN].copy_from_slice(&v[..PTR_LEN]);
+        Some(u64::from_le_bytes(b) as usize as *mut Object)
+    }
+
+    /// The hash or set this entry owns. Like [`Entry::value`], the lifetime is the
+    /// caller's to bound (the shard ties it to its own borrow, so there is never more
+    /// than one live reference).
+    pub fn object<'a>(self) -> Option<&'a mut Object> {
+        // SAFETY: the pointer came from Box::into_raw in new_object and is owned by
+        // this entry until free / take_object.
+        self.object_ptr().map(|p| unsafe { &mut *p })
+    }
+
+    /// Whether `other` shares this entry's object (a `with_ttl` copy).
+    pub fn shares_object_with(&self, other: &Entry) -> bool {
+        self.object_ptr().is_some() && self.object_ptr() == other.object_ptr()
+    }
+
+    /// Detaches the object (the caller then owns it and must release the block with
+    /// [`Entry::free_block`], not [`Entry::free`]).
+    pub fn take_object(self) -> Option<Box<Object>> {
+        // SAFETY: as `object`; ownership moves to the returned box.
+        self.object_ptr().map(|p| unsafe { Box::from_raw(p) })
+    }
+
+    /// Bytes charged to this key: the block's usable size plus, for a hash or set,
+    /// the object's heap bytes.
+    #[inline]
+    pub fn charge(&self) -> usize {
+        self.usable_size() + self.object().map_or(0, |o| o.bytes())
     }
 
     /// Bytes requested from the allocator for an entry of this shape.
@@ -113,8 +206,15 @@ impl Entry {
         Entry(NonNull::new(addr as *mut u8).expect("index words hold non-null addresses"))
     }
 
-    /// Releases the allocation.
+    /// Releases the allocation and the hash or set it owns.
     pub fn free(self) {
+        drop(self.take_object());
+        self.free_block();
+    }
+
+    /// Releases the block only (its object was moved elsewhere or is shared with a
+    /// `with_ttl` copy).
+    pub fn free_block(self) {
         // SAFETY: the block came from jemalloc's malloc and is owned by `self`.
         unsafe { tikv_jemalloc_sys::free(self.0.as_ptr() as *mut _) }
     }
@@ -216,7 +316,8 @@ impl Entry {
     /// shrinks with it (keeping the old block would leave `SET k <100 KB>; SET k x`
     /// charging 100 KB for one byte).
     pub fn reuse_for(&self, len: usize) -> bool {
-        if !self.fits_in_place(len) {
+        // A hash or set becoming a string gets a fresh block (its object is freed).
+        if self.is_object() || !self.fits_in_place(len) {
             return false;
         }
         let block = self.key_offset() + self.key_len() + len;
@@ -237,9 +338,13 @@ impl Entry {
     }
 
     /// A copy of this entry with a TTL block (`Some`) or without one (`None`). The caller
-    /// frees `self` afterwards (or keeps it: both are valid, independent blocks).
+    /// frees `self` afterwards (or keeps it: both are valid, independent blocks). A hash
+    /// or set copy shares the object pointer: release the other block with
+    /// [`Entry::free_block`].
     pub fn with_ttl(&self, ttl: Option<(u64, u32)>) -> Entry {
-        Entry::new(self.db(), self.key(), self.value(), ttl, self.atime())
+        let e = Entry::new(self.db(), self.key(), self.value(), ttl, self.atime());
+        e.write_u8(11, e.flags() | (self.flags() & TYPE_MASK));
+        e
     }
 
     fn read_u8(&self, off: usize) -> u8 {
@@ -308,6 +413,33 @@ mod tests {
         assert_eq!(plain.key(), &key[..]);
         assert_eq!(plain.expire_at(), None);
         plain.free();
+    }
+
+    #[test]
+    fn an_object_entry_owns_its_object_and_a_ttl_copy_shares_it() {
+        let mut o = Object::new_set();
+        o.as_set_mut()
+            .unwrap()
+            .insert(b"a", &crate::object::Limits::default());
+        let bytes = o.bytes();
+        let e = Entry::new_object(1, b"k", Box::new(o), None, 5);
+        assert_eq!(e.kind(), Kind::Set);
+        assert_eq!(e.key(), b"k");
+        assert_eq!(e.charge(), e.usable_size() + bytes);
+        assert!(!e.reuse_for(1));
+        let t = e.with_ttl(Some((10, 0)));
+        assert_eq!(t.kind(), Kind::Set);
+        assert!(t.shares_object_with(&e));
+        e.free_block();
+        assert!(t.object().unwrap().as_set().unwrap().contains(b"a"));
+        let o = t.take_object().unwrap();
+        t.free_block();
+        assert_eq!(o.len(), 1);
+        let s = Entry::new(0, b"s", b"v", None, 0);
+        assert_eq!(s.kind(), Kind::String);
+        assert!(s.object().is_none());
+        assert_eq!(s.charge(), s.usable_size());
+        s.free();
     }
 
     #[test]

@@ -9,6 +9,7 @@
 mod entry;
 mod glob;
 mod index;
+mod object;
 mod policy_name;
 mod shard;
 mod store;
@@ -16,9 +17,13 @@ mod tenant;
 mod watch;
 
 pub use glob::glob_match_nocase;
+pub use object::{
+    parse_canonical_i64, Hash, HashIter, Kind, Limits as EncodingLimits, Object, Set, SetIter,
+};
 pub use policy_name::EvictionPolicy;
 pub use shard::{
-    charged_bytes, EntryInfo, SetTtl, Shard, TtlState, WriteError, PROFILE_INDEX_BYTES,
+    charged_bytes, Detached, EntryInfo, SetTtl, Shard, TtlState, Value, WriteError, WrongType,
+    PROFILE_INDEX_BYTES,
 };
 pub use store::{glob_match, MultiLock, ScanPage, Store, StoreConfig, StoreStats, TenantStats};
 pub use tenant::{
@@ -27,5 +32,7 @@ pub use tenant::{
 };
 pub use watch::WatchFlag;
 
+#[cfg(test)]
+mod object_tests;
 #[cfg(test)]
 mod tests;

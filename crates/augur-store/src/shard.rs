@@ -33,9 +33,22 @@
 //! write will allocate fits, so it never ends above its budget (with many shards, Redis's
 //! way would overshoot by up to one value per shard); the simulators do the same. The
 //! victim choice is [`augur_sim::policy`]'s code, the same code the simulators run.
+//!
+//! # Hashes and sets
+//!
+//! A hash or set is one entry whose charge is its block plus its object's heap bytes
+//! ([`Entry::charge`]), so sampling, eviction, per-tenant accounting and the profiler's
+//! sized references treat it as one item, like a string. Its size is only known after a
+//! command changes it, so [`Shard::write_object`] evicts *after* the mutation, with the
+//! object being written *pinned* (never a candidate, `Sampled` and the random policies
+//! skip it): growth evicts other keys exactly as a SET would, and the object never
+//! disappears under the command that is changing it. If nothing else can be evicted
+//! the shard stays above its budget until its next write (Redis, which evicts only
+//! before a command, lets a command overshoot the same way).
 
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
+use crate::object::{Kind, Object};
 use crate::store::{key_hash, SharedConfig, UsedCell};
 use crate::tenant::{mix64, Ns, Partitioning, RefKind, Reference, TenantId, SAMPLE_MODULUS};
 use crate::watch::{WatchFlag, WatchTable};
@@ -75,9 +88,34 @@ pub enum WriteError {
     TooLarge,
 }
 
+/// A typed command met a key holding another type (Redis's WRONGTYPE error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrongType;
+
+/// A key's value taken out of (or copied from) the store with ownership, to be put back
+/// under another key, database or shard with [`Shard::put`] (RENAME, MOVE, COPY, and the
+/// STORE forms of set commands). A hash or set moves as its boxed object: nothing is
+/// copied, and the memory it holds moves with it.
+#[derive(Debug, Clone)]
+pub enum Value {
+    String(Vec<u8>),
+    Object(Box<Object>),
+}
+
+/// A [`Value`] with the key's expiry time (Unix ms), if any.
+#[derive(Debug, Clone)]
+pub struct Detached {
+    pub value: Value,
+    pub expire_at_ms: Option<u64>,
+}
+
 /// What OBJECT / MEMORY USAGE / TYPE need to know about a key, read without touching it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryInfo {
+    pub kind: Kind,
+    /// OBJECT ENCODING of a hash or set (None for strings: the caller derives
+    /// int/embstr/raw from the value).
+    pub encoding: Option<&'static str>,
     pub value_len: usize,
     /// Logical accesses (of this shard) since the key was last read or written.
     pub idle_accesses: u64,
@@ -120,7 +158,8 @@ fn entry_hash(e: Entry) -> u64 {
 pub(crate) struct Part {
     table: Table,
     volatile: Vec<Entry>,
-    /// Sum of the entries' usable sizes.
+    /// Sum of the entries' charges ([`Entry::charge`]: usable size plus a hash's or
+    /// set's object bytes).
     entry_bytes: u64,
     keys_per_db: Vec<u64>,
     expires_per_db: Vec<u64>,
@@ -249,14 +288,38 @@ impl Part {
         self.modified(db, key);
         let ttl = expire.map(|at| (at, self.volatile.len() as u32));
         let e = Entry::new(db, key, value, ttl, now);
-        self.entry_bytes += e.usable_size() as u64;
-        if ttl.is_some() {
-            self.volatile.push(e);
-            self.expires_per_db[db as usize] += 1;
-        }
-        self.keys_per_db[db as usize] += 1;
-        self.table.insert_at_vacancy(h, e, vacancy, &entry_hash);
+        self.index_new(e, h, vacancy);
         e
+    }
+
+    /// As `insert_new`, for a hash or set; returns the entry and its position.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_object_new(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        obj: Box<Object>,
+        expire: Option<u64>,
+        now: u32,
+        h: u64,
+        vacancy: Option<usize>,
+    ) -> (Entry, usize) {
+        self.modified(db, key);
+        let ttl = expire.map(|at| (at, self.volatile.len() as u32));
+        let e = Entry::new_object(db, key, obj, ttl, now);
+        let pos = self.index_new(e, h, vacancy);
+        (e, pos)
+    }
+
+    /// Indexes and counts a new entry (its volatile index, if any, is the list's end).
+    fn index_new(&mut self, e: Entry, h: u64, vacancy: Option<usize>) -> usize {
+        self.entry_bytes += e.charge() as u64;
+        if e.has_ttl() {
+            self.volatile.push(e);
+            self.expires_per_db[e.db() as usize] += 1;
+        }
+        self.keys_per_db[e.db() as usize] += 1;
+        self.table.insert_at_vacancy(h, e, vacancy, &entry_hash)
     }
 
     /// Replaces the value (and maybe the TTL) of the entry at `pos`; returns the entry
@@ -305,15 +368,20 @@ impl Part {
         self.swap_allocation(pos, e, fresh);
     }
 
-    /// Puts `fresh` where `old` was (index and volatile list) and frees `old`.
+    /// Puts `fresh` where `old` was (index and volatile list) and frees `old` (only its
+    /// block when `fresh` is a TTL copy sharing its hash or set).
     fn swap_allocation(&mut self, pos: usize, old: Entry, fresh: Entry) {
         if fresh.has_ttl() {
             self.volatile[fresh.volatile_index() as usize] = fresh;
         }
         self.table.replace(pos, fresh);
-        self.entry_bytes += fresh.usable_size() as u64;
-        self.entry_bytes -= old.usable_size() as u64;
-        old.free();
+        self.entry_bytes += fresh.charge() as u64;
+        self.entry_bytes -= old.charge() as u64;
+        if fresh.shares_object_with(&old) {
+            old.free_block();
+        } else {
+            old.free();
+        }
     }
 
     /// Takes `e` (which has a TTL) out of the volatile list.
@@ -331,14 +399,45 @@ impl Part {
 
     /// Deletes the entry at `pos`, keeping index, volatile list and counters consistent.
     fn remove_at(&mut self, pos: usize) {
+        self.unlink_at(pos).free();
+    }
+
+    /// Takes the entry at `pos` out of the index, TTL list and counters without freeing
+    /// it (the caller frees it, or moves its object and frees the block).
+    fn unlink_at(&mut self, pos: usize) -> Entry {
         let e = self.table.remove(pos, &entry_hash);
         self.modified(e.db(), e.key());
         if e.has_ttl() {
             self.unlist_volatile(e);
         }
         self.keys_per_db[e.db() as usize] -= 1;
-        self.entry_bytes -= e.usable_size() as u64;
-        e.free();
+        self.entry_bytes -= e.charge() as u64;
+        e
+    }
+
+    /// One uniformly random position of this part (of its TTL list with
+    /// `from_volatile`) that does not hold `pinned`; None if there is none.
+    fn random_victim(
+        &self,
+        from_volatile: bool,
+        pinned: Option<Entry>,
+        rng: &mut SmallRng,
+    ) -> Option<usize> {
+        for _ in 0..64 {
+            let pos = if from_volatile {
+                if self.volatile.is_empty() {
+                    return None;
+                }
+                let e = self.volatile[rng.gen_range(0..self.volatile.len())];
+                self.position_of(e)
+            } else {
+                self.table.random_occupied(rng)?
+            };
+            if pinned.is_none_or(|p| self.table.at(pos) != Some(p)) {
+                return Some(pos);
+            }
+        }
+        None
     }
 
     fn random_position_of_db(&self, db: u8, rng: &mut SmallRng) -> Option<usize> {
@@ -408,6 +507,7 @@ impl Part {
         k: usize,
         clock: u32,
         rng: &mut SmallRng,
+        pinned: Option<Entry>,
     ) -> bool {
         if policy != self.pool_policy {
             self.pool.clear();
@@ -415,11 +515,8 @@ impl Part {
         }
         let victim = match policy {
             EvictionPolicy::NoEviction => None,
-            EvictionPolicy::AllKeysRandom => self.table.random_occupied(rng),
-            EvictionPolicy::VolatileRandom => (!self.volatile.is_empty()).then(|| {
-                let e = self.volatile[rng.gen_range(0..self.volatile.len())];
-                self.position_of(e)
-            }),
+            EvictionPolicy::AllKeysRandom => self.random_victim(false, pinned, rng),
+            EvictionPolicy::VolatileRandom => self.random_victim(true, pinned, rng),
             EvictionPolicy::AllKeysLru
             | EvictionPolicy::VolatileLru
             | EvictionPolicy::VolatileTtl => {
@@ -430,6 +527,7 @@ impl Part {
                     clock,
                     from_volatile: policy.volatile_only(),
                     by_ttl: policy == EvictionPolicy::VolatileTtl,
+                    pinned,
                 };
                 let id = select_victim_pooled(&mut pool, &mut candidates, k, rng);
                 self.pool = pool;
@@ -468,9 +566,11 @@ pub fn charged_bytes(key_len: usize, value_len: usize, ttl: bool) -> u64 {
     class as u64 + PROFILE_INDEX_BYTES
 }
 
+/// A reference's size for the profiler: the key's whole charge (a hash or set with its
+/// object), plus [`PROFILE_INDEX_BYTES`].
 #[inline]
 fn profiled_bytes(e: Entry) -> u64 {
-    e.usable_size() as u64 + PROFILE_INDEX_BYTES
+    e.charge() as u64 + PROFILE_INDEX_BYTES
 }
 
 pub struct Shard {
@@ -488,6 +588,9 @@ pub struct Shard {
     /// The tenant of the last `part()` call: the one whose store-wide usage
     /// `publish()` brings up to date.
     touched: TenantId,
+    /// The hash or set a command is changing, which eviction must not choose
+    /// (see the module documentation); set only inside [`Shard::write_object`].
+    pinned: Option<Entry>,
 }
 
 // SAFETY: the shard exclusively owns every entry allocation it indexes.
@@ -509,6 +612,7 @@ impl Shard {
             shared_pool_policy: policy,
             rng: SmallRng::seed_from_u64(seed),
             touched: 0,
+            pinned: None,
         };
         s.published_used.0.store(0, Ordering::Relaxed);
         s
@@ -552,9 +656,11 @@ impl Shard {
 
     // ----- public key-level API -----
 
-    /// Reads a value: lazily expires it, counts a keyspace hit or miss, and makes the key
-    /// most recently used. The slice is valid while the shard stays locked.
-    pub fn get(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<&[u8]> {
+    /// Reads a string value: lazily expires it, counts a keyspace hit or miss, and makes
+    /// the key most recently used. The slice is valid while the shard stays locked.
+    /// A hash or set is a hit (as in Redis, whose lookup counts it before the type
+    /// check) and answers `Err(WrongType)`.
+    pub fn get(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Result<Option<&[u8]>, WrongType> {
         let now = self.tick();
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
@@ -564,22 +670,237 @@ impl Shard {
                 let e = part.entry(pos);
                 e.set_atime(now);
                 self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Hit);
-                Some(e.value())
+                if e.is_object() {
+                    return Err(WrongType);
+                }
+                Ok(Some(e.value()))
             }
             Err(_) => {
                 part.misses += 1;
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
                 self.publish();
-                None
+                Ok(None)
             }
         }
     }
 
-    /// Reads a value without counting stats or touching recency (lazily expires it).
-    pub fn peek(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<&[u8]> {
-        self.part(ns.tenant)
-            .find_live(ns.db, key, now_ms)
-            .map(|e| e.value())
+    /// Reads a string value without counting stats or touching recency (lazily expires
+    /// it); `Err(WrongType)` for a hash or set.
+    pub fn peek(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Result<Option<&[u8]>, WrongType> {
+        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
+            Some(e) if e.is_object() => Err(WrongType),
+            Some(e) => Ok(Some(e.value())),
+            None => Ok(None),
+        }
+    }
+
+    /// The type of a live key, without touching it (TYPE, SCAN TYPE).
+    pub fn kind(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<Kind> {
+        self.live(ns, key, now_ms).map(|e| e.kind())
+    }
+
+    /// A live entry, without stats or touch; a lazily expired one is removed and the
+    /// freed memory published.
+    fn live(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let part = self.part(ns.tenant);
+        let expired = part.expired;
+        let e = part.find_live(ns.db, key, now_ms);
+        if part.expired != expired {
+            self.publish();
+        }
+        e
+    }
+
+    /// Reads a hash or set (`kind`): lazily expires it, counts a keyspace hit or miss,
+    /// makes the key most recently used and hands the profiler a reference of the
+    /// object's whole size. `Err(WrongType)` if the key holds another type.
+    pub fn read_object(
+        &mut self,
+        ns: Ns,
+        key: &[u8],
+        kind: Kind,
+        now_ms: u64,
+    ) -> Result<Option<&Object>, WrongType> {
+        let now = self.tick();
+        let h = db_hash(key_hash(key), ns.db);
+        let part = self.part(ns.tenant);
+        match part.find_live_pos(ns.db, key, h, now_ms) {
+            Ok(pos) => {
+                part.hits += 1;
+                let e = part.entry(pos);
+                e.set_atime(now);
+                self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Hit);
+                if e.kind() != kind {
+                    return Err(WrongType);
+                }
+                Ok(e.object().map(|o| &*o))
+            }
+            Err(_) => {
+                part.misses += 1;
+                self.sample(ns.tenant, h, 0, RefKind::Miss);
+                self.publish();
+                Ok(None)
+            }
+        }
+    }
+
+    /// A hash or set without counting stats or touching recency (lazily expires it).
+    pub fn peek_object(
+        &mut self,
+        ns: Ns,
+        key: &[u8],
+        kind: Kind,
+        now_ms: u64,
+    ) -> Result<Option<&Object>, WrongType> {
+        match self.live(ns, key, now_ms) {
+            Some(e) if e.kind() != kind => Err(WrongType),
+            Some(e) => Ok(e.object().map(|o| &*o)),
+            None => Ok(None),
+        }
+    }
+
+    /// Changes the hash or set (`kind`) at `key` in place with `f`, creating an empty
+    /// one first if the key is missing and `create` is set (`Ok(None)`, nothing done,
+    /// if it is missing and `create` is not). Then, as Redis does for every write:
+    /// an object left empty is deleted; otherwise the key becomes most recently used,
+    /// its charge follows the object's new size, and if that pushed the shard or the
+    /// tenant over its budget, *other* keys are evicted (this one is pinned; see the
+    /// module documentation). `Err(WrongType)` if the key holds another type.
+    pub fn write_object<R>(
+        &mut self,
+        ns: Ns,
+        key: &[u8],
+        kind: Kind,
+        create: bool,
+        now_ms: u64,
+        f: impl FnOnce(&mut Object) -> R,
+    ) -> Result<Option<R>, WrongType> {
+        let now = self.tick();
+        let h = db_hash(key_hash(key), ns.db);
+        let part = self.part(ns.tenant);
+        let (e, pos) = match part.find_live_pos(ns.db, key, h, now_ms) {
+            Ok(pos) => {
+                let e = part.entry(pos);
+                if e.kind() != kind {
+                    self.publish();
+                    return Err(WrongType);
+                }
+                (e, pos)
+            }
+            Err(vacancy) if create => {
+                let Some(obj) = Object::new_of(kind) else {
+                    self.publish();
+                    return Err(WrongType);
+                };
+                part.insert_object_new(ns.db, key, Box::new(obj), None, now, h, vacancy)
+            }
+            Err(_) => {
+                self.publish();
+                return Ok(None);
+            }
+        };
+        let obj = e.object().expect("a typed entry owns its object");
+        let before = obj.bytes() as u64;
+        // Every object write counts as a change for WATCH, even one that leaves the
+        // object as it was (SADD of a member already present): at worst an EXEC aborts
+        // that Redis would have run, never the reverse.
+        part.modified(ns.db, key);
+        let r = f(obj);
+        let after = obj.bytes() as u64;
+        part.entry_bytes = part.entry_bytes + after - before;
+        if obj.is_empty() {
+            part.remove_at(pos);
+            self.sample(ns.tenant, h, 0, RefKind::Delete);
+        } else {
+            e.set_atime(now);
+            part.writes += 1;
+            self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Write);
+            self.pinned = Some(e);
+            // Under noeviction (or with nothing else to evict) the write stands anyway:
+            // the command's OOM check ran before it, as in Redis.
+            let _ = self.make_room(ns.tenant, 0);
+            self.pinned = None;
+        }
+        self.publish();
+        Ok(Some(r))
+    }
+
+    /// Removes `key` and hands over its value with ownership (a hash or set is moved,
+    /// not copied or freed): for RENAME and MOVE, with [`Shard::put`] on the target.
+    /// No stats, no profiler reference (Redis's RENAME looks the key up for writing).
+    pub fn take(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<Detached> {
+        let h = db_hash(key_hash(key), ns.db);
+        let part = self.part(ns.tenant);
+        let Ok(pos) = part.find_live_pos(ns.db, key, h, now_ms) else {
+            self.publish();
+            return None;
+        };
+        let e = part.unlink_at(pos);
+        let expire_at_ms = e.expire_at();
+        let value = match e.take_object() {
+            Some(obj) => Value::Object(obj),
+            None => Value::String(e.value().to_vec()),
+        };
+        e.free_block();
+        self.sample(ns.tenant, h, 0, RefKind::Delete);
+        self.publish();
+        Some(Detached {
+            value,
+            expire_at_ms,
+        })
+    }
+
+    /// A deep copy of `key`'s value and expiry, without touching it (COPY).
+    pub fn clone_value(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<Detached> {
+        let e = self.live(ns, key, now_ms)?;
+        let value = match e.object() {
+            Some(obj) => Value::Object(Box::new(obj.clone())),
+            None => Value::String(e.value().to_vec()),
+        };
+        Some(Detached {
+            value,
+            expire_at_ms: e.expire_at(),
+        })
+    }
+
+    /// Stores `d` at `key`, replacing whatever value (of any type) and TTL it had, as
+    /// SET does, after evicting room for its whole charge. An empty hash or set deletes
+    /// the key instead (Redis never stores one); an expiry time not in the future too.
+    pub fn put(&mut self, ns: Ns, key: &[u8], d: Detached, now_ms: u64) -> Result<(), WriteError> {
+        let (value_len, obj_bytes, empty) = match &d.value {
+            Value::String(v) => (v.len(), 0, false),
+            Value::Object(o) => (8, o.bytes(), o.is_empty()),
+        };
+        if empty || d.expire_at_ms.is_some_and(|at| at <= now_ms) {
+            self.delete(ns, key, now_ms);
+            return Ok(());
+        }
+        if key.len() > MAX_LEN || value_len > MAX_LEN {
+            return Err(WriteError::TooLarge);
+        }
+        let block = Entry::block_size(key.len(), value_len, d.expire_at_ms.is_some());
+        self.make_room(ns.tenant, (block + obj_bytes) as u64)?;
+        let now = self.tick();
+        let h = db_hash(key_hash(key), ns.db);
+        let part = self.part(ns.tenant);
+        let vacancy = match part.find_live_pos(ns.db, key, h, now_ms) {
+            Ok(pos) => {
+                part.remove_at(pos);
+                None
+            }
+            Err(v) => v,
+        };
+        let e = match d.value {
+            Value::String(v) => part.insert_new(ns.db, key, &v, d.expire_at_ms, now, h, vacancy),
+            Value::Object(o) => {
+                part.insert_object_new(ns.db, key, o, d.expire_at_ms, now, h, vacancy)
+                    .0
+            }
+        };
+        part.writes += 1;
+        self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Write);
+        self.publish();
+        Ok(())
     }
 
     /// Information about a key without touching it (lazily expires it).
@@ -588,10 +909,12 @@ impl Shard {
         let part = self.part(ns.tenant);
         let e = part.find_live(ns.db, key, now_ms)?;
         Some(EntryInfo {
+            kind: e.kind(),
+            encoding: e.object().map(|o| o.encoding()),
             value_len: e.value_len(),
             idle_accesses: clock.wrapping_sub(e.atime()) as u64,
             expire_at_ms: e.expire_at(),
-            memory_bytes: e.usable_size() + part.index_share() as usize,
+            memory_bytes: e.charge() + part.index_share() as usize,
         })
     }
 
@@ -1018,8 +1341,14 @@ impl Shard {
                     if v as usize >= self.parts.len() {
                         false
                     } else {
-                        let done =
-                            self.parts[v as usize].evict_one(v, policy, k, clock, &mut self.rng);
+                        let done = self.parts[v as usize].evict_one(
+                            v,
+                            policy,
+                            k,
+                            clock,
+                            &mut self.rng,
+                            self.pinned,
+                        );
                         self.sync_tenant_used(v, false);
                         done
                     }
@@ -1057,15 +1386,19 @@ impl Shard {
                 if total == 0 {
                     None
                 } else {
-                    let t = pick_weighted(&self.parts, &weight, self.rng.gen_range(0..total));
-                    let p = &self.parts[t];
-                    let pos = if from_volatile {
-                        let e = p.volatile[self.rng.gen_range(0..p.volatile.len())];
-                        Some(p.position_of(e))
-                    } else {
-                        p.table.random_occupied(&mut self.rng)
-                    };
-                    pos.map(|pos| (t, pos))
+                    let mut found = None;
+                    // Redraw (the tenant too) when the draw is the pinned object.
+                    for _ in 0..64 {
+                        let t = pick_weighted(&self.parts, &weight, self.rng.gen_range(0..total));
+                        let p = &self.parts[t];
+                        if let Some(pos) = p.random_victim(from_volatile, None, &mut self.rng) {
+                            if self.pinned.is_none_or(|x| p.table.at(pos) != Some(x)) {
+                                found = Some((t, pos));
+                                break;
+                            }
+                        }
+                    }
+                    found
                 }
             }
             EvictionPolicy::AllKeysLru
@@ -1077,6 +1410,7 @@ impl Shard {
                     clock: self.clock as u32,
                     from_volatile,
                     by_ttl: policy == EvictionPolicy::VolatileTtl,
+                    pinned: self.pinned,
                 };
                 let k = self.config.samples();
                 select_victim_pooled(&mut self.shared_pool, &mut candidates, k, &mut self.rng)
@@ -1141,6 +1475,8 @@ struct Sampled<'a> {
     clock: u32,
     from_volatile: bool,
     by_ttl: bool,
+    /// The object a command is changing: never a candidate.
+    pinned: Option<Entry>,
 }
 
 impl Sampled<'_> {
@@ -1151,17 +1487,59 @@ impl Sampled<'_> {
             p.len()
         }
     }
+
+    /// Whether the pinned entry is among the population sampled here.
+    fn pinned_counts(&self) -> bool {
+        self.pinned.is_some_and(|p| {
+            (!self.from_volatile || p.has_ttl())
+                && self
+                    .parts
+                    .iter()
+                    .any(|part| part.table.find(entry_hash(p), |x| x == p).is_some())
+        })
+    }
 }
 
 impl Candidates for Sampled<'_> {
     type Id = PoolKey;
 
     fn population(&self) -> usize {
-        self.parts.iter().map(|p| self.weight(p)).sum()
+        let all: usize = self.parts.iter().map(|p| self.weight(p)).sum();
+        all - self.pinned_counts() as usize
     }
 
     fn sample<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Option<(PoolKey, u64)> {
-        let total = self.population();
+        // Uniform over the population without the pinned entry: redraw when it comes up.
+        for _ in 0..64 {
+            match self.sample_any(rng) {
+                Some((e, i)) if Some(e) != self.pinned => return Some(self.candidate(e, i)),
+                Some(_) => continue,
+                None => return None,
+            }
+        }
+        None
+    }
+
+    fn contains(&self, id: &PoolKey) -> bool {
+        let t = pool_tenant(id).wrapping_sub(self.first_tenant) as usize;
+        let Some(part) = self.parts.get(t) else {
+            return false;
+        };
+        Part::find_pooled(&part.table, id[2], &id[3..])
+            // Like Redis (which looks the key up in `db->expires` for volatile policies),
+            // a candidate whose TTL was removed since it was pooled is no longer eligible.
+            .is_some_and(|pos| {
+                part.table
+                    .at(pos)
+                    .is_some_and(|e| (!self.from_volatile || e.has_ttl()) && Some(e) != self.pinned)
+            })
+    }
+}
+
+impl Sampled<'_> {
+    /// One entry drawn uniformly from all parts' (volatile) entries, with its part.
+    fn sample_any<R: Rng + ?Sized>(&self, rng: &mut R) -> Option<(Entry, usize)> {
+        let total: usize = self.parts.iter().map(|p| self.weight(p)).sum();
         if total == 0 {
             return None;
         }
@@ -1181,6 +1559,10 @@ impl Candidates for Sampled<'_> {
             let pos = part.table.random_occupied(rng)?;
             part.table.at(pos)?
         };
+        Some((e, i))
+    }
+
+    fn candidate(&self, e: Entry, i: usize) -> (PoolKey, u64) {
         let score = if self.by_ttl {
             // Soonest expiry first: Redis uses ULLONG_MAX - expire as the "idle" score.
             u64::MAX - e.expire_at().unwrap_or(u64::MAX)
@@ -1188,20 +1570,7 @@ impl Candidates for Sampled<'_> {
             self.clock.wrapping_sub(e.atime()) as u64
         };
         let tenant = self.first_tenant + i as TenantId;
-        Some((pool_key(tenant, e.db(), e.key()), score))
-    }
-
-    fn contains(&self, id: &PoolKey) -> bool {
-        let t = pool_tenant(id).wrapping_sub(self.first_tenant) as usize;
-        let Some(part) = self.parts.get(t) else {
-            return false;
-        };
-        Part::find_pooled(&part.table, id[2], &id[3..])
-            // Like Redis (which looks the key up in `db->expires` for volatile policies),
-            // a candidate whose TTL was removed since it was pooled is no longer eligible.
-            .is_some_and(|pos| {
-                !self.from_volatile || part.table.at(pos).is_some_and(|e| e.has_ttl())
-            })
+        (pool_key(tenant, e.db(), e.key()), score)
     }
 }
 #[cfg(test)]
@@ -1240,7 +1609,7 @@ impl Part {
                 Some(e),
                 "entry not findable by its key"
             );
-            bytes += e.usable_size() as u64;
+            bytes += e.charge() as u64;
             keys[e.db() as usize] += 1;
             if e.has_ttl() {
                 expires[e.db() as usize] += 1;

@@ -74,6 +74,8 @@ pub(crate) struct SharedConfig {
     pub(crate) tenants: TenantTable,
     /// Where sampled references go (set once by the server when it starts profiling).
     pub(crate) sink: OnceLock<Arc<dyn ReferenceSink>>,
+    /// Hash and set encoding thresholds (CONFIG SET hash-max-listpack-*, ...).
+    limits: parking_lot::RwLock<crate::object::Limits>,
 }
 
 impl SharedConfig {
@@ -164,6 +166,7 @@ impl Store {
             databases: config.databases.clamp(1, 256),
             tenants: TenantTable::new(),
             sink: OnceLock::new(),
+            limits: parking_lot::RwLock::new(crate::object::Limits::default()),
         });
         let used: Box<[Arc<UsedCell>]> = (0..n).map(|_| Arc::new(UsedCell::default())).collect();
         let shards = (0..n)
@@ -223,6 +226,16 @@ impl Store {
             store: self,
             guards,
         }
+    }
+
+    /// The hash and set encoding thresholds commands pass to the objects they change.
+    pub fn encoding_limits(&self) -> crate::object::Limits {
+        *self.config.limits.read()
+    }
+
+    /// Sets the encoding thresholds (existing objects keep their encodings, as in Redis).
+    pub fn set_encoding_limits(&self, limits: crate::object::Limits) {
+        *self.config.limits.write() = limits;
     }
 
     pub fn maxmemory(&self) -> u64 {

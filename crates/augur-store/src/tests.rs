@@ -86,7 +86,7 @@ proptest! {
                     prop_assert_eq!(r, expected);
                 }
                 Op::Get(db, k) => {
-                    let got = s.lock_key(&key(k)).get(Ns::new(0, db), &key(k), now).map(|v| v.to_vec());
+                    let got = s.lock_key(&key(k)).get(Ns::new(0, db), &key(k), now).unwrap().map(|v| v.to_vec());
                     prop_assert_eq!(got, model.get(&(db, key(k))).map(|(v, _)| v.clone()));
                 }
                 Op::FlushDb(db) => {
@@ -98,7 +98,7 @@ proptest! {
         }
         for ((db, k), (v, t)) in &model {
             let mut g = s.lock_key(k);
-            prop_assert_eq!(g.peek(Ns::new(0, *db), k, now), Some(&v[..]));
+            prop_assert_eq!(g.peek(Ns::new(0, *db), k, now), Ok(Some(&v[..])));
             let ttl = g.ttl(Ns::new(0, *db), k, now);
             prop_assert_eq!(ttl, t.map_or(TtlState::Persistent, TtlState::ExpiresAt));
         }
@@ -153,7 +153,7 @@ fn sampled_lru_keeps_recently_used_keys() {
     for round in 0..50_000u32 {
         let hot = format!("hot{}", round % 1000);
         let mut g = s.lock_key(hot.as_bytes());
-        if g.get(Ns::new(0, 0), hot.as_bytes(), 0).is_none() {
+        if g.get(Ns::new(0, 0), hot.as_bytes(), 0).unwrap().is_none() {
             g.set(Ns::new(0, 0), hot.as_bytes(), &value, SetTtl::Clear, 0)
                 .unwrap();
         }
@@ -295,7 +295,7 @@ fn ttl_expires_lazily_and_in_the_active_cycle() {
     // Not yet expired at the expiry instant itself (Redis: expired when now > when).
     assert!(s.lock_key(b"t1").exists(Ns::new(0, 0), b"t1", 1000));
     // Lazy: a read after expiry sees nothing and removes the key.
-    assert_eq!(s.lock_key(b"t1").get(Ns::new(0, 0), b"t1", 1001), None);
+    assert_eq!(s.lock_key(b"t1").get(Ns::new(0, 0), b"t1", 1001), Ok(None));
     let mut removed = 0;
     for _ in 0..200 {
         removed += s.active_expire_cycle(1001);
@@ -393,7 +393,7 @@ fn overwriting_with_a_smaller_value_shrinks_the_charge() {
     );
     let info = s.lock_key(b"k").info(ns, b"k", 0).unwrap();
     assert!(info.memory_bytes < 1024, "{}", info.memory_bytes);
-    assert_eq!(s.lock_key(b"k").get(ns, b"k", 0).unwrap(), b"x");
+    assert_eq!(s.lock_key(b"k").get(ns, b"k", 0).unwrap().unwrap(), b"x");
     // Same size class: still overwritten in place, same charge.
     s.lock_key(b"k")
         .set(ns, b"k", b"y", SetTtl::Clear, 0)
@@ -465,7 +465,7 @@ fn set_over_an_expired_key_counts_the_expiry_and_starts_fresh() {
     check_all(&s);
     assert_eq!(s.stats(0).expired_keys, 200);
     let mut g = s.lock_key(b"k7");
-    assert_eq!(g.peek(Ns::new(0, 0), b"k7", 2000), Some(&b"new"[..]));
+    assert_eq!(g.peek(Ns::new(0, 0), b"k7", 2000), Ok(Some(&b"new"[..])));
     // KEEPTTL on an expired key keeps nothing: the fresh key is persistent.
     assert_eq!(g.ttl(Ns::new(0, 0), b"k7", 2000), TtlState::Persistent);
 }
@@ -493,14 +493,14 @@ fn tenants_never_see_each_others_keys() {
     s.lock_key(b"k")
         .set(a, b"k", b"from-a", SetTtl::Clear, 0)
         .unwrap();
-    assert_eq!(s.lock_key(b"k").get(b, b"k", 0), None);
+    assert_eq!(s.lock_key(b"k").get(b, b"k", 0), Ok(None));
     s.lock_key(b"k")
         .set(b, b"k", b"from-b", SetTtl::Clear, 0)
         .unwrap();
-    assert_eq!(s.lock_key(b"k").get(a, b"k", 0), Some(&b"from-a"[..]));
-    assert_eq!(s.lock_key(b"k").get(b, b"k", 0), Some(&b"from-b"[..]));
+    assert_eq!(s.lock_key(b"k").get(a, b"k", 0), Ok(Some(&b"from-a"[..])));
+    assert_eq!(s.lock_key(b"k").get(b, b"k", 0), Ok(Some(&b"from-b"[..])));
     // Same tenant, other database: separate too.
-    assert_eq!(s.lock_key(b"k").get(Ns::new(1, 1), b"k", 0), None);
+    assert_eq!(s.lock_key(b"k").get(Ns::new(1, 1), b"k", 0), Ok(None));
     assert_eq!(s.dbsize(a), 1);
     assert_eq!(s.dbsize(Ns::new(3, 0)), 0);
     assert_eq!(s.keys(a, b"*", 0), vec![b"k".to_vec()]);
@@ -508,7 +508,7 @@ fn tenants_never_see_each_others_keys() {
     assert_eq!(s.random_key(Ns::new(3, 0), 0), None);
     s.flushall(1);
     assert_eq!(s.dbsize(a), 0);
-    assert_eq!(s.lock_key(b"k").get(b, b"k", 0), Some(&b"from-b"[..]));
+    assert_eq!(s.lock_key(b"k").get(b, b"k", 0), Ok(Some(&b"from-b"[..])));
     s.flushdb(b);
     assert_eq!(s.total_keys(), 0);
     let per = s.tenant_stats();
@@ -646,11 +646,11 @@ fn sampled_references_reach_the_sink_for_sampled_keys_only() {
     s.set_tenant_sample_rate(1, 1.0);
     s.set_tenant_sample_rate(2, 0.25);
     let ns1 = Ns::new(1, 0);
-    s.lock_key(b"x").get(ns1, b"x", 0);
+    let _ = s.lock_key(b"x").get(ns1, b"x", 0);
     s.lock_key(b"x")
         .set(ns1, b"x", b"v", SetTtl::Clear, 0)
         .unwrap();
-    s.lock_key(b"x").get(ns1, b"x", 0);
+    let _ = s.lock_key(b"x").get(ns1, b"x", 0);
     s.lock_key(b"x").delete(ns1, b"x", 0);
     let kinds: Vec<RefKind> = sink.0.lock().unwrap().iter().map(|r| r.kind).collect();
     assert_eq!(

@@ -29,10 +29,9 @@ pub(super) fn del_command(
 
 pub(super) fn type_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let key = args.get(1);
-    if shared.store.lock_key(key).exists(c.ns(), key, now) {
-        c.out.simple("string")
-    } else {
-        c.out.simple("none")
+    match shared.store.lock_key(key).kind(c.ns(), key, now) {
+        Some(kind) => c.out.simple(kind.name()),
+        None => c.out.simple("none"),
     }
 }
 
@@ -54,7 +53,7 @@ pub(super) fn scan_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     };
     let mut count = 10usize;
     let mut pattern: Option<&[u8]> = None;
-    let mut type_ok = true;
+    let mut type_filter: Option<&[u8]> = None;
     let mut i = 2;
     while i < args.len() {
         let opt = args.get(i);
@@ -70,23 +69,29 @@ pub(super) fn scan_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
             // "*" matches everything: skip the per-key matching.
             pattern = if p == b"*" { None } else { Some(p) };
         } else if eq(opt, "type") && has_value {
-            // Only strings exist: any other type filters out every key.
-            type_ok = eq(args.get(i + 1), "string");
+            type_filter = Some(args.get(i + 1));
         } else {
             return c.out.error(ERR_SYNTAX);
         }
         i += 2;
     }
-    let page = shared.store.scan(c.ns(), cursor, count, pattern, now);
+    let mut page = shared.store.scan(c.ns(), cursor, count, pattern, now);
+    if let Some(t) = type_filter {
+        // As Redis (db.c scanGenericCommand), filtered after the page is collected; a
+        // type name Redis does not know matches nothing.
+        page.keys.retain(|k| {
+            shared
+                .store
+                .lock_key(k)
+                .kind(c.ns(), k, now)
+                .is_some_and(|kind| eq(t, kind.name()))
+        });
+    }
     c.out.array(2);
     c.out.bulk(page.next_cursor.to_string().as_bytes());
-    if type_ok {
-        c.out.array(page.keys.len());
-        for k in &page.keys {
-            c.out.bulk(k);
-        }
-    } else {
-        c.out.array(0);
+    c.out.array(page.keys.len());
+    for k in &page.keys {
+        c.out.bulk(k);
     }
 }
 
@@ -173,7 +178,10 @@ pub(super) fn object_command(
     };
     match sub {
         "encoding" => {
-            let v = shard.peek(c.ns(), key, now).unwrap_or(b"");
+            if let Some(enc) = info.encoding {
+                return c.out.bulk(enc.as_bytes());
+            }
+            let v = shard.peek(c.ns(), key, now).ok().flatten().unwrap_or(b"");
             let enc = if v.len() <= 20 && parse_i64(v).is_some() {
                 "int"
             } else if v.len() <= 44 {

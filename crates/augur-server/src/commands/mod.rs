@@ -6,14 +6,16 @@
 //! arity, authentication, the OOM check), the dispatch, and the error helpers every group
 //! shares. The commands themselves live in one file per group, as in Redis: `strings`
 //! (t_string.c), `keyspace` (db.c, object.c), `expire` (expire.c), `connection`
-//! (networking.c) and `server` (server.c, config.c).
+//! (networking.c), `server` (server.c, config.c), `hash` (t_hash.c) and `set` (t_set.c).
 
 mod connection;
 mod expire;
+mod hash;
 mod keyspace;
 pub mod multi;
 mod scripting;
 mod server;
+mod set;
 mod strings;
 mod tenant;
 #[cfg(test)]
@@ -34,6 +36,7 @@ const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
 const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 const ERR_NOAUTH: &str = "NOAUTH Authentication required.";
+const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// One connection's command-level state.
@@ -208,6 +211,36 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::Unwatch => multi::unwatch_command(shared, c),
         Cmd::Reset => connection::reset_command(shared, c),
         Cmd::Function => scripting::function_command(shared, c, spec, args),
+        Cmd::HSet | Cmd::HMSet => hash::hset_command(shared, c, spec, args, now),
+        Cmd::HSetNx => hash::hsetnx_command(shared, c, args, now),
+        Cmd::HGet => hash::hget_command(shared, c, args, now),
+        Cmd::HMGet => hash::hmget_command(shared, c, args, now),
+        Cmd::HIncrBy => hash::hincrby_command(shared, c, args, now),
+        Cmd::HIncrByFloat => hash::hincrbyfloat_command(shared, c, args, now),
+        Cmd::HDel => hash::hdel_command(shared, c, args, now),
+        Cmd::HLen | Cmd::HStrLen | Cmd::HExists => {
+            hash::hash_int_command(shared, c, spec, args, now)
+        }
+        Cmd::HKeys | Cmd::HVals | Cmd::HGetAll => hash::hgetall_command(shared, c, spec, args, now),
+        Cmd::HScan => hash::hscan_command(shared, c, args, now),
+        Cmd::HRandField => hash::hrandfield_command(shared, c, args, now),
+        Cmd::SAdd => set::sadd_command(shared, c, args, now),
+        Cmd::SRem => set::srem_command(shared, c, args, now),
+        Cmd::SMove => set::smove_command(shared, c, args, now),
+        Cmd::SIsMember | Cmd::SMIsMember | Cmd::SCard => {
+            set::set_query_command(shared, c, spec, args, now)
+        }
+        Cmd::SMembers => set::smembers_command(shared, c, args, now),
+        Cmd::SPop => set::spop_command(shared, c, args, now),
+        Cmd::SRandMember => set::srandmember_command(shared, c, args, now),
+        Cmd::SInter
+        | Cmd::SInterCard
+        | Cmd::SInterStore
+        | Cmd::SUnion
+        | Cmd::SUnionStore
+        | Cmd::SDiff
+        | Cmd::SDiffStore => set::setop_command(shared, c, spec, args, now),
+        Cmd::SScan => set::sscan_command(shared, c, args, now),
     }
 }
 

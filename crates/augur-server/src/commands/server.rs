@@ -161,6 +161,8 @@ fn categories(flags: u32, group: &str) -> Vec<&'static str> {
     }
     match group {
         "string" => v.push("@string"),
+        "hash" => v.push("@hash"),
+        "set" => v.push("@set"),
         "generic" => v.push("@keyspace"),
         "connection" => v.push("@connection"),
         _ => {}

@@ -4,6 +4,7 @@
 
 use super::{
     arity_error, eq, write_error, Client, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_SYNTAX, ERR_TOO_BIG,
+    ERR_WRONGTYPE,
 };
 use crate::cmdtable::{Cmd, CommandSpec};
 use crate::resp::{parse_i64, Args, Out};
@@ -106,8 +107,9 @@ pub(super) fn get_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: 
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
     match shard.get(c.ns(), key, now) {
-        Some(v) => c.out.bulk(v),
-        None => c.out.null(),
+        Ok(Some(v)) => c.out.bulk(v),
+        Ok(None) => c.out.null(),
+        Err(_) => c.out.error(ERR_WRONGTYPE),
     }
 }
 
@@ -149,8 +151,9 @@ pub(super) fn getset_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
     let mut shard = shared.store.lock_key(key);
     let mark = c.out.buf.len();
     match shard.get(c.ns(), key, now) {
-        Some(v) => c.out.bulk(v),
-        None => c.out.null(),
+        Ok(Some(v)) => c.out.bulk(v),
+        Ok(None) => c.out.null(),
+        Err(_) => return c.out.error(ERR_WRONGTYPE),
     }
     if let Err(e) = shard.set(c.ns(), key, args.get(2), SetTtl::Clear, now) {
         // The old value is already in the reply; replace it with the error.
@@ -163,11 +166,12 @@ pub(super) fn getdel_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
     match shard.get(c.ns(), key, now) {
-        Some(v) => {
+        Ok(Some(v)) => {
             c.out.bulk(v);
             shard.delete(c.ns(), key, now);
         }
-        None => c.out.null(),
+        Ok(None) => c.out.null(),
+        Err(_) => c.out.error(ERR_WRONGTYPE),
     }
 }
 
@@ -176,9 +180,10 @@ pub(super) fn mget_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     let mut lock = shared.store.lock_keys(&keys);
     c.out.array(keys.len());
     for k in &keys {
+        // A hash or set is nil here, as in Redis.
         match lock.shard_for(k).get(c.ns(), k, now) {
-            Some(v) => c.out.bulk(v),
-            None => c.out.null(),
+            Ok(Some(v)) => c.out.bulk(v),
+            Ok(None) | Err(_) => c.out.null(),
         }
     }
 }
@@ -236,12 +241,10 @@ pub(super) fn decrby_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
 
 pub(super) fn strlen_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let key = args.get(1);
-    let len = shared
-        .store
-        .lock_key(key)
-        .get(c.ns(), key, now)
-        .map_or(0, |v| v.len());
-    c.out.int(len as i64);
+    match shared.store.lock_key(key).get(c.ns(), key, now) {
+        Ok(v) => c.out.int(v.map_or(0, |v| v.len()) as i64),
+        Err(_) => c.out.error(ERR_WRONGTYPE),
+    }
 }
 
 pub(super) fn set_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
@@ -265,14 +268,16 @@ pub(super) fn set_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: 
     let mark = c.out.buf.len();
     let found = if f.get {
         match shard.get(c.ns(), key, now) {
-            Some(v) => {
+            Ok(Some(v)) => {
                 c.out.bulk(v);
                 true
             }
-            None => {
+            Ok(None) => {
                 c.out.null();
                 false
             }
+            // SET ... GET on a hash or set fails without writing (t_string.c).
+            Err(_) => return c.out.error(ERR_WRONGTYPE),
         }
     } else if f.nx || f.xx {
         shard.exists(c.ns(), key, now)
@@ -319,8 +324,9 @@ pub(super) fn getex_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
     match shard.get(c.ns(), key, now) {
-        None => return c.out.null(),
-        Some(v) => c.out.bulk(v),
+        Ok(None) => return c.out.null(),
+        Ok(Some(v)) => c.out.bulk(v),
+        Err(_) => return c.out.error(ERR_WRONGTYPE),
     }
     if let Some(at) = at {
         if at <= now {
@@ -336,11 +342,12 @@ pub(super) fn getex_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
 pub(super) fn incr_by(shared: &Shared, c: &mut Client, key: &[u8], by: i64, now: u64) {
     let mut shard = shared.store.lock_key(key);
     let old = match shard.peek(c.ns(), key, now) {
-        None => 0,
-        Some(v) => match parse_i64(v) {
+        Ok(None) => 0,
+        Ok(Some(v)) => match parse_i64(v) {
             Some(n) => n,
             None => return c.out.error(ERR_NOT_INT),
         },
+        Err(_) => return c.out.error(ERR_WRONGTYPE),
     };
     let Some(new) = old.checked_add(by) else {
         return c.out.error("ERR increment or decrement would overflow");
@@ -353,7 +360,7 @@ pub(super) fn incr_by(shared: &Shared, c: &mut Client, key: &[u8], by: i64, now:
 }
 
 /// Parses a float as Redis's string2ld: no leading space, whole string, not NaN.
-fn parse_float(b: &[u8]) -> Option<f64> {
+pub(super) fn parse_float(b: &[u8]) -> Option<f64> {
     if b.is_empty() || b.len() >= 5 * 1024 || b[0].is_ascii_whitespace() {
         return None;
     }
@@ -369,8 +376,9 @@ pub(super) fn incr_by_float(shared: &Shared, c: &mut Client, args: Args<'_>, now
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
     let old = match shard.peek(c.ns(), key, now) {
-        None => Some(0.0),
-        Some(v) => parse_float(v),
+        Ok(None) => Some(0.0),
+        Ok(Some(v)) => parse_float(v),
+        Err(_) => return c.out.error(ERR_WRONGTYPE),
     };
     let (Some(old), Some(incr)) = (old, parse_float(args.get(2))) else {
         return c.out.error(ERR_NOT_FLOAT);
@@ -394,10 +402,11 @@ pub(super) fn append_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
     let max = shared.proto_max_bulk_len.load(Relaxed);
     let mut shard = shared.store.lock_key(key);
     let result = match shard.peek(c.ns(), key, now) {
-        None => shard
+        Err(_) => return c.out.error(ERR_WRONGTYPE),
+        Ok(None) => shard
             .set(c.ns(), key, tail, SetTtl::Clear, now)
             .map(|_| tail.len()),
-        Some(v) => {
+        Ok(Some(v)) => {
             if (v.len() + tail.len()) as u64 > max {
                 return c.out.error(ERR_TOO_BIG);
             }
@@ -421,8 +430,10 @@ pub(super) fn getrange_command(shared: &Shared, c: &mut Client, args: Args<'_>, 
     };
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
-    let Some(v) = shard.get(c.ns(), key, now) else {
-        return c.out.bulk(b"");
+    let v = match shard.get(c.ns(), key, now) {
+        Ok(Some(v)) => v,
+        Ok(None) => return c.out.bulk(b""),
+        Err(_) => return c.out.error(ERR_WRONGTYPE),
     };
     let len = v.len() as i64;
     if start < 0 && end < 0 && start > end {
@@ -458,7 +469,9 @@ pub(super) fn setrange_command(shared: &Shared, c: &mut Client, args: Args<'_>, 
     let value = args.get(3);
     let max = shared.proto_max_bulk_len.load(Relaxed);
     let mut shard = shared.store.lock_key(key);
-    let existing = shard.peek(c.ns(), key, now);
+    let Ok(existing) = shard.peek(c.ns(), key, now) else {
+        return c.out.error(ERR_WRONGTYPE);
+    };
     if value.is_empty() {
         return c.out.int(existing.map_or(0, |v| v.len() as i64));
     }

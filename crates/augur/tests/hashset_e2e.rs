@@ -1,0 +1,318 @@
+//! End-to-end tests of hashes and sets over real sockets with the `redis` crate: the
+//! commands, WRONGTYPE across types, encodings, TTLs, and eviction treating a hash as
+//! one object.
+
+mod common;
+
+use augur_server::ServerConfig;
+use common::{err, q, TestServer};
+use std::collections::{HashMap, HashSet};
+
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+fn info_field(info: &str, name: &str) -> u64 {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hash_commands() {
+    let srv = TestServer::start(ServerConfig::default()).await;
+    let mut c = srv.con().await;
+    assert_eq!(q::<i64>(&mut c, &["HSET", "h", "a", "1", "b", "2"]).await.unwrap(), 2);
+    assert_eq!(q::<i64>(&mut c, &["HSET", "h", "a", "10", "c", "3"]).await.unwrap(), 1);
+    assert_eq!(q::<String>(&mut c, &["HGET", "h", "a"]).await.unwrap(), "10");
+    assert_eq!(q::<Option<String>>(&mut c, &["HGET", "h", "zz"]).await.unwrap(), None);
+    assert_eq!(q::<Option<String>>(&mut c, &["HGET", "nokey", "a"]).await.unwrap(), None);
+    assert_eq!(
+        q::<Vec<Option<String>>>(&mut c, &["HMGET", "h", "a", "nope", "c"]).await.unwrap(),
+        vec![Some("10".into()), None, Some("3".into())]
+    );
+    assert_eq!(q::<String>(&mut c, &["HMSET", "h", "d", "4"]).await.unwrap(), "OK");
+    let all: HashMap<String, String> = q(&mut c, &["HGETALL", "h"]).await.unwrap();
+    assert_eq!(all.len(), 4);
+    assert_eq!(all["d"], "4");
+    let mut keys: Vec<String> = q(&mut c, &["HKEYS", "h"]).await.unwrap();
+    keys.sort();
+    assert_eq!(keys, ["a", "b", "c", "d"]);
+    let mut vals: Vec<String> = q(&mut c, &["HVALS", "h"]).await.unwrap();
+    vals.sort();
+    assert_eq!(vals, ["10", "2", "3", "4"]);
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "h"]).await.unwrap(), 4);
+    assert_eq!(q::<i64>(&mut c, &["HSTRLEN", "h", "a"]).await.unwrap(), 2);
+    assert_eq!(q::<i64>(&mut c, &["HEXISTS", "h", "b"]).await.unwrap(), 1);
+    assert_eq!(q::<i64>(&mut c, &["HEXISTS", "h", "x"]).await.unwrap(), 0);
+    assert_eq!(q::<i64>(&mut c, &["HSETNX", "h", "a", "x"]).await.unwrap(), 0);
+    assert_eq!(q::<i64>(&mut c, &["HSETNX", "h", "e", "5"]).await.unwrap(), 1);
+    assert_eq!(q::<i64>(&mut c, &["HINCRBY", "h", "a", "-3"]).await.unwrap(), 7);
+    assert_eq!(q::<i64>(&mut c, &["HINCRBY", "h", "new", "5"]).await.unwrap(), 5);
+    assert_eq!(q::<String>(&mut c, &["HINCRBYFLOAT", "h", "f", "1.5"]).await.unwrap(), "1.5");
+    assert_eq!(q::<String>(&mut c, &["HINCRBYFLOAT", "h", "f", "0.5"]).await.unwrap(), "2");
+    assert_eq!(err(&mut c, &["HINCRBY", "h", "f", "1"]).await, "ERR hash value is not an integer");
+    q::<()>(&mut c, &["HSET", "h", "s", "abc"]).await.unwrap();
+    assert_eq!(err(&mut c, &["HINCRBYFLOAT", "h", "s", "1"]).await, "ERR hash value is not a float");
+    assert_eq!(
+        err(&mut c, &["HINCRBYFLOAT", "h", "f", "+inf"]).await,
+        "ERR value is NaN or Infinity"
+    );
+    q::<()>(&mut c, &["HSET", "h", "big", &i64::MAX.to_string()]).await.unwrap();
+    assert_eq!(
+        err(&mut c, &["HINCRBY", "h", "big", "1"]).await,
+        "ERR increment or decrement would overflow"
+    );
+    assert_eq!(
+        err(&mut c, &["HSET", "h", "a"]).await,
+        "ERR wrong number of arguments for 'hset' command"
+    );
+    assert_eq!(
+        err(&mut c, &["HMSET", "h", "a", "1", "b"]).await,
+        "ERR wrong number of arguments for 'hmset' command"
+    );
+    // HRANDFIELD: one field, distinct fields, repeats, with values.
+    let f: String = q(&mut c, &["HRANDFIELD", "h"]).await.unwrap();
+    assert_eq!(q::<i64>(&mut c, &["HEXISTS", "h", &f]).await.unwrap(), 1);
+    let n: i64 = q(&mut c, &["HLEN", "h"]).await.unwrap();
+    let distinct: Vec<String> = q(&mut c, &["HRANDFIELD", "h", "3"]).await.unwrap();
+    assert_eq!(distinct.iter().collect::<HashSet<_>>().len(), 3);
+    let everything: Vec<String> = q(&mut c, &["HRANDFIELD", "h", "100"]).await.unwrap();
+    assert_eq!(everything.len() as i64, n);
+    let repeats: Vec<String> = q(&mut c, &["HRANDFIELD", "h", "-50"]).await.unwrap();
+    assert_eq!(repeats.len(), 50);
+    let wv: Vec<String> = q(&mut c, &["HRANDFIELD", "h", "2", "WITHVALUES"]).await.unwrap();
+    assert_eq!(wv.len(), 4);
+    assert_eq!(err(&mut c, &["HRANDFIELD", "h", "2", "bogus"]).await, "ERR syntax error");
+    assert!(err(&mut c, &["HRANDFIELD", "h", "-9223372036854775808"])
+        .await
+        .contains("value is out of range"));
+    // HSCAN over a listpack and a hashtable.
+    for i in 0..300 {
+        q::<()>(&mut c, &["HSET", "big", &format!("f{i}"), &format!("v{i}")]).await.unwrap();
+    }
+    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "big"]).await.unwrap(), "hashtable");
+    let mut seen = HashMap::new();
+    let mut cursor = "0".to_string();
+    let mut calls = 0;
+    loop {
+        let (next, items): (String, Vec<String>) =
+            q(&mut c, &["HSCAN", "big", &cursor, "COUNT", "20"]).await.unwrap();
+        for p in items.chunks(2) {
+            seen.insert(p[0].clone(), p[1].clone());
+        }
+        calls += 1;
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 300);
+    assert_eq!(seen["f7"], "v7");
+    assert!(calls > 5, "{calls}");
+    let (_, matched): (String, Vec<String>) =
+        q(&mut c, &["HSCAN", "h", "0", "MATCH", "a*"]).await.unwrap();
+    assert_eq!(matched, ["a", "7"]);
+    // HDEL; an emptied hash is deleted.
+    assert_eq!(q::<i64>(&mut c, &["HSET", "tmp", "x", "1", "y", "2"]).await.unwrap(), 2);
+    assert_eq!(q::<i64>(&mut c, &["HDEL", "tmp", "x", "nope"]).await.unwrap(), 1);
+    assert_eq!(q::<i64>(&mut c, &["HDEL", "tmp", "y"]).await.unwrap(), 1);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "tmp"]).await.unwrap(), 0);
+    assert_eq!(q::<i64>(&mut c, &["HDEL", "tmp", "y"]).await.unwrap(), 0);
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_commands() {
+    let srv = TestServer::start(ServerConfig::default()).await;
+    let mut c = srv.con().await;
+    assert_eq!(q::<i64>(&mut c, &["SADD", "s", "a", "b", "c", "a"]).await.unwrap(), 3);
+    assert_eq!(q::<i64>(&mut c, &["SCARD", "s"]).await.unwrap(), 3);
+    assert_eq!(q::<i64>(&mut c, &["SISMEMBER", "s", "b"]).await.unwrap(), 1);
+    assert_eq!(
+        q::<Vec<i64>>(&mut c, &["SMISMEMBER", "s", "a", "z", "c"]).await.unwrap(),
+        [1, 0, 1]
+    );
+    let m: HashSet<String> = q(&mut c, &["SMEMBERS", "s"]).await.unwrap();
+    assert_eq!(m, ["a", "b", "c"].iter().map(|s| s.to_string()).collect());
+    assert_eq!(q::<i64>(&mut c, &["SREM", "s", "a", "zz"]).await.unwrap(), 1);
+    q::<()>(&mut c, &["SADD", "t", "b", "x"]).await.unwrap();
+    let inter: Vec<String> = q(&mut c, &["SINTER", "s", "t"]).await.unwrap();
+    assert_eq!(inter, ["b"]);
+    let mut union: Vec<String> = q(&mut c, &["SUNION", "s", "t", "nokey"]).await.unwrap();
+    union.sort();
+    assert_eq!(union, ["b", "c", "x"]);
+    let diff: Vec<String> = q(&mut c, &["SDIFF", "s", "t"]).await.unwrap();
+    assert_eq!(diff, ["c"]);
+    assert_eq!(q::<i64>(&mut c, &["SINTERCARD", "2", "s", "t"]).await.unwrap(), 1);
+    assert_eq!(q::<i64>(&mut c, &["SUNIONSTORE", "u", "s", "t"]).await.unwrap(), 3);
+    assert_eq!(q::<i64>(&mut c, &["SCARD", "u"]).await.unwrap(), 3);
+    assert_eq!(q::<i64>(&mut c, &["SINTERSTORE", "u", "s", "nokey"]).await.unwrap(), 0);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "u"]).await.unwrap(), 0);
+    assert_eq!(q::<i64>(&mut c, &["SDIFFSTORE", "d", "s", "t"]).await.unwrap(), 1);
+    assert_eq!(q::<i64>(&mut c, &["SMOVE", "s", "t", "c"]).await.unwrap(), 1);
+    assert_eq!(q::<i64>(&mut c, &["SMOVE", "s", "t", "c"]).await.unwrap(), 0);
+    assert_eq!(q::<i64>(&mut c, &["SISMEMBER", "t", "c"]).await.unwrap(), 1);
+    // s had {b, c}; c moved away, so s = {b}.
+    assert_eq!(q::<String>(&mut c, &["SPOP", "s"]).await.unwrap(), "b");
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "s"]).await.unwrap(), 0);
+    for i in 0..100 {
+        q::<()>(&mut c, &["SADD", "ints", &i.to_string()]).await.unwrap();
+    }
+    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "ints"]).await.unwrap(), "intset");
+    let popped: Vec<String> = q(&mut c, &["SPOP", "ints", "10"]).await.unwrap();
+    assert_eq!(popped.iter().collect::<HashSet<_>>().len(), 10);
+    assert_eq!(q::<i64>(&mut c, &["SCARD", "ints"]).await.unwrap(), 90);
+    let r: Vec<String> = q(&mut c, &["SRANDMEMBER", "ints", "-200"]).await.unwrap();
+    assert_eq!(r.len(), 200);
+    let r: Vec<String> = q(&mut c, &["SRANDMEMBER", "ints", "20"]).await.unwrap();
+    assert_eq!(r.iter().collect::<HashSet<_>>().len(), 20);
+    assert_eq!(
+        err(&mut c, &["SPOP", "ints", "-1"]).await,
+        "ERR value is out of range, must be positive"
+    );
+    q::<()>(&mut c, &["SADD", "ints", "not-an-int"]).await.unwrap();
+    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "ints"]).await.unwrap(), "hashtable");
+    let mut seen = HashSet::new();
+    let mut cursor = "0".to_string();
+    loop {
+        let (next, items): (String, Vec<String>) =
+            q(&mut c, &["SSCAN", "ints", &cursor, "COUNT", "7"]).await.unwrap();
+        seen.extend(items);
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 91);
+    assert_eq!(
+        err(&mut c, &["SINTERCARD", "0", "s"]).await,
+        "ERR numkeys should be greater than 0"
+    );
+    assert_eq!(
+        err(&mut c, &["SINTERCARD", "1", "s", "LIMIT", "-1"]).await,
+        "ERR LIMIT can't be negative"
+    );
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrongtype_type_and_ttls() {
+    let srv = TestServer::start(ServerConfig::default()).await;
+    let mut c = srv.con().await;
+    q::<()>(&mut c, &["HSET", "h", "f", "v"]).await.unwrap();
+    q::<()>(&mut c, &["SADD", "s", "m"]).await.unwrap();
+    q::<()>(&mut c, &["SET", "str", "v"]).await.unwrap();
+    assert_eq!(q::<String>(&mut c, &["TYPE", "h"]).await.unwrap(), "hash");
+    assert_eq!(q::<String>(&mut c, &["TYPE", "s"]).await.unwrap(), "set");
+    assert_eq!(q::<String>(&mut c, &["TYPE", "str"]).await.unwrap(), "string");
+    for cmd in [
+        vec!["GET", "h"],
+        vec!["APPEND", "h", "x"],
+        vec!["INCR", "h"],
+        vec!["INCRBYFLOAT", "h", "1"],
+        vec!["GETRANGE", "h", "0", "1"],
+        vec!["STRLEN", "h"],
+        vec!["SETRANGE", "h", "0", "x"],
+        vec!["GETDEL", "h"],
+        vec!["GETEX", "h"],
+        vec!["GETSET", "h", "x"],
+        vec!["SET", "h", "x", "GET"],
+        vec!["HGET", "s", "f"],
+        vec!["SADD", "h", "x"],
+        vec!["SISMEMBER", "str", "x"],
+        vec!["HSET", "str", "f", "v"],
+        vec!["SINTER", "s", "h"],
+        vec!["SMOVE", "s", "h", "m"],
+    ] {
+        assert_eq!(err(&mut c, &cmd).await, WRONGTYPE, "{cmd:?}");
+    }
+    // Nothing above changed a value.
+    assert_eq!(q::<String>(&mut c, &["HGET", "h", "f"]).await.unwrap(), "v");
+    assert_eq!(
+        q::<Vec<Option<String>>>(&mut c, &["MGET", "str", "h", "s"]).await.unwrap(),
+        vec![Some("v".into()), None, None]
+    );
+    // SCAN TYPE filters by type.
+    let (_, keys): (String, Vec<String>) =
+        q(&mut c, &["SCAN", "0", "TYPE", "hash", "COUNT", "1000"]).await.unwrap();
+    assert_eq!(keys, ["h"]);
+    // SET overwrites any type.
+    assert_eq!(q::<String>(&mut c, &["SET", "h", "now-a-string"]).await.unwrap(), "OK");
+    assert_eq!(q::<String>(&mut c, &["TYPE", "h"]).await.unwrap(), "string");
+    // TTLs on hashes and sets, kept across writes.
+    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "s", "100"]).await.unwrap(), 1);
+    q::<()>(&mut c, &["SADD", "s", "m2"]).await.unwrap();
+    let ttl: i64 = q(&mut c, &["TTL", "s"]).await.unwrap();
+    assert!((99..=100).contains(&ttl), "{ttl}");
+    assert_eq!(q::<i64>(&mut c, &["PEXPIRE", "s", "30"]).await.unwrap(), 1);
+    tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+    assert_eq!(q::<i64>(&mut c, &["SCARD", "s"]).await.unwrap(), 0);
+    assert_eq!(q::<String>(&mut c, &["TYPE", "s"]).await.unwrap(), "none");
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encodings_config_and_memory_usage() {
+    let srv = TestServer::start(ServerConfig::default()).await;
+    let mut c = srv.con().await;
+    let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "hash-max-ziplist-entries"]).await.unwrap();
+    assert_eq!(got, ["hash-max-ziplist-entries", "128"]);
+    q::<()>(&mut c, &["HSET", "h", "f", "v"]).await.unwrap();
+    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "h"]).await.unwrap(), "listpack");
+    let small: i64 = q(&mut c, &["MEMORY", "USAGE", "h"]).await.unwrap();
+    q::<()>(&mut c, &["CONFIG", "SET", "hash-max-listpack-value", "4"]).await.unwrap();
+    q::<()>(&mut c, &["HSET", "h", "g", "longer-than-4"]).await.unwrap();
+    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "h"]).await.unwrap(), "hashtable");
+    for i in 0..1000 {
+        q::<()>(&mut c, &["HSET", "h", &format!("field:{i}"), &"x".repeat(100)]).await.unwrap();
+    }
+    let big: i64 = q(&mut c, &["MEMORY", "USAGE", "h"]).await.unwrap();
+    // 1000 fields of ~110 bytes: at least 110 KB, honestly counted.
+    assert!(small < 200 && big > 110_000 && big < 250_000, "{small} {big}");
+    q::<()>(&mut c, &["CONFIG", "SET", "set-max-intset-entries", "2"]).await.unwrap();
+    q::<()>(&mut c, &["SADD", "s", "1", "2"]).await.unwrap();
+    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "s"]).await.unwrap(), "intset");
+    q::<()>(&mut c, &["SADD", "s", "3"]).await.unwrap();
+    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "s"]).await.unwrap(), "hashtable");
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eviction_treats_a_large_hash_as_one_object() {
+    let cfg = ServerConfig {
+        maxmemory: 2 * 1024 * 1024,
+        maxmemory_policy: augur_store::EvictionPolicy::AllKeysLru,
+        shards: 1,
+        ..ServerConfig::default()
+    };
+    let srv = TestServer::start(cfg).await;
+    let mut c = srv.con().await;
+    // A hash of ~1.5 MB, then strings until it is evicted: it goes as a whole (its
+    // key vanishes and used_memory drops by its size in one step), never field by field.
+    let value = "v".repeat(80);
+    for i in 0..14_000 {
+        q::<()>(&mut c, &["HSET", "big", &format!("field:{i}"), &value]).await.unwrap();
+    }
+    let size: i64 = q(&mut c, &["MEMORY", "USAGE", "big"]).await.unwrap();
+    assert!(size > 1_000_000, "{size}");
+    let mut i = 0;
+    loop {
+        let info: String = q(&mut c, &["INFO", "memory"]).await.unwrap();
+        let before = info_field(&info, "used_memory");
+        q::<()>(&mut c, &["SET", &format!("k{i}"), &"x".repeat(100)]).await.unwrap();
+        if q::<i64>(&mut c, &["EXISTS", "big"]).await.unwrap() == 0 {
+            let info: String = q(&mut c, &["INFO", "memory"]).await.unwrap();
+            let after = info_field(&info, "used_memory");
+            assert!(after + size as u64 <= before + 1024, "{before} -> {after}, hash {size}");
+            break;
+        }
+        assert_eq!(q::<i64>(&mut c, &["HLEN", "big"]).await.unwrap(), 14_000, "evicted in part");
+        i += 1;
+        assert!(i < 60_000, "never evicted");
+    }
+    let info: String = q(&mut c, &["INFO", "memory"]).await.unwrap();
+    assert!(info_field(&info, "used_memory") <= 2 * 1024 * 1024);
+    srv.stop().await;
+}
