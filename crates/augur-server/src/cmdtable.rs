@@ -14,12 +14,14 @@ pub const STALE: u32 = 1 << 6;
 pub const FAST: u32 = 1 << 7;
 pub const NO_AUTH: u32 = 1 << 8;
 pub const ALLOW_BUSY: u32 = 1 << 9;
+pub const PUBSUB: u32 = 1 << 10;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
     (READONLY, "readonly"),
     (DENYOOM, "denyoom"),
     (ADMIN, "admin"),
+    (PUBSUB, "pubsub"),
     (NOSCRIPT, "noscript"),
     (LOADING, "loading"),
     (STALE, "stale"),
@@ -182,6 +184,16 @@ commands! {
     Acl b"ACL" "acl" -2 [] 0 0 0 "server" "A container for Access List Control commands." ACL_SUBS;
     Tenant b"TENANT" "tenant" -2 [] 0 0 0 "server" "A container for Augur's tenant commands: limits, statistics and miss-ratio curves of each tenant (ACL user)." TENANT_SUBS;
     Shutdown b"SHUTDOWN" "shutdown" -1 [ADMIN|NOSCRIPT|LOADING|STALE|ALLOW_BUSY] 0 0 0 "server" "Synchronously saves the database(s) to disk and shuts down the Redis server." NONE;
+    Subscribe b"SUBSCRIBE" "subscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels." NONE;
+    Unsubscribe b"UNSUBSCRIBE" "unsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Stops listening to messages posted to channels." NONE;
+    PSubscribe b"PSUBSCRIBE" "psubscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels that match one or more patterns." NONE;
+    PUnsubscribe b"PUNSUBSCRIBE" "punsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Stops listening to messages published to channels that match one or more patterns." NONE;
+    SSubscribe b"SSUBSCRIBE" "ssubscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 1 -1 1 "pubsub" "Listens for messages published to shard channels." NONE;
+    SUnsubscribe b"SUNSUBSCRIBE" "sunsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 1 -1 1 "pubsub" "Stops listening to messages posted to shard channels." NONE;
+    Publish b"PUBLISH" "publish" 3 [PUBSUB|LOADING|STALE|FAST] 0 0 0 "pubsub" "Posts a message to a channel." NONE;
+    SPublish b"SPUBLISH" "spublish" 3 [PUBSUB|LOADING|STALE|FAST] 1 1 1 "pubsub" "Posts a message to a shard channel." NONE;
+    PubSub b"PUBSUB" "pubsub" -2 [] 0 0 0 "pubsub" "A container for Pub/Sub commands." PUBSUB_SUBS;
+    Reset b"RESET" "reset" 1 [NOSCRIPT|LOADING|STALE|FAST|NO_AUTH|ALLOW_BUSY] 0 0 0 "connection" "Resets the connection." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[
@@ -387,6 +399,45 @@ const CLIENT_SUBS: &[SubSpec] = &[
     },
     SubSpec {
         name: "client|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const PUBSUB_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "pubsub|channels",
+        arity: -2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns the active channels.",
+    },
+    SubSpec {
+        name: "pubsub|numpat",
+        arity: 2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns a count of unique pattern subscriptions.",
+    },
+    SubSpec {
+        name: "pubsub|numsub",
+        arity: -2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns a count of subscribers to channels.",
+    },
+    SubSpec {
+        name: "pubsub|shardchannels",
+        arity: -2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns the active shard channels.",
+    },
+    SubSpec {
+        name: "pubsub|shardnumsub",
+        arity: -2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns the count of subscribers of shard channels.",
+    },
+    SubSpec {
+        name: "pubsub|help",
         arity: 2,
         flags: LOADING | STALE,
         summary: "Returns helpful text about the different subcommands.",

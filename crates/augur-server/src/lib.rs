@@ -10,6 +10,7 @@ pub mod config;
 pub mod info;
 pub mod metrics;
 pub mod profiler;
+pub mod pubsub;
 pub mod resp;
 pub mod server;
 pub mod state;

@@ -6,11 +6,12 @@
 //! arity, authentication, the OOM check), the dispatch, and the error helpers every group
 //! shares. The commands themselves live in one file per group, as in Redis: `strings`
 //! (t_string.c), `keyspace` (db.c, object.c), `expire` (expire.c), `connection`
-//! (networking.c) and `server` (server.c, config.c).
+//! (networking.c), `server` (server.c, config.c) and `pubsub` (pubsub.c).
 
 mod connection;
 mod expire;
 mod keyspace;
+mod pubsub;
 mod server;
 mod strings;
 mod tenant;
@@ -18,6 +19,7 @@ mod tenant;
 mod tests;
 
 use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH};
+use crate::pubsub::Kind as PsKind;
 use crate::resp::{Args, Out};
 use crate::state::{ClientMeta, Shared};
 use augur_store::{Ns, TenantId, WriteError};
@@ -47,6 +49,9 @@ pub struct Client {
     pub close_after_reply: bool,
     /// Commands run since the connection last reported to the shared counters.
     pub commands: u64,
+    /// Pub/Sub subscriptions; Some exactly while the connection has one (Redis's
+    /// CLIENT_PUBSUB flag). The connection loop also waits on it for messages.
+    pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
 }
 
 impl Client {
@@ -60,6 +65,7 @@ impl Client {
             out: Out::new(),
             close_after_reply: false,
             commands: 0,
+            pubsub: None,
         }
     }
 
@@ -94,6 +100,9 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     }
     if spec.flags & DENYOOM != 0 && shared.store.over_limit_for_writes() {
         return c.out.error(ERR_OOM);
+    }
+    if c.pubsub.is_some() && !c.out.resp3 && !pubsub::resp2_context_allows(c, spec, args) {
+        return;
     }
     c.meta.last_cmd.store(spec.cmd as u32, Relaxed);
     match spec.cmd {
@@ -145,6 +154,16 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         Cmd::Memory => keyspace::memory_command(shared, c, spec, args, now),
         Cmd::Object => keyspace::object_command(shared, c, spec, args, now),
         Cmd::Shutdown => server::shutdown_command(shared, c, args),
+        Cmd::Subscribe => pubsub::subscribe_command(shared, c, PsKind::Channel, args),
+        Cmd::PSubscribe => pubsub::subscribe_command(shared, c, PsKind::Pattern, args),
+        Cmd::SSubscribe => pubsub::subscribe_command(shared, c, PsKind::Shard, args),
+        Cmd::Unsubscribe => pubsub::unsubscribe_command(c, PsKind::Channel, args),
+        Cmd::PUnsubscribe => pubsub::unsubscribe_command(c, PsKind::Pattern, args),
+        Cmd::SUnsubscribe => pubsub::unsubscribe_command(c, PsKind::Shard, args),
+        Cmd::Publish => pubsub::publish_command(shared, c, PsKind::Channel, args),
+        Cmd::SPublish => pubsub::publish_command(shared, c, PsKind::Shard, args),
+        Cmd::PubSub => pubsub::pubsub_command(shared, c, spec, args),
+        Cmd::Reset => connection::reset_command(shared, c),
     }
 }
 
@@ -235,5 +254,5 @@ fn help_reply(out: &mut Out, container: &str, lines: &[&str]) {
         out.simple(l);
     }
     out.simple("HELP");
-    out.simple("    Print this help.");
+    out.simple("    Prints this help.");
 }
