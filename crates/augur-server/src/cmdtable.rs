@@ -16,12 +16,14 @@ pub const NO_AUTH: u32 = 1 << 8;
 pub const ALLOW_BUSY: u32 = 1 << 9;
 /// Refused inside MULTI ("Command not allowed inside a transaction").
 pub const NO_MULTI: u32 = 1 << 10;
+pub const PUBSUB: u32 = 1 << 11;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
     (READONLY, "readonly"),
     (DENYOOM, "denyoom"),
     (ADMIN, "admin"),
+    (PUBSUB, "pubsub"),
     (NOSCRIPT, "noscript"),
     (LOADING, "loading"),
     (STALE, "stale"),
@@ -225,6 +227,15 @@ commands! {
     SDiffStore b"SDIFFSTORE" "sdiffstore" -3 [WRITE|DENYOOM] 1 -1 1 "set" "Stores the difference of multiple sets in a key." NONE;
     SMembers b"SMEMBERS" "smembers" 2 [READONLY] 1 1 1 "set" "Returns all members of a set." NONE;
     SScan b"SSCAN" "sscan" -3 [READONLY] 1 1 1 "set" "Iterates over members of a set." NONE;
+    Subscribe b"SUBSCRIBE" "subscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels." NONE;
+    Unsubscribe b"UNSUBSCRIBE" "unsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Stops listening to messages posted to channels." NONE;
+    PSubscribe b"PSUBSCRIBE" "psubscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels that match one or more patterns." NONE;
+    PUnsubscribe b"PUNSUBSCRIBE" "punsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Stops listening to messages published to channels that match one or more patterns." NONE;
+    SSubscribe b"SSUBSCRIBE" "ssubscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 1 -1 1 "pubsub" "Listens for messages published to shard channels." NONE;
+    SUnsubscribe b"SUNSUBSCRIBE" "sunsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 1 -1 1 "pubsub" "Stops listening to messages posted to shard channels." NONE;
+    Publish b"PUBLISH" "publish" 3 [PUBSUB|LOADING|STALE|FAST] 0 0 0 "pubsub" "Posts a message to a channel." NONE;
+    SPublish b"SPUBLISH" "spublish" 3 [PUBSUB|LOADING|STALE|FAST] 1 1 1 "pubsub" "Posts a message to a shard channel." NONE;
+    PubSub b"PUBSUB" "pubsub" -2 [] 0 0 0 "pubsub" "A container for Pub/Sub commands." PUBSUB_SUBS;
 }
 
 const ACL_SUBS: &[SubSpec] = &[
@@ -430,6 +441,45 @@ const CLIENT_SUBS: &[SubSpec] = &[
     },
     SubSpec {
         name: "client|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const PUBSUB_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "pubsub|channels",
+        arity: -2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns the active channels.",
+    },
+    SubSpec {
+        name: "pubsub|numpat",
+        arity: 2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns a count of unique pattern subscriptions.",
+    },
+    SubSpec {
+        name: "pubsub|numsub",
+        arity: -2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns a count of subscribers to channels.",
+    },
+    SubSpec {
+        name: "pubsub|shardchannels",
+        arity: -2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns the active shard channels.",
+    },
+    SubSpec {
+        name: "pubsub|shardnumsub",
+        arity: -2,
+        flags: PUBSUB | LOADING | STALE,
+        summary: "Returns the count of subscribers of shard channels.",
+    },
+    SubSpec {
+        name: "pubsub|help",
         arity: 2,
         flags: LOADING | STALE,
         summary: "Returns helpful text about the different subcommands.",

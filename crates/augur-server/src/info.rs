@@ -134,8 +134,11 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("evicted_keys:{}", s.evicted_keys);
             line!("keyspace_hits:{}", s.keyspace_hits);
             line!("keyspace_misses:{}", s.keyspace_misses);
-            line!("pubsub_channels:0");
-            line!("pubsub_patterns:0");
+            // The caller's tenant's channels and patterns (Pub/Sub is per tenant).
+            let ps = shared.pubsub.counts(tenant);
+            line!("pubsub_channels:{}", ps.channels);
+            line!("pubsub_patterns:{}", ps.patterns);
+            line!("pubsubshard_channels:{}", ps.shard_channels);
         }
         "replication" => {
             line!("# Replication");

@@ -11,6 +11,7 @@ pub mod gate;
 pub mod info;
 pub mod metrics;
 pub mod profiler;
+pub mod pubsub;
 pub mod resp;
 pub mod server;
 pub mod state;

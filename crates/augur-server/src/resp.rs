@@ -568,6 +568,12 @@ impl Out {
         self.line(b'*', n as i64);
     }
 
+    /// An out-of-band push of `n` elements (Pub/Sub messages): `>n` in RESP3, an array
+    /// in RESP2.
+    pub fn push(&mut self, n: usize) {
+        self.line(if self.resp3 { b'>' } else { b'*' }, n as i64);
+    }
+
     /// A map of `n` pairs: `%n` in RESP3, a flat array of 2n in RESP2.
     pub fn map(&mut self, n: usize) {
         if self.resp3 {

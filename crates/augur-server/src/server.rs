@@ -24,6 +24,15 @@ const READ_CHUNK: usize = 16 * 1024;
 const KEEP_BUFFER: usize = 1024 * 1024;
 /// Most a single read may pre-reserve for a large bulk whose length the client announced.
 const MAX_PRERESERVE: usize = 4 * 1024 * 1024;
+/// An idle subscriber's Pub/Sub messages are written in batches of about this size; the
+/// rest stay queued (and counted against its output-buffer limit) until the write ends.
+const PUSH_BATCH: usize = 64 * 1024;
+
+/// What woke a connection in Pub/Sub mode.
+enum Wake {
+    Read(usize),
+    Push(Option<crate::pubsub::Push>),
+}
 
 /// A bound, not yet running server.
 pub struct Server {
@@ -276,10 +285,43 @@ async fn serve(
         if rbuf.capacity() - rbuf.len() < want / 4 {
             rbuf.reserve(want);
         }
-        let n = tokio::select! {
-            biased;
-            r = sock.read_buf(&mut rbuf) => r?,
-            _ = &mut killed => 0,
+        let n = match client.pubsub.as_mut() {
+            None => tokio::select! {
+                biased;
+                r = sock.read_buf(&mut rbuf) => r?,
+                _ = &mut killed => 0,
+            },
+            // In Pub/Sub mode also wake for messages, so that they are written while the
+            // client is idle; the publisher never waits for this connection.
+            Some(subs) => {
+                let wake = tokio::select! {
+                    biased;
+                    r = sock.read_buf(&mut rbuf) => Wake::Read(r?),
+                    _ = &mut killed => Wake::Read(0),
+                    p = subs.recv() => Wake::Push(p),
+                };
+                match wake {
+                    Wake::Read(n) => n,
+                    Wake::Push(p) => {
+                        if let Some(p) = p {
+                            p.write(&mut client.out);
+                        }
+                        if let Some(subs) = client.pubsub.as_mut() {
+                            subs.drain(&mut client.out, PUSH_BATCH);
+                        }
+                        shared
+                            .counters
+                            .net_output_bytes
+                            .add(client.out.buf.len() as u64);
+                        tokio::select! {
+                            r = sock.write_all(&client.out.buf) => r?,
+                            _ = &mut killed => return Ok(()),
+                        }
+                        client.out.buf.clear();
+                        continue;
+                    }
+                }
+            }
         };
         if n == 0 || meta.killed.load(Relaxed) {
             return Ok(());
@@ -289,6 +331,10 @@ async fn serve(
 
         parser.set_max_bulk_len(shared.proto_max_bulk_len.load(Relaxed) as usize);
         let now = now_ms();
+        if let Some(subs) = client.pubsub.as_mut() {
+            // Messages queued before these commands arrived go out before their replies.
+            subs.drain(&mut client.out, usize::MAX);
+        }
         let mut consumed = 0;
         let mut fatal = None;
         while !client.close_after_reply {
@@ -318,7 +364,16 @@ async fn serve(
         }
         if !client.out.buf.is_empty() {
             counters.net_output_bytes.add(client.out.buf.len() as u64);
-            sock.write_all(&client.out.buf).await?;
+            if client.pubsub.is_some() {
+                // A subscriber disconnected for its output-buffer limit may be the one
+                // not reading: do not wait for its socket.
+                tokio::select! {
+                    r = sock.write_all(&client.out.buf) => r?,
+                    _ = &mut killed => return Ok(()),
+                }
+            } else {
+                sock.write_all(&client.out.buf).await?;
+            }
             client.out.buf.clear();
             if client.out.buf.capacity() > KEEP_BUFFER {
                 client.out.buf = BytesMut::with_capacity(READ_CHUNK);

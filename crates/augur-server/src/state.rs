@@ -102,6 +102,10 @@ pub struct ClientMeta {
     pub name: Mutex<Vec<u8>>,
     pub lib_name: Mutex<Vec<u8>>,
     pub lib_ver: Mutex<Vec<u8>>,
+    /// Channel, pattern and shard-channel subscriptions (CLIENT LIST sub= psub= ssub=).
+    pub sub: AtomicU32,
+    pub psub: AtomicU32,
+    pub ssub: AtomicU32,
     /// Set (then `kill` notified) to make the connection close: idle timeout, shutdown.
     pub killed: AtomicBool,
     pub kill: Notify,
@@ -122,6 +126,9 @@ impl ClientMeta {
             name: Mutex::default(),
             lib_name: Mutex::default(),
             lib_ver: Mutex::default(),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         }
@@ -166,6 +173,8 @@ pub struct Shared {
     pub log_hook: Option<Box<dyn Fn(LogLevel) + Send + Sync>>,
     pub listen_addrs: Mutex<Vec<SocketAddr>>,
     pub run_id: String,
+    /// Pub/Sub subscriptions, per tenant.
+    pub pubsub: Arc<crate::pubsub::Registry>,
 }
 
 impl Shared {
@@ -211,6 +220,7 @@ impl Shared {
             log_hook,
             listen_addrs: Mutex::new(Vec::new()),
             run_id,
+            pubsub: Arc::default(),
         }
     }
 

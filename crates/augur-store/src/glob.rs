@@ -1,5 +1,17 @@
-//! Redis-style glob matching for KEYS / SCAN MATCH / CONFIG GET, byte-wise, as Redis's
-//! `stringmatchlen` (util.c): `*`, `?`, `[abc]`, `[^a-z]`, `[a-z]`, and `\x` escapes.
+//! Redis-style glob matching for KEYS / SCAN MATCH / CONFIG GET / PSUBSCRIBE, byte-wise,
+//! with exactly the semantics of Redis's `stringmatchlen` (util.c): `*`, `?`, `[abc]`,
+//! `[^a-z]`, `[a-z]`, and `\x` escapes, including its corner cases:
+//! - an empty text matches only an empty pattern (`*` does not match ""; KEYS and SCAN
+//!   special-case a lone `*` before matching, as Redis does);
+//! - a `]` right after `[` or `[^` closes the class (`[]` matches nothing, `[^]` any byte);
+//! - an unterminated class runs to the end of the pattern (`[ab` matches "a");
+//! - `x-]` inside a class is a range ending at `]`;
+//! - a trailing lone `\` matches a backslash;
+//! - inside a class an escaped byte compares case-sensitively even when matching nocase.
+//!
+//! Every non-star token consumes exactly one byte, so Redis's recursive backtracking over
+//! stars gives the same answers as the iterative single-star backtracking used here, which
+//! is O(|p| * |t|) and cannot overflow the stack on hostile patterns.
 
 /// Whether `text` matches the glob `pattern` (case-sensitive).
 pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
@@ -12,65 +24,30 @@ pub fn glob_match_nocase(pattern: &[u8], text: &[u8]) -> bool {
 }
 
 fn glob_match_opt(pattern: &[u8], text: &[u8], nocase: bool) -> bool {
-    // Iterative matcher with single-star backtracking: O(|p| * |t|) worst case, no
-    // recursion, so hostile patterns cannot blow the stack (Redis added a nesting limit
-    // for the same reason).
-    let eq = |a: u8, b: u8| {
-        if nocase {
-            a.eq_ignore_ascii_case(&b)
-        } else {
-            a == b
-        }
-    };
+    // stringmatchlen's loop runs only while both pattern and text remain.
+    if text.is_empty() {
+        return pattern.is_empty();
+    }
     let (mut p, mut t) = (0usize, 0usize);
+    // The last star: pattern index after it, and the text index it has eaten up to.
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
         if p < pattern.len() {
-            match pattern[p] {
-                b'*' => {
-                    while p < pattern.len() && pattern[p] == b'*' {
-                        p += 1;
-                    }
-                    if p == pattern.len() {
-                        return true;
-                    }
-                    star = Some((p, t));
-                    continue;
-                }
-                b'?' => {
+            if pattern[p] == b'*' {
+                while p < pattern.len() && pattern[p] == b'*' {
                     p += 1;
-                    t += 1;
-                    continue;
                 }
-                b'[' => {
-                    if let Some((matched, next)) = class_match(pattern, p, text[t], nocase) {
-                        if matched {
-                            p = next;
-                            t += 1;
-                            continue;
-                        }
-                    } else if eq(b'[', text[t]) {
-                        // Unterminated class: Redis treats the rest literally-ish; we
-                        // treat '[' as a literal.
-                        p += 1;
-                        t += 1;
-                        continue;
-                    }
+                if p == pattern.len() {
+                    return true;
                 }
-                b'\\' if p + 1 < pattern.len() => {
-                    if eq(pattern[p + 1], text[t]) {
-                        p += 2;
-                        t += 1;
-                        continue;
-                    }
-                }
-                c => {
-                    if eq(c, text[t]) {
-                        p += 1;
-                        t += 1;
-                        continue;
-                    }
-                }
+                star = Some((p, t));
+                continue;
+            }
+            let (matched, next) = token_match(pattern, p, text[t], nocase);
+            if matched {
+                p = next;
+                t += 1;
+                continue;
             }
         }
         // Mismatch: backtrack to the last star, letting it eat one more byte.
@@ -89,45 +66,52 @@ fn glob_match_opt(pattern: &[u8], text: &[u8], nocase: bool) -> bool {
     p == pattern.len()
 }
 
-/// Matches `c` against the class starting at `pattern[start] == b'['`. Returns whether it
-/// matched and the index after the closing `]`, or None if the class is unterminated.
-fn class_match(pattern: &[u8], start: usize, c: u8, nocase: bool) -> Option<(bool, usize)> {
+/// Matches byte `c` against the non-star token at `pattern[p]`; returns whether it
+/// matched and where the next token starts. The token's extent never depends on `c`.
+fn token_match(pattern: &[u8], p: usize, c: u8, nocase: bool) -> (bool, usize) {
+    let len = pattern.len();
     let fold = |b: u8| if nocase { b.to_ascii_lowercase() } else { b };
-    let c = fold(c);
-    let mut i = start + 1;
-    let negate = i < pattern.len() && pattern[i] == b'^';
-    if negate {
-        i += 1;
-    }
-    let mut matched = false;
-    let mut first = true;
-    while i < pattern.len() {
-        if pattern[i] == b']' && !first {
-            return Some((matched != negate, i + 1));
+    match pattern[p] {
+        b'?' => (true, p + 1),
+        b'[' => {
+            let mut i = p + 1;
+            let negate = i < len && pattern[i] == b'^';
+            if negate {
+                i += 1;
+            }
+            let mut matched = false;
+            loop {
+                if pattern.get(i) == Some(&b'\\') && len - i >= 2 {
+                    i += 1;
+                    if pattern[i] == c {
+                        matched = true;
+                    }
+                } else if pattern.get(i) == Some(&b']') {
+                    break;
+                } else if i >= len {
+                    // Unterminated: the class ends with the pattern.
+                    i = len - 1;
+                    break;
+                } else if len - i >= 3 && pattern[i + 1] == b'-' {
+                    let (mut lo, mut hi) = (pattern[i], pattern[i + 2]);
+                    if lo > hi {
+                        std::mem::swap(&mut lo, &mut hi);
+                    }
+                    let (lo, hi, cc) = (fold(lo), fold(hi), fold(c));
+                    if lo <= cc && cc <= hi {
+                        matched = true;
+                    }
+                    i += 2;
+                } else if fold(pattern[i]) == fold(c) {
+                    matched = true;
+                }
+                i += 1;
+            }
+            (matched != negate, i + 1)
         }
-        first = false;
-        if pattern[i] == b'\\' && i + 1 < pattern.len() {
-            if fold(pattern[i + 1]) == c {
-                matched = true;
-            }
-            i += 2;
-        } else if i + 2 < pattern.len() && pattern[i + 1] == b'-' && pattern[i + 2] != b']' {
-            let (mut lo, mut hi) = (fold(pattern[i]), fold(pattern[i + 2]));
-            if lo > hi {
-                std::mem::swap(&mut lo, &mut hi);
-            }
-            if lo <= c && c <= hi {
-                matched = true;
-            }
-            i += 3;
-        } else {
-            if fold(pattern[i]) == c {
-                matched = true;
-            }
-            i += 1;
-        }
+        b'\\' if len - p >= 2 => (fold(pattern[p + 1]) == fold(c), p + 2),
+        b => (fold(b) == fold(c), p + 1),
     }
-    None
 }
 
 #[cfg(test)]
@@ -137,7 +121,12 @@ mod tests {
     #[test]
     fn redis_glob_cases() {
         let m = |p: &str, t: &str| glob_match(p.as_bytes(), t.as_bytes());
-        assert!(m("*", ""));
+        assert!(
+            !m("*", ""),
+            "stringmatchlen: an empty text matches only an empty pattern"
+        );
+        assert!(m("", ""));
+        assert!(!m("", "a"));
         assert!(m("*", "anything"));
         assert!(m("h?llo", "hello"));
         assert!(!m("h?llo", "hllo"));
@@ -147,12 +136,46 @@ mod tests {
         assert!(m("h[^e]llo", "hallo"));
         assert!(!m("h[^e]llo", "hello"));
         assert!(m("h[a-b]llo", "hbllo"));
+        assert!(m("h[b-a]llo", "hbllo"), "reversed ranges are swapped");
         assert!(m("key:*:x", "key:12:x"));
         assert!(!m("key:*:x", "key:12:y"));
         assert!(m("a\\*b", "a*b"));
         assert!(!m("a\\*b", "axb"));
         assert!(m("*a*b*c*", "xxaxxbxxcxx"));
+        assert!(m("a*", "a"));
+        assert!(m("a**", "a"));
+        assert!(!m("a*?", "a"));
         assert!(glob_match_nocase(b"MAXMEMORY*", b"maxmemory-policy"));
+    }
+
+    #[test]
+    fn stringmatchlen_corner_cases() {
+        let m = |p: &[u8], t: &[u8]| glob_match(p, t);
+        // `]` right after `[` closes an empty class.
+        assert!(!m(b"[]", b"]"));
+        assert!(!m(b"[]", b"a"));
+        assert!(m(b"[^]", b"a"));
+        assert!(m(b"[]a]", b"a]") == m(b"[]", b"a"));
+        // Unterminated classes run to the end of the pattern.
+        assert!(m(b"[ab", b"a"));
+        assert!(m(b"[ab", b"b"));
+        assert!(!m(b"[ab", b"c"));
+        assert!(!m(b"[", b"["));
+        assert!(m(b"[^", b"x"));
+        assert!(m(b"x[^", b"xy"));
+        // `a-]` is a range from ']' (93) to 'a' (97): matches '^' (94), then the class
+        // continues past the `]` to the end of the pattern.
+        assert!(m(b"[a-]", b"^"));
+        assert!(!m(b"[a-]", b"b"));
+        // Escapes inside and outside classes; a trailing lone backslash is literal.
+        assert!(m(b"[\\]]", b"]"));
+        assert!(m(b"a\\", b"a\\"));
+        assert!(m(b"\\?", b"?"));
+        assert!(!m(b"\\?", b"x"));
+        // nocase: escaped bytes inside a class compare exactly.
+        assert!(!glob_match_nocase(b"[\\A]", b"a"));
+        assert!(glob_match_nocase(b"[A]", b"a"));
+        assert!(glob_match_nocase(b"[A-C]", b"b"));
     }
 
     #[test]
@@ -160,5 +183,7 @@ mod tests {
         let p = "*a".repeat(50) + "b";
         let t = "a".repeat(200);
         assert!(!glob_match(p.as_bytes(), t.as_bytes()));
+        let p = "*?".repeat(50_000);
+        assert!(glob_match(p.as_bytes(), "x".repeat(60_000).as_bytes()));
     }
 }

@@ -1,5 +1,5 @@
-//! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, SELECT and CLIENT. Mirrors Redis's
-//! networking.c (PING, ECHO and SELECT: server.c and db.c).
+//! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET and CLIENT. Mirrors
+//! Redis's networking.c (PING, ECHO and SELECT: server.c and db.c).
 
 use super::{
     arity_error, c_str, eq, help_reply, lossy, subcommand, Client, ERR_NOT_INT, ERR_SYNTAX,
@@ -13,6 +13,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 pub(super) fn ping_command(c: &mut Client, args: Args<'_>) {
+    if args.len() <= 2 && c.pubsub.is_some() && !c.out.resp3 {
+        // A RESP2 connection in Pub/Sub mode can only read arrays: ["pong", arg or ""].
+        c.out.array(2);
+        c.out.bulk(b"pong");
+        return c.out.bulk(if args.len() == 2 { args.get(1) } else { b"" });
+    }
     match args.len() {
         1 => c.out.simple("PONG"),
         2 => c.out.bulk(args.get(1)),
@@ -53,6 +59,10 @@ fn check_password(shared: &Shared, c: &mut Client, user: &[u8], pass: &[u8]) -> 
         return false;
     }
     c.authenticated = true;
+    if c.tenant != u.id {
+        // Subscriptions belong to the tenant that made them (see crate::pubsub).
+        c.pubsub = None;
+    }
     c.tenant = u.id;
     c.user = u.name;
     c.meta.tenant.store(c.tenant, Relaxed);
@@ -188,6 +198,8 @@ pub(super) fn client_command(
         }
         "list" => {
             let mut ids: Option<Vec<u64>> = None;
+            // TYPE: Redis's getClientType; Augur has normal and pubsub clients only.
+            let mut pubsub_type: Option<bool> = None;
             let mut i = 2;
             while i < args.len() {
                 if eq(args.get(i), "type") && i + 1 < args.len() {
@@ -200,7 +212,9 @@ pub(super) fn client_command(
                             .out
                             .error(&format!("ERR Unknown client type '{}'", lossy(t)));
                     }
-                    if !eq(t, "normal") {
+                    if eq(t, "normal") || eq(t, "pubsub") {
+                        pubsub_type = Some(eq(t, "pubsub"));
+                    } else {
                         ids = Some(Vec::new());
                     }
                     i += 2;
@@ -224,6 +238,9 @@ pub(super) fn client_command(
             let mut text = String::new();
             for m in clients {
                 if ids.as_ref().is_some_and(|ids| !ids.contains(&m.id)) {
+                    continue;
+                }
+                if pubsub_type.is_some_and(|p| p != is_pubsub(&m)) {
                     continue;
                 }
                 client_line(&m, m.id == c.meta.id, &mut text);
@@ -282,6 +299,11 @@ pub(super) fn client_command(
     }
 }
 
+/// Whether the connection is in Pub/Sub mode (CLIENT_PUBSUB: any subscription).
+fn is_pubsub(m: &ClientMeta) -> bool {
+    m.sub.load(Relaxed) + m.psub.load(Relaxed) + m.ssub.load(Relaxed) > 0
+}
+
 /// One CLIENT LIST line, in Redis's field order (fields Augur has no notion of are given
 /// Redis's idle values so that parsers keep working).
 fn client_line(m: &ClientMeta, current: bool, out: &mut String) {
@@ -292,14 +314,18 @@ fn client_line(m: &ClientMeta, current: bool, out: &mut String) {
     let cmd = if current { "client|list" } else { cmd };
     let _ = write!(
         out,
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         m.id,
         m.addr,
         m.laddr,
         lossy(&m.name.lock()),
         m.created.elapsed().as_secs(),
         m.idle_secs(),
+        if is_pubsub(m) { "P" } else { "N" },
         m.db.load(Relaxed),
+        m.sub.load(Relaxed),
+        m.psub.load(Relaxed),
+        m.ssub.load(Relaxed),
         cmd,
         m.resp.load(Relaxed),
         lossy(&m.lib_name.lock()),
@@ -313,6 +339,7 @@ fn client_line(m: &ClientMeta, current: bool, out: &mut String) {
 pub(super) fn reset_command(shared: &Shared, c: &mut Client) {
     c.multi = None;
     super::multi::unwatch_all(shared, c);
+    c.pubsub = None;
     c.db = 0;
     c.meta.db.store(0, Relaxed);
     c.out.resp3 = false;

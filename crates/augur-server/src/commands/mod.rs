@@ -6,13 +6,15 @@
 //! arity, authentication, the OOM check), the dispatch, and the error helpers every group
 //! shares. The commands themselves live in one file per group, as in Redis: `strings`
 //! (t_string.c), `keyspace` (db.c, object.c), `expire` (expire.c), `connection`
-//! (networking.c), `server` (server.c, config.c), `hash` (t_hash.c) and `set` (t_set.c).
+//! (networking.c), `server` (server.c, config.c), `hash` (t_hash.c), `set` (t_set.c),
+//! `multi` (multi.c), `scripting` (eval.c, functions.c) and `pubsub` (pubsub.c).
 
 mod connection;
 mod expire;
 mod hash;
 mod keyspace;
 pub mod multi;
+mod pubsub;
 mod scripting;
 mod server;
 mod set;
@@ -22,6 +24,7 @@ mod tenant;
 mod tests;
 
 use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH, NO_MULTI};
+use crate::pubsub::Kind as PsKind;
 use crate::resp::{Args, Out};
 use crate::state::{ClientMeta, Shared};
 use augur_store::WatchFlag;
@@ -58,6 +61,9 @@ pub struct Client {
     /// Keys this connection WATCHes, and the flag their shards raise on a change.
     pub watched: Vec<(Ns, Vec<u8>)>,
     pub watch_flag: WatchFlag,
+    /// Pub/Sub subscriptions; Some exactly while the connection has one (Redis's
+    /// CLIENT_PUBSUB flag). The connection loop also waits on it for messages.
+    pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
 }
 
 impl Client {
@@ -74,6 +80,7 @@ impl Client {
             multi: None,
             watched: Vec::new(),
             watch_flag: WatchFlag::default(),
+            pubsub: None,
         }
     }
 
@@ -121,6 +128,9 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     if spec.flags & DENYOOM != 0 && shared.store.over_limit_for_writes() {
         flag_transaction(c);
         return c.out.error(ERR_OOM);
+    }
+    if c.pubsub.is_some() && !c.out.resp3 && !pubsub::resp2_context_allows(c, spec, args) {
+        return;
     }
     c.meta.last_cmd.store(spec.cmd as u32, Relaxed);
     if let Some(m) = &mut c.multi {
@@ -241,6 +251,15 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         | Cmd::SDiff
         | Cmd::SDiffStore => set::setop_command(shared, c, spec, args, now),
         Cmd::SScan => set::sscan_command(shared, c, args, now),
+        Cmd::Subscribe => pubsub::subscribe_command(shared, c, PsKind::Channel, args),
+        Cmd::PSubscribe => pubsub::subscribe_command(shared, c, PsKind::Pattern, args),
+        Cmd::SSubscribe => pubsub::subscribe_command(shared, c, PsKind::Shard, args),
+        Cmd::Unsubscribe => pubsub::unsubscribe_command(c, PsKind::Channel, args),
+        Cmd::PUnsubscribe => pubsub::unsubscribe_command(c, PsKind::Pattern, args),
+        Cmd::SUnsubscribe => pubsub::unsubscribe_command(c, PsKind::Shard, args),
+        Cmd::Publish => pubsub::publish_command(shared, c, PsKind::Channel, args),
+        Cmd::SPublish => pubsub::publish_command(shared, c, PsKind::Shard, args),
+        Cmd::PubSub => pubsub::pubsub_command(shared, c, spec, args),
     }
 }
 
@@ -331,5 +350,5 @@ fn help_reply(out: &mut Out, container: &str, lines: &[&str]) {
         out.simple(l);
     }
     out.simple("HELP");
-    out.simple("    Print this help.");
+    out.simple("    Prints this help.");
 }
