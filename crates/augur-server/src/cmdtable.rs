@@ -182,6 +182,20 @@ commands! {
     Acl b"ACL" "acl" -2 [] 0 0 0 "server" "A container for Access List Control commands." ACL_SUBS;
     Tenant b"TENANT" "tenant" -2 [] 0 0 0 "server" "A container for Augur's tenant commands: limits, statistics and miss-ratio curves of each tenant (ACL user)." TENANT_SUBS;
     Shutdown b"SHUTDOWN" "shutdown" -1 [ADMIN|NOSCRIPT|LOADING|STALE|ALLOW_BUSY] 0 0 0 "server" "Synchronously saves the database(s) to disk and shuts down the Redis server." NONE;
+    Rename b"RENAME" "rename" 3 [WRITE] 1 2 1 "generic" "Renames a key and overwrites the destination." NONE;
+    RenameNx b"RENAMENX" "renamenx" 3 [WRITE|FAST] 1 2 1 "generic" "Renames a key only when the target key name doesn't exist." NONE;
+    Copy b"COPY" "copy" -3 [WRITE|DENYOOM] 1 2 1 "generic" "Copies the value of a key to a new key." NONE;
+    Move b"MOVE" "move" 3 [WRITE|FAST] 1 1 1 "generic" "Moves a key to another database." NONE;
+    ExpireTime b"EXPIRETIME" "expiretime" 2 [READONLY|FAST] 1 1 1 "generic" "Returns the expiration time of a key as a Unix timestamp." NONE;
+    PExpireTime b"PEXPIRETIME" "pexpiretime" 2 [READONLY|FAST] 1 1 1 "generic" "Returns the expiration time of a key as a Unix milliseconds timestamp." NONE;
+    SetBit b"SETBIT" "setbit" 4 [WRITE|DENYOOM] 1 1 1 "bitmap" "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist." NONE;
+    GetBit b"GETBIT" "getbit" 3 [READONLY|FAST] 1 1 1 "bitmap" "Returns a bit value by offset." NONE;
+    BitCount b"BITCOUNT" "bitcount" -2 [READONLY] 1 1 1 "bitmap" "Counts the number of set bits (population counting) in a string." NONE;
+    BitPos b"BITPOS" "bitpos" -3 [READONLY] 1 1 1 "bitmap" "Finds the first set (1) or clear (0) bit in a string." NONE;
+    BitOp b"BITOP" "bitop" -4 [WRITE|DENYOOM] 2 -1 1 "bitmap" "Performs bitwise operations on multiple strings, and stores the result." NONE;
+    BitField b"BITFIELD" "bitfield" -2 [WRITE|DENYOOM] 1 1 1 "bitmap" "Performs arbitrary bitfield integer operations on strings." NONE;
+    BitFieldRo b"BITFIELD_RO" "bitfield_ro" -2 [READONLY|FAST] 1 1 1 "bitmap" "Performs arbitrary read-only bitfield integer operations on strings." NONE;
+    Lcs b"LCS" "lcs" -3 [READONLY] 1 2 1 "string" "Finds the longest common substring." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[

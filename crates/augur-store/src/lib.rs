@@ -17,7 +17,8 @@ mod tenant;
 pub use glob::glob_match_nocase;
 pub use policy_name::EvictionPolicy;
 pub use shard::{
-    charged_bytes, EntryInfo, SetTtl, Shard, TtlState, WriteError, PROFILE_INDEX_BYTES,
+    charged_bytes, EntryInfo, ObjectInfo, Relocated, Relocation, SetTtl, Shard, TtlState,
+    WriteError, PROFILE_INDEX_BYTES,
 };
 pub use store::{glob_match, MultiLock, ScanPage, Store, StoreConfig, StoreStats, TenantStats};
 pub use tenant::{
@@ -27,3 +28,5 @@ pub use tenant::{
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_keyops;

@@ -34,6 +34,10 @@
 //! way would overshoot by up to one value per shard); the simulators do the same. The
 //! victim choice is [`augur_sim::policy`]'s code, the same code the simulators run.
 
+mod keyops;
+mod wallclock;
+pub use keyops::{ObjectInfo, Relocated, Relocation};
+
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
 use crate::store::{key_hash, SharedConfig, UsedCell};
@@ -257,6 +261,7 @@ impl Part {
         if new_expire.is_some() == had_ttl && e.reuse_for(value.len()) {
             // Same layout and size class: overwrite in place, no allocation.
             e.overwrite_value(value);
+            e.set_raw(false);
             e.set_atime(now);
             if let Some(at) = new_expire {
                 e.set_expire_at(at);
@@ -462,6 +467,8 @@ pub struct Shard {
     /// The tenant of the last `part()` call: the one whose store-wide usage
     /// `publish()` brings up to date.
     touched: TenantId,
+    /// Wall-clock dates of the logical clock, for OBJECT IDLETIME in seconds.
+    wall: wallclock::WallClock,
 }
 
 // SAFETY: the shard exclusively owns every entry allocation it indexes.
@@ -483,6 +490,7 @@ impl Shard {
             shared_pool_policy: policy,
             rng: SmallRng::seed_from_u64(seed),
             touched: 0,
+            wall: Default::default(),
         };
         s.published_used.0.store(0, Ordering::Relaxed);
         s
@@ -768,6 +776,7 @@ impl Shard {
     /// samples). Returns keys removed.
     pub(crate) fn expire_cycle(&mut self, now_ms: u64, max_rounds: usize) -> u64 {
         const SAMPLE: usize = 20;
+        self.note_wall_clock(now_ms);
         let mut removed: u64 = 0;
         let rng = &mut self.rng;
         for part in &mut self.parts {

@@ -5,9 +5,10 @@
 //! This module holds what server.c's processCommand does before a command runs (lookup,
 //! arity, authentication, the OOM check), the dispatch, and the error helpers every group
 //! shares. The commands themselves live in one file per group, as in Redis: `strings`
-//! (t_string.c), `keyspace` (db.c, object.c), `expire` (expire.c), `connection`
+//! (t_string.c), `bits` (bitops.c), `keyspace` (db.c, object.c), `expire` (expire.c), `connection`
 //! (networking.c) and `server` (server.c, config.c).
 
+mod bits;
 mod connection;
 mod expire;
 mod keyspace;
@@ -145,6 +146,17 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         Cmd::Memory => keyspace::memory_command(shared, c, spec, args, now),
         Cmd::Object => keyspace::object_command(shared, c, spec, args, now),
         Cmd::Shutdown => server::shutdown_command(shared, c, args),
+        Cmd::Rename | Cmd::RenameNx => keyspace::rename_command(shared, c, spec, args, now),
+        Cmd::Copy => keyspace::copy_command(shared, c, args, now),
+        Cmd::Move => keyspace::move_command(shared, c, args, now),
+        Cmd::ExpireTime | Cmd::PExpireTime => expire::ttl_command(shared, c, spec, args, now),
+        Cmd::SetBit => bits::setbit_command(shared, c, args, now),
+        Cmd::GetBit => bits::getbit_command(shared, c, args, now),
+        Cmd::BitCount => bits::bitcount_command(shared, c, args, now),
+        Cmd::BitPos => bits::bitpos_command(shared, c, args, now),
+        Cmd::BitOp => bits::bitop_command(shared, c, args, now),
+        Cmd::BitField | Cmd::BitFieldRo => bits::bitfield_command(shared, c, spec, args, now),
+        Cmd::Lcs => strings::lcs_command(shared, c, args, now),
     }
 }
 
