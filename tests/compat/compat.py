@@ -151,6 +151,61 @@ def redis_py():
     r.flushall()
 
 
+def keyspace_and_bits():
+    """RENAME/COPY/MOVE, EXPIRETIME, the bit commands and LCS through redis-py's own
+    wrappers (they build the arguments the way applications send them)."""
+    r = redis.Redis(port=PORT, decode_responses=True)
+    r.flushall()
+    r.set("src", "hello", ex=100)
+    check("rename", r.rename("src", "dst"), True)
+    check("rename ttl", r.ttl("dst"), 100)
+    check("rename missing", error_of(lambda: r.rename("src", "x")), "no such key")
+    r.set("other", "1")
+    check("renamenx refused", r.renamenx("dst", "other"), False)
+    check("copy", r.copy("dst", "cp", destination_db=3), True)
+    check("copy no replace", r.copy("dst", "other"), False)
+    check("copy replace", r.copy("dst", "other", replace=True), True)
+    check("copy value", r.get("other"), "hello")
+    check("move", r.move("other", 2), True)
+    check("move gone", r.exists("other"), 0)
+    db2 = redis.Redis(port=PORT, db=2, decode_responses=True)
+    check("move arrived", (db2.get("other"), db2.ttl("other")), ("hello", 100))
+    check("expiretime", r.expiretime("dst") - int(time.time()) in range(98, 102), True)
+    check("pexpiretime missing", r.execute_command("PEXPIRETIME", "nokey"), -2)
+    check("setbit", r.setbit("bits", 7, 1), 0)
+    check("getbit", r.getbit("bits", 7), 1)
+    check("bitcount", r.bitcount("bits"), 1)
+    r.set("fb", "foobar")
+    check("bitcount bit range", r.bitcount("fb", 5, 30, mode="bit"), 17)
+    check("bitpos", r.bitpos("bits", 1), 7)
+    check("bitop", r.bitop("OR", "or", "bits", "fb"), 6)
+    bf = r.bitfield("field")
+    bf.set("i8", 0, -100).get("i8", 0).incrby("u4", "#2", 20)
+    check("bitfield", bf.execute(), [0, -100, 4])
+    check("bitfield overflow fail", r.bitfield("field").overflow("FAIL").incrby("u4", "#2", 20).execute(), [None])
+    check("bitfield_ro", r.bitfield_ro("field", "i8", 0), [-100])
+    check("object encoding raw", r.object("encoding", "bits"), "raw")
+    r.set("a", "ohmytext")
+    r.set("b", "mynewtext")
+    check("lcs", r.lcs("a", "b"), "mytext")
+    check("lcs len", r.lcs("a", "b", len=True), 6)
+    idx = r.lcs("a", "b", idx=True, minmatchlen=4, withmatchlen=True)
+    check("lcs idx", idx, {"matches": [[[4, 7], [5, 8], 4]], "len": 6})
+    r.flushall()
+    for i in range(1000):
+        r.set(f"scan:{i}", i)
+    pages = []
+    cursor = 0
+    while True:
+        cursor, keys = r.scan(cursor, match="scan:*", count=10)
+        pages.append(len(keys))
+        if cursor == 0:
+            break
+    check("scan pages", (len(pages) <= 105, min(pages) > 0), (True, True))
+    r.flushall()
+    db2.flushall()
+
+
 def tenants():
     """Tenants are ACL users: redis-py's username=/password= and redis-cli --user."""
     admin = redis.Redis(port=PORT, decode_responses=True)
@@ -254,7 +309,7 @@ def shutdown():
     check("shutdown stops the server", "stopped", "stopped")
 
 
-for section in (redis_py, tenants, redis_cli, inline, benchmark, shutdown):
+for section in (redis_py, keyspace_and_bits, tenants, redis_cli, inline, benchmark, shutdown):
     try:
         section()
     except Exception as e:  # a crash in one section is a failure, not the end

@@ -694,7 +694,7 @@ mod tests {
         assert_eq!(find_bit(b"\x81", (1, 7), true), Some(7));
         assert_eq!(find_bit(b"\x7e", (1, 6), false), None);
         assert_eq!(bit_range(3, 2, Some(200), false), Some((16, 23)));
-        assert_eq!(bit_range(3, -2, Some(1), false), None);
+        assert_eq!(bit_range(6, -2, Some(1), false), None);
         assert_eq!(bit_range(0, 0, None, false), None);
         assert_eq!(bit_range(6, 10, Some(-34), true), Some((10, 14)));
     }

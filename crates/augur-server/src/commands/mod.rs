@@ -17,6 +17,8 @@ mod strings;
 mod tenant;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_strcmds;
 
 use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH};
 use crate::resp::{Args, Out};
