@@ -196,6 +196,8 @@ commands! {
     BitField b"BITFIELD" "bitfield" -2 [WRITE|DENYOOM] 1 1 1 "bitmap" "Performs arbitrary bitfield integer operations on strings." NONE;
     BitFieldRo b"BITFIELD_RO" "bitfield_ro" -2 [READONLY|FAST] 1 1 1 "bitmap" "Performs arbitrary read-only bitfield integer operations on strings." NONE;
     Lcs b"LCS" "lcs" -3 [READONLY] 1 2 1 "string" "Finds the longest common substring." NONE;
+    Dump b"DUMP" "dump" 2 [READONLY] 1 1 1 "generic" "Returns a serialized representation of the value stored at a key." NONE;
+    Restore b"RESTORE" "restore" -4 [WRITE|DENYOOM] 1 1 1 "generic" "Creates a key from the serialized representation of a value." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[

@@ -10,6 +10,7 @@
 
 mod bits;
 mod connection;
+mod dump;
 mod expire;
 mod keyspace;
 mod server;
@@ -159,6 +160,8 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         Cmd::BitOp => bits::bitop_command(shared, c, args, now),
         Cmd::BitField | Cmd::BitFieldRo => bits::bitfield_command(shared, c, spec, args, now),
         Cmd::Lcs => strings::lcs_command(shared, c, args, now),
+        Cmd::Dump => dump::dump_command(shared, c, args, now),
+        Cmd::Restore => dump::restore_command(shared, c, args, now),
     }
 }
 

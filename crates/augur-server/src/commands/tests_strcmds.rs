@@ -383,3 +383,108 @@ fn scan_pages_are_not_empty() {
     }
     assert_eq!(calls, 30);
 }
+
+#[test]
+fn dump_restore() {
+    let mut h = Harness::new();
+    assert_eq!(h.run("DUMP nokey"), "$-1\r\n");
+    h.run("SET k hello");
+    let payload = super::dump::dump_string(b"hello");
+    let reply = h.run("DUMP k");
+    assert_eq!(reply.as_bytes()[..4], *b"$17\r");
+    // Restore through the byte-exact RESP path (the payload is binary).
+    let restore = |h: &mut Harness, args: &[&[u8]], now: u64| {
+        let mut req = Vec::new();
+        crate::resp::encode_request(args, &mut req);
+        let mut p = Parser::default();
+        let Ok(Parsed::Command(_)) = p.parse(&req) else {
+            panic!("parse")
+        };
+        execute(&h.shared, &mut h.client, p.args(&req), now);
+        let out = String::from_utf8_lossy(&h.client.out.buf).into_owned();
+        h.client.out.buf.clear();
+        out
+    };
+    assert_eq!(
+        restore(&mut h, &[b"RESTORE", b"k", b"0", &payload], 1_000_000),
+        "-BUSYKEY Target key name already exists.\r\n"
+    );
+    assert_eq!(
+        restore(&mut h, &[b"RESTORE", b"k2", b"5000", &payload], 1_000_000),
+        "+OK\r\n"
+    );
+    assert_eq!(h.run("GET k2"), "$5\r\nhello\r\n");
+    assert_eq!(h.run("PTTL k2"), ":5000\r\n");
+    assert_eq!(
+        restore(
+            &mut h,
+            &[b"RESTORE", b"k2", b"2000000", &payload, b"REPLACE", b"ABSTTL"],
+            1_000_000
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(h.run("PEXPIRETIME k2"), ":2000000\r\n");
+    // An absolute time in the past: nothing is created.
+    assert_eq!(
+        restore(
+            &mut h,
+            &[b"RESTORE", b"k3", b"5", &payload, b"ABSTTL"],
+            1_000_000
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(h.run("EXISTS k3"), ":0\r\n");
+    assert_eq!(
+        restore(&mut h, &[b"RESTORE", b"k4", b"-1", &payload], 1_000_000),
+        "-ERR Invalid TTL value, must be >= 0\r\n"
+    );
+    assert_eq!(
+        restore(
+            &mut h,
+            &[b"RESTORE", b"k4", b"0", b"garbage-payload"],
+            1_000_000
+        ),
+        "-ERR DUMP payload version or checksum are wrong\r\n"
+    );
+    assert_eq!(
+        restore(
+            &mut h,
+            &[b"RESTORE", b"k4", b"0", &payload, b"IDLETIME", b"-1"],
+            1_000_000
+        ),
+        "-ERR Invalid IDLETIME value, must be >= 0\r\n"
+    );
+    assert_eq!(
+        restore(
+            &mut h,
+            &[b"RESTORE", b"k4", b"0", &payload, b"FREQ", b"256"],
+            1_000_000
+        ),
+        "-ERR Invalid FREQ value, must be >= 0 and <= 255\r\n"
+    );
+    assert_eq!(
+        restore(
+            &mut h,
+            &[
+                b"RESTORE",
+                b"k4",
+                b"0",
+                &payload,
+                b"FREQ",
+                b"1",
+                b"IDLETIME",
+                b"1"
+            ],
+            1_000_000
+        ),
+        "-ERR syntax error\r\n"
+    );
+    assert_eq!(
+        restore(
+            &mut h,
+            &[b"RESTORE", b"k4", b"0", &payload, b"IDLETIME", b"10"],
+            1_000_000
+        ),
+        "+OK\r\n"
+    );
+}

@@ -103,7 +103,7 @@ impl Shard {
         let copy = matches!(how, Relocation::Copy { .. });
         let replace = matches!(how, Relocation::Rename | Relocation::Copy { replace: true });
         // Look before evicting, so a refusal evicts nothing.
-        let (src_len, src_ttl) = {
+        let (src_len, src_ttl, src_bytes) = {
             let part = self.part(from.tenant);
             let Some(pos) = part.live_pos(from.db, key, now_ms) else {
                 if copy {
@@ -113,7 +113,7 @@ impl Shard {
                 return Ok(Relocated::SourceMissing);
             };
             let e = part.entry(pos);
-            (e.value_len(), e.has_ttl())
+            (e.value_len(), e.has_ttl(), e.usable_size() as u64)
         };
         if let Some(dst) = dst {
             return relocate_across(
@@ -129,8 +129,15 @@ impl Shard {
             return Ok(Relocated::DestinationExists);
         }
         if !same_block {
+            // A rename in one shard frees the old block as it fills the new one: only
+            // the difference needs room (Redis's RENAME allocates nothing).
             let block = Entry::block_size(newkey.len(), src_len, src_ttl) as u64;
-            self.make_room(to.tenant, block)?;
+            let incoming = if copy {
+                block
+            } else {
+                block.saturating_sub(src_bytes)
+            };
+            self.make_room(to.tenant, incoming)?;
         }
         let now = self.tick();
         let part = self.part(from.tenant);
