@@ -247,6 +247,58 @@ def pubsub():
     check("tenant message", [m["data"] for m in messages(p1, 2, timeout=0.5)], ["a"])
     p1.close()
     admin.acl_deluser("ps1", "ps2")
+def keyspace_and_bits():
+    """RENAME/COPY/MOVE, EXPIRETIME, the bit commands and LCS through redis-py's own
+    wrappers (they build the arguments the way applications send them)."""
+    r = redis.Redis(port=PORT, decode_responses=True)
+    r.flushall()
+    r.set("src", "hello", ex=100)
+    check("rename", r.rename("src", "dst"), True)
+    check("rename ttl", r.ttl("dst"), 100)
+    check("rename missing", error_of(lambda: r.rename("src", "x")), "no such key")
+    r.set("other", "1")
+    check("renamenx refused", r.renamenx("dst", "other"), False)
+    check("copy", r.copy("dst", "cp", destination_db=3), True)
+    check("copy no replace", r.copy("dst", "other"), False)
+    check("copy replace", r.copy("dst", "other", replace=True), True)
+    check("copy value", r.get("other"), "hello")
+    check("move", r.move("other", 2), True)
+    check("move gone", r.exists("other"), 0)
+    db2 = redis.Redis(port=PORT, db=2, decode_responses=True)
+    check("move arrived", (db2.get("other"), db2.ttl("other")), ("hello", 100))
+    check("expiretime", r.expiretime("dst") - int(time.time()) in range(98, 102), True)
+    check("pexpiretime missing", r.execute_command("PEXPIRETIME", "nokey"), -2)
+    check("setbit", r.setbit("bits", 7, 1), 0)
+    check("getbit", r.getbit("bits", 7), 1)
+    check("bitcount", r.bitcount("bits"), 1)
+    r.set("fb", "foobar")
+    check("bitcount bit range", r.bitcount("fb", 5, 30, mode="bit"), 17)
+    check("bitpos", r.bitpos("bits", 1), 7)
+    check("bitop", r.bitop("OR", "or", "bits", "fb"), 6)
+    bf = r.bitfield("field")
+    bf.set("i8", 0, -100).get("i8", 0).incrby("u4", "#2", 20)
+    check("bitfield", bf.execute(), [0, -100, 4])
+    check("bitfield overflow fail", r.bitfield("field").overflow("FAIL").incrby("u4", "#2", 20).execute(), [None])
+    check("bitfield_ro", r.bitfield_ro("field", "i8", 0), [-100])
+    check("object encoding raw", r.object("encoding", "bits"), "raw")
+    r.set("a", "ohmytext")
+    r.set("b", "mynewtext")
+    check("lcs", r.lcs("a", "b"), "mytext")
+    check("lcs len", r.lcs("a", "b", len=True), 6)
+    idx = r.lcs("a", "b", idx=True, minmatchlen=4, withmatchlen=True)
+    check("lcs idx", idx, {"matches": [[[4, 7], [5, 8], 4]], "len": 6})
+    r.flushall()
+    for i in range(1000):
+        r.set(f"scan:{i}", i)
+    pages = []
+    cursor = 0
+    while True:
+        cursor, keys = r.scan(cursor, match="scan:*", count=10)
+        pages.append(len(keys))
+        if cursor == 0:
+    check("scan pages", (len(pages) <= 105, min(pages) > 0), (True, True))
+    r.flushall()
+    db2.flushall()
 
 
 def tenants():
@@ -411,7 +463,7 @@ def shutdown():
     check("shutdown stops the server", "stopped", "stopped")
 
 
-for section in (redis_py, tenants, hashes_and_sets, pubsub, redis_cli, inline, benchmark, shutdown):
+for section in (redis_py, keyspace_and_bits, tenants, hashes_and_sets, pubsub, redis_cli, inline, benchmark, shutdown):
     try:
         section()
     except Exception as e:  # a crash in one section is a failure, not the end

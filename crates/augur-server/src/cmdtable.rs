@@ -236,6 +236,22 @@ commands! {
     Publish b"PUBLISH" "publish" 3 [PUBSUB|LOADING|STALE|FAST] 0 0 0 "pubsub" "Posts a message to a channel." NONE;
     SPublish b"SPUBLISH" "spublish" 3 [PUBSUB|LOADING|STALE|FAST] 1 1 1 "pubsub" "Posts a message to a shard channel." NONE;
     PubSub b"PUBSUB" "pubsub" -2 [] 0 0 0 "pubsub" "A container for Pub/Sub commands." PUBSUB_SUBS;
+    Rename b"RENAME" "rename" 3 [WRITE] 1 2 1 "generic" "Renames a key and overwrites the destination." NONE;
+    RenameNx b"RENAMENX" "renamenx" 3 [WRITE|FAST] 1 2 1 "generic" "Renames a key only when the target key name doesn't exist." NONE;
+    Copy b"COPY" "copy" -3 [WRITE|DENYOOM] 1 2 1 "generic" "Copies the value of a key to a new key." NONE;
+    Move b"MOVE" "move" 3 [WRITE|FAST] 1 1 1 "generic" "Moves a key to another database." NONE;
+    ExpireTime b"EXPIRETIME" "expiretime" 2 [READONLY|FAST] 1 1 1 "generic" "Returns the expiration time of a key as a Unix timestamp." NONE;
+    PExpireTime b"PEXPIRETIME" "pexpiretime" 2 [READONLY|FAST] 1 1 1 "generic" "Returns the expiration time of a key as a Unix milliseconds timestamp." NONE;
+    SetBit b"SETBIT" "setbit" 4 [WRITE|DENYOOM] 1 1 1 "bitmap" "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist." NONE;
+    GetBit b"GETBIT" "getbit" 3 [READONLY|FAST] 1 1 1 "bitmap" "Returns a bit value by offset." NONE;
+    BitCount b"BITCOUNT" "bitcount" -2 [READONLY] 1 1 1 "bitmap" "Counts the number of set bits (population counting) in a string." NONE;
+    BitPos b"BITPOS" "bitpos" -3 [READONLY] 1 1 1 "bitmap" "Finds the first set (1) or clear (0) bit in a string." NONE;
+    BitOp b"BITOP" "bitop" -4 [WRITE|DENYOOM] 2 -1 1 "bitmap" "Performs bitwise operations on multiple strings, and stores the result." NONE;
+    BitField b"BITFIELD" "bitfield" -2 [WRITE|DENYOOM] 1 1 1 "bitmap" "Performs arbitrary bitfield integer operations on strings." NONE;
+    BitFieldRo b"BITFIELD_RO" "bitfield_ro" -2 [READONLY|FAST] 1 1 1 "bitmap" "Performs arbitrary read-only bitfield integer operations on strings." NONE;
+    Lcs b"LCS" "lcs" -3 [READONLY] 1 2 1 "string" "Finds the longest common substring." NONE;
+    Dump b"DUMP" "dump" 2 [READONLY] 1 1 1 "generic" "Returns a serialized representation of the value stored at a key." NONE;
+    Restore b"RESTORE" "restore" -4 [WRITE|DENYOOM] 1 1 1 "generic" "Creates a key from the serialized representation of a value." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[

@@ -13,7 +13,7 @@
 //! 4   u32  value_len
 //! 8   u16  key_len    (0xFFFF: the real length is the u32 in the LONG_KEY block)
 //! 10  u8   db
-//! 11  u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, hash, set)
+//! 11  u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, hash, set) | RAW_STRING
 //! 12  [u64 expire_at_ms, u32 volatile_index]   only with HAS_TTL
 //!     [u32 key_len]                             only with LONG_KEY
 //!     key bytes, then value bytes
@@ -52,6 +52,14 @@ const TYPE_MASK: u8 = 0b1100;
 const TYPE_HASH: u8 = 0b0100;
 const TYPE_SET: u8 = 0b1000;
 const PTR_LEN: usize = std::mem::size_of::<*mut Object>();
+/// The value was last written by an in-place string modification (APPEND, SETRANGE,
+/// SETBIT, BITFIELD, BITOP's result), which in Redis leaves a string in the `raw`
+/// encoding whatever its length or content (t_string.c, bitops.c: dbUnshareStringValue);
+/// a plain SET (tryObjectEncoding) clears it. Only OBJECT ENCODING reads it.
+const RAW_STRING: u8 = 0x80;
+/// Flag bits that describe the block's layout (recomputed whenever a block is rebuilt);
+/// every other bit describes the value and is carried over by [`Entry::rekeyed`].
+const LAYOUT_FLAGS: u8 = HAS_TTL | LONG_KEY;
 const SHORT_KEY_MAX: usize = 0xFFFE;
 
 /// Largest value (and key) length an entry can hold.
@@ -183,6 +191,7 @@ impl Entry {
         };
         let e = Entry(ptr);
         let flags = if ttl { HAS_TTL } else { 0 } | if long { LONG_KEY } else { 0 };
+        debug_assert!(flags & !LAYOUT_FLAGS == 0);
         e.write_u32(0, atime);
         e.write_u32(4, value_len as u32);
         e.write_u16(8, if long { 0xFFFF } else { key_len as u16 });
@@ -326,6 +335,79 @@ impl Entry {
         class == self.usable_size()
     }
 
+    /// Whether the value is a string in Redis's `raw` encoding (see [`RAW_STRING`]).
+    pub fn is_raw(&self) -> bool {
+        self.flags() & RAW_STRING != 0
+    }
+
+    pub fn set_raw(&self, raw: bool) {
+        let f = self.flags() & !RAW_STRING;
+        self.write_u8(11, if raw { f | RAW_STRING } else { f });
+    }
+
+    /// Moves the entry to database `db` (MOVE: same key, same block).
+    pub fn set_db(&self, db: u8) {
+        self.write_u8(10, db)
+    }
+
+    /// A new block holding this entry's value (and value flags, e.g. a type tag) under
+    /// another key and/or database, with (`Some`) or without a TTL block: RENAME, COPY.
+    /// `self` stays valid; the caller frees it or keeps it.
+    pub fn rekeyed(&self, db: u8, key: &[u8], ttl: Option<(u64, u32)>) -> Entry {
+        let value = self.value();
+        let e = Self::alloc_uninit(db, key.len(), value.len(), ttl.is_some(), self.atime());
+        e.write_u8(11, e.flags() | (self.flags() & !LAYOUT_FLAGS));
+        if let Some((at, idx)) = ttl {
+            e.set_ttl_fields(at, idx);
+        }
+        // SAFETY: alloc_uninit sized the block for this key and value at these offsets.
+        unsafe {
+            let ko = e.key_offset();
+            std::ptr::copy_nonoverlapping(key.as_ptr(), e.0.as_ptr().add(ko), key.len());
+            std::ptr::copy_nonoverlapping(
+                value.as_ptr(),
+                e.0.as_ptr().add(ko + key.len()),
+                value.len(),
+            );
+        }
+        e
+    }
+
+    /// The value's bytes, writable (in-place string updates: SETBIT, SETRANGE...).
+    pub fn value_mut<'a>(self) -> &'a mut [u8] {
+        let off = self.key_offset() + self.key_len();
+        // SAFETY: the value follows the key inside the block; the shard hands out one
+        // mutable view at a time, under its lock.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr().add(off), self.value_len()) }
+    }
+
+    /// Grows the value to `len` bytes (>= the current length), the new bytes zeroed: in
+    /// place when the block already has room, else by `realloc`, which for large blocks
+    /// can often extend the mapping without copying. Returns the entry's (possibly new)
+    /// handle; the old handle must not be used afterwards.
+    pub fn grow_value(self, len: usize) -> Entry {
+        let old = self.value_len();
+        debug_assert!(len >= old && len <= MAX_LEN);
+        let off = self.key_offset() + self.key_len();
+        let e = if off + len <= self.usable_size() {
+            self
+        } else {
+            let size = off + len;
+            // SAFETY: the block came from jemalloc's malloc; realloc keeps its contents.
+            let raw = unsafe { tikv_jemalloc_sys::realloc(self.0.as_ptr() as *mut _, size) };
+            let Some(ptr) = NonNull::new(raw as *mut u8) else {
+                std::alloc::handle_alloc_error(
+                    std::alloc::Layout::from_size_align(size, 1).unwrap(),
+                );
+            };
+            Entry(ptr)
+        };
+        // SAFETY: the block holds off + len bytes (checked or just reallocated).
+        unsafe { std::ptr::write_bytes(e.0.as_ptr().add(off + old), 0, len - old) };
+        e.write_u32(4, len as u32);
+        e
+    }
+
     /// Overwrites the value in place; the caller checked [`Entry::fits_in_place`].
     pub fn overwrite_value(&self, value: &[u8]) {
         debug_assert!(self.fits_in_place(value.len()));
@@ -342,9 +424,7 @@ impl Entry {
     /// or set copy shares the object pointer: release the other block with
     /// [`Entry::free_block`].
     pub fn with_ttl(&self, ttl: Option<(u64, u32)>) -> Entry {
-        let e = Entry::new(self.db(), self.key(), self.value(), ttl, self.atime());
-        e.write_u8(11, e.flags() | (self.flags() & TYPE_MASK));
-        e
+        self.rekeyed(self.db(), self.key(), ttl)
     }
 
     fn read_u8(&self, off: usize) -> u8 {
@@ -449,6 +529,41 @@ mod tests {
         e.overwrite_value(b"abc");
         assert_eq!(e.value(), b"abc");
         assert!(!e.fits_in_place(1000));
+        e.free();
+    }
+
+    #[test]
+    fn rekeyed_keeps_value_flags_and_drops_layout_flags() {
+        let e = Entry::new(1, b"a", b"value", Some((77, 3)), 9);
+        e.set_raw(true);
+        let long = vec![b'x'; 70_000];
+        let r = e.rekeyed(4, &long, None);
+        assert_eq!((r.db(), r.key(), r.value()), (4, &long[..], &b"value"[..]));
+        assert!(r.is_raw() && !r.has_ttl());
+        assert_eq!(r.atime(), 9);
+        let back = r.rekeyed(2, b"b", Some((5, 0)));
+        assert_eq!(
+            (back.key(), back.expire_at(), back.is_raw()),
+            (&b"b"[..], Some(5), true)
+        );
+        back.set_raw(false);
+        assert!(!back.is_raw() && back.has_ttl());
+        for x in [e, r, back] {
+            x.free();
+        }
+    }
+
+    #[test]
+    fn grow_value_zero_fills_in_place_or_by_realloc() {
+        let e = Entry::new(0, b"k", b"ab", Some((1, 0)), 0);
+        let e = e.grow_value(5);
+        assert_eq!(e.value(), b"ab\0\0\0");
+        let e = e.grow_value(100_000);
+        assert_eq!(&e.value()[..2], b"ab");
+        assert!(e.value()[2..].iter().all(|&b| b == 0));
+        assert_eq!((e.key(), e.expire_at()), (&b"k"[..], Some(1)));
+        e.value_mut()[99_999] = 7;
+        assert_eq!(e.value()[99_999], 7);
         e.free();
     }
 }

@@ -22,8 +22,8 @@ pub use object::{
 };
 pub use policy_name::EvictionPolicy;
 pub use shard::{
-    charged_bytes, Detached, EntryInfo, SetTtl, Shard, TtlState, Value, WriteError, WrongType,
-    PROFILE_INDEX_BYTES,
+    charged_bytes, Detached, EntryInfo, ObjectInfo, Relocated, Relocation, SetTtl, Shard, TtlState,
+    Value, WriteError, WrongType, PROFILE_INDEX_BYTES,
 };
 pub use store::{glob_match, MultiLock, ScanPage, Store, StoreConfig, StoreStats, TenantStats};
 pub use tenant::{
@@ -36,3 +36,5 @@ pub use watch::WatchFlag;
 mod object_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_keyops;

@@ -46,6 +46,10 @@
 //! the shard stays above its budget until its next write (Redis, which evicts only
 //! before a command, lets a command overshoot the same way).
 
+mod keyops;
+mod wallclock;
+pub use keyops::{ObjectInfo, Relocated, Relocation};
+
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
 use crate::object::{Kind, Object};
@@ -86,6 +90,8 @@ pub enum WriteError {
     OutOfMemory,
     /// The value would exceed the largest size the store can hold (4 GiB - 1).
     TooLarge,
+    /// An in-place string update met a hash or set.
+    WrongType,
 }
 
 /// A typed command met a key holding another type (Redis's WRONGTYPE error).
@@ -336,6 +342,7 @@ impl Part {
         if new_expire.is_some() == had_ttl && e.reuse_for(value.len()) {
             // Same layout and size class: overwrite in place, no allocation.
             e.overwrite_value(value);
+            e.set_raw(false);
             e.set_atime(now);
             if let Some(at) = new_expire {
                 e.set_expire_at(at);
@@ -591,6 +598,8 @@ pub struct Shard {
     /// The hash or set a command is changing, which eviction must not choose
     /// (see the module documentation); set only inside [`Shard::write_object`].
     pinned: Option<Entry>,
+    /// Wall-clock dates of the logical clock, for OBJECT IDLETIME in seconds.
+    wall: wallclock::WallClock,
 }
 
 // SAFETY: the shard exclusively owns every entry allocation it indexes.
@@ -613,6 +622,7 @@ impl Shard {
             rng: SmallRng::seed_from_u64(seed),
             touched: 0,
             pinned: None,
+            wall: Default::default(),
         };
         s.published_used.0.store(0, Ordering::Relaxed);
         s
@@ -1143,6 +1153,7 @@ impl Shard {
     /// samples). Returns keys removed.
     pub(crate) fn expire_cycle(&mut self, now_ms: u64, max_rounds: usize) -> u64 {
         const SAMPLE: usize = 20;
+        self.note_wall_clock(now_ms);
         let mut removed: u64 = 0;
         let rng = &mut self.rng;
         for part in &mut self.parts {

@@ -146,6 +146,31 @@ impl MultiLock<'_> {
             .expect("shard_for: key was not locked");
         &mut self.guards[pos].1
     }
+
+    /// The locked shards holding `a` and `b` at once: the second is `None` when both
+    /// keys live in the same shard (RENAME, COPY: [`Shard::relocate`]).
+    ///
+    /// # Panics
+    /// If either key was not among the keys locked.
+    pub fn pair(&mut self, a: &[u8], b: &[u8]) -> (&mut Shard, Option<&mut Shard>) {
+        let find = |guards: &[(usize, MutexGuard<'_, Shard>)], s: usize| {
+            guards
+                .binary_search_by_key(&s, |(i, _)| *i)
+                .expect("pair: key was not locked")
+        };
+        let pa = find(&self.guards, self.store.shard_index(a));
+        let pb = find(&self.guards, self.store.shard_index(b));
+        if pa == pb {
+            return (&mut self.guards[pa].1, None);
+        }
+        let (lo, hi) = self.guards.split_at_mut(pa.max(pb));
+        let (first, second) = (&mut lo[pa.min(pb)].1, &mut hi[0].1);
+        if pa < pb {
+            (first, Some(second))
+        } else {
+            (second, Some(first))
+        }
+    }
 }
 
 pub struct Store {
@@ -503,14 +528,20 @@ impl Store {
         out
     }
 
-    /// SCAN: examines about `count` index positions per call and returns the live keys
-    /// of `db` among them that match `pattern`.
+    /// SCAN: returns about `count` keys of `db` per call (before MATCH filtering, as
+    /// Redis counts), then the cursor to go on from.
     ///
     /// Guarantee (as Redis's): a key present for the whole iteration is returned at least
     /// once. The cursor packs (shard + 1, the shard's index epoch, position); each shard's
     /// positions are walked from the top down, deletions only move entries downwards
     /// (see `index`), and a cursor whose epoch is stale (the shard's index was resized
     /// since) restarts that shard from its top: duplicates, never misses.
+    ///
+    /// Page sizes: a call walks on until it has seen `count` keys of the database
+    /// (crossing into following shards if needed) and then up to the next one, so no
+    /// page is empty except when MATCH filters everything out; the work per call is
+    /// bounded by `count * 20 + 64` positions, as Redis bounds it by `count * 10`
+    /// buckets.
     pub fn scan(
         &self,
         ns: Ns,
@@ -530,20 +561,33 @@ impl Store {
             ((cursor >> 48).saturating_sub(1), Some((epoch, pos)))
         };
         let mut page = ScanPage::default();
-        let mut budget = count;
-        while shard < n && budget > 0 {
+        let mut seen = 0usize;
+        let mut budget = count.saturating_mul(20).saturating_add(64);
+        while shard < n {
             let g = self.shards[shard as usize].0.lock();
+            if seen >= count && g.keys_in_db(ns) > 0 {
+                // The next call starts with this shard.
+                break;
+            }
             let (positions, epoch) = g.scan_extent(ns.tenant);
             let top = match resume {
                 Some((e, pos)) if e == epoch & 0xFF => pos.min(positions),
                 _ => positions,
             };
-            let from = top.saturating_sub(budget);
-            g.collect_keys(ns, from..top, pattern, now_ms, &mut page.keys);
-            budget -= top - from;
-            if from > 0 {
+            let (next, s, examined) = g.scan_walk(
+                ns,
+                top,
+                count.saturating_sub(seen),
+                budget,
+                pattern,
+                now_ms,
+                &mut page.keys,
+            );
+            seen += s;
+            budget = budget.saturating_sub(examined);
+            if next > 0 {
                 page.next_cursor =
-                    ((shard + 1) << 48) | (((epoch & 0xFF) as u64) << POS_BITS) | from as u64;
+                    ((shard + 1) << 48) | (((epoch & 0xFF) as u64) << POS_BITS) | next as u64;
                 return page;
             }
             shard += 1;

@@ -1,4 +1,5 @@
-//! Key expiry commands: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, PERSIST.
+//! Key expiry commands: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, EXPIRETIME,
+//! PEXPIRETIME, PERSIST.
 //! Mirrors Redis's expire.c (and the TTL/PERSIST parts of db.c).
 
 use super::{c_str, eq, lossy, Client, ERR_NOT_INT};
@@ -79,7 +80,8 @@ pub(super) fn expire_command(
     c.out.int(1);
 }
 
-/// TTL (seconds, rounded) and PTTL (milliseconds).
+/// TTL (seconds, rounded) and PTTL (milliseconds); EXPIRETIME and PEXPIRETIME, the
+/// same as absolute Unix times (expire.c ttlGenericCommand).
 pub(super) fn ttl_command(
     shared: &Shared,
     c: &mut Client,
@@ -93,12 +95,14 @@ pub(super) fn ttl_command(
         TtlState::Missing => c.out.int(-2),
         TtlState::Persistent => c.out.int(-1),
         TtlState::ExpiresAt(at) => {
-            let ms = at.saturating_sub(now) as i64;
-            c.out.int(if spec.cmd == Cmd::PTtl {
-                ms
-            } else {
-                (ms + 500) / 1000
-            });
+            let abs = matches!(spec.cmd, Cmd::ExpireTime | Cmd::PExpireTime);
+            let ms = if abs { at } else { at.saturating_sub(now) } as i64;
+            c.out
+                .int(if matches!(spec.cmd, Cmd::PTtl | Cmd::PExpireTime) {
+                    ms
+                } else {
+                    (ms + 500) / 1000
+                });
         }
     }
 }

@@ -1,10 +1,131 @@
 //! Keyspace commands: DEL, UNLINK, EXISTS, TOUCH, TYPE, KEYS, SCAN, RANDOMKEY, DBSIZE,
-//! FLUSHDB, FLUSHALL, MEMORY and OBJECT. Mirrors Redis's db.c (MEMORY and OBJECT: object.c).
+//! FLUSHDB, FLUSHALL, RENAME, RENAMENX, MOVE, COPY, MEMORY and OBJECT. Mirrors Redis's
+//! db.c (MEMORY and OBJECT: object.c).
 
-use super::{eq, help_reply, subcommand, Client, ERR_NOT_INT, ERR_SYNTAX};
+use super::{eq, help_reply, subcommand, write_error, Client, ERR_NOT_INT, ERR_SYNTAX};
 use crate::cmdtable::{Cmd, CommandSpec};
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
+use augur_store::{Ns, Relocated, Relocation};
+
+const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
+const ERR_DB_RANGE: &str = "ERR DB index is out of range";
+
+/// RENAME and RENAMENX: the whole entry (value of any type, TTL) moves to the new name,
+/// atomically even when the two names live in different shards (both are locked).
+pub(super) fn rename_command(
+    shared: &Shared,
+    c: &mut Client,
+    spec: &CommandSpec,
+    args: Args<'_>,
+    now: u64,
+) {
+    let (key, newkey) = (args.get(1), args.get(2));
+    let nx = spec.cmd == Cmd::RenameNx;
+    let ns = c.ns();
+    if key == newkey {
+        // Nothing to do, but a missing key is still an error.
+        if !shared.store.lock_key(key).exists(ns, key, now) {
+            return c.out.error("ERR no such key");
+        }
+        return if nx { c.out.int(0) } else { c.out.ok() };
+    }
+    let how = if nx {
+        Relocation::RenameNx
+    } else {
+        Relocation::Rename
+    };
+    let mut lock = shared.store.lock_keys(&[key, newkey]);
+    let (src, dst) = lock.pair(key, newkey);
+    match src.relocate(dst, ns, key, ns, newkey, how, now) {
+        Ok(Relocated::Done) if nx => c.out.int(1),
+        Ok(Relocated::Done) => c.out.ok(),
+        Ok(Relocated::SourceMissing) => c.out.error("ERR no such key"),
+        Ok(Relocated::DestinationExists) => c.out.int(0),
+        Err(e) => write_error(&mut c.out, e),
+    }
+}
+
+/// A database number argument (getIntFromObjectOrReply, then selectDb's range check);
+/// replies and returns None on error.
+fn db_arg(shared: &Shared, c: &mut Client, arg: &[u8]) -> Option<u8> {
+    match parse_i64(arg) {
+        Some(n) if (i32::MIN as i64..=i32::MAX as i64).contains(&n) => {
+            if n < 0 || n as usize >= shared.store.databases() {
+                c.out.error(ERR_DB_RANGE);
+                None
+            } else {
+                Some(n as u8)
+            }
+        }
+        _ => {
+            c.out.error(ERR_NOT_INT);
+            None
+        }
+    }
+}
+
+/// MOVE key db: to another database of the caller's tenant; 0 when the key is missing
+/// or already exists there.
+pub(super) fn move_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let Some(db) = db_arg(shared, c, args.get(2)) else {
+        return;
+    };
+    if db == c.db {
+        return c.out.error(ERR_SAME_OBJECT);
+    }
+    let key = args.get(1);
+    let to = Ns::new(c.tenant, db);
+    let mut shard = shared.store.lock_key(key);
+    match shard.relocate(None, c.ns(), key, to, key, Relocation::RenameNx, now) {
+        Ok(Relocated::Done) => c.out.int(1),
+        Ok(_) => c.out.int(0),
+        Err(e) => write_error(&mut c.out, e),
+    }
+}
+
+/// COPY source destination [DB db] [REPLACE]: an independent copy of the entry (value
+/// and TTL) in the caller's tenant.
+pub(super) fn copy_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let mut db = c.db;
+    let mut replace = false;
+    let mut j = 3;
+    while j < args.len() {
+        let opt = args.get(j);
+        if eq(opt, "replace") {
+            replace = true;
+        } else if eq(opt, "db") && j + 1 < args.len() {
+            let Some(d) = db_arg(shared, c, args.get(j + 1)) else {
+                return;
+            };
+            db = d;
+            j += 1;
+        } else {
+            return c.out.error(ERR_SYNTAX);
+        }
+        j += 1;
+    }
+    let (key, newkey) = (args.get(1), args.get(2));
+    if db == c.db && key == newkey {
+        return c.out.error(ERR_SAME_OBJECT);
+    }
+    let to = Ns::new(c.tenant, db);
+    let mut lock = shared.store.lock_keys(&[key, newkey]);
+    let (src, dst) = lock.pair(key, newkey);
+    match src.relocate(
+        dst,
+        c.ns(),
+        key,
+        to,
+        newkey,
+        Relocation::Copy { replace },
+        now,
+    ) {
+        Ok(Relocated::Done) => c.out.int(1),
+        Ok(_) => c.out.int(0),
+        Err(e) => write_error(&mut c.out, e),
+    }
+}
 
 /// DEL, UNLINK, EXISTS and TOUCH: the number of the given keys each one hits.
 pub(super) fn del_command(
@@ -173,30 +294,39 @@ pub(super) fn object_command(
     }
     let key = args.get(2);
     let mut shard = shared.store.lock_key(key);
-    let Some(info) = shard.info(c.ns(), key, now) else {
+    let Some(info) = shard.object_info(c.ns(), key, now) else {
         return c.out.null();
     };
     match sub {
         "encoding" => {
-            if let Some(enc) = info.encoding {
+            // A hash or set reports its own encoding; a string Redis's int/embstr/raw.
+            if let Some(enc) = shard.info(c.ns(), key, now).and_then(|i| i.encoding) {
                 return c.out.bulk(enc.as_bytes());
             }
             let v = shard.peek(c.ns(), key, now).ok().flatten().unwrap_or(b"");
-            let enc = if v.len() <= 20 && parse_i64(v).is_some() {
-                "int"
-            } else if v.len() <= 44 {
-                "embstr"
-            } else {
-                "raw"
-            };
-            c.out.bulk(enc.as_bytes());
+            c.out.bulk(string_encoding(v, info.raw).as_bytes());
         }
         "refcount" => c.out.int(1),
-        // Augur's recency clock is logical (accesses of the shard), not seconds: the
-        // number reported is the key's idle age in accesses.
-        "idletime" => c.out.int(info.idle_accesses as i64),
+        // Wall-clock seconds, as Redis; eviction itself ranks keys by logical time.
+        "idletime" => c.out.int(info.idle_secs as i64),
         _ => c.out.error(
             "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ),
+    }
+}
+
+/// Redis's encoding of a string value (object.c): a value written by an in-place
+/// update (APPEND, SETRANGE, SETBIT, BITFIELD, BITOP) stays `raw`; otherwise
+/// tryObjectEncoding's choice: `int` for a canonical integer that fits 64 bits, `embstr`
+/// up to 44 bytes, `raw` beyond.
+pub(super) fn string_encoding(v: &[u8], raw: bool) -> &'static str {
+    if raw {
+        "raw"
+    } else if v.len() <= 20 && parse_i64(v).is_some() {
+        "int"
+    } else if v.len() <= 44 {
+        "embstr"
+    } else {
+        "raw"
     }
 }

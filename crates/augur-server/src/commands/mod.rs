@@ -5,11 +5,13 @@
 //! This module holds what server.c's processCommand does before a command runs (lookup,
 //! arity, authentication, the OOM check), the dispatch, and the error helpers every group
 //! shares. The commands themselves live in one file per group, as in Redis: `strings`
-//! (t_string.c), `keyspace` (db.c, object.c), `expire` (expire.c), `connection`
-//! (networking.c), `server` (server.c, config.c), `hash` (t_hash.c), `set` (t_set.c),
-//! `multi` (multi.c), `scripting` (eval.c, functions.c) and `pubsub` (pubsub.c).
+//! (t_string.c), `bits` (bitops.c), `keyspace` (db.c, object.c), `expire` (expire.c),
+//! `connection` (networking.c), `server` (server.c, config.c), `hash` (t_hash.c), `set`
+//! (t_set.c), `multi` (multi.c), `scripting` (eval.c, functions.c) and `pubsub` (pubsub.c).
 
+mod bits;
 mod connection;
+mod dump;
 mod expire;
 mod hash;
 mod keyspace;
@@ -22,6 +24,8 @@ mod strings;
 mod tenant;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_strcmds;
 
 use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH, NO_MULTI};
 use crate::pubsub::Kind as PsKind;
@@ -260,6 +264,19 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::Publish => pubsub::publish_command(shared, c, PsKind::Channel, args),
         Cmd::SPublish => pubsub::publish_command(shared, c, PsKind::Shard, args),
         Cmd::PubSub => pubsub::pubsub_command(shared, c, spec, args),
+        Cmd::Rename | Cmd::RenameNx => keyspace::rename_command(shared, c, spec, args, now),
+        Cmd::Copy => keyspace::copy_command(shared, c, args, now),
+        Cmd::Move => keyspace::move_command(shared, c, args, now),
+        Cmd::ExpireTime | Cmd::PExpireTime => expire::ttl_command(shared, c, spec, args, now),
+        Cmd::SetBit => bits::setbit_command(shared, c, args, now),
+        Cmd::GetBit => bits::getbit_command(shared, c, args, now),
+        Cmd::BitCount => bits::bitcount_command(shared, c, args, now),
+        Cmd::BitPos => bits::bitpos_command(shared, c, args, now),
+        Cmd::BitOp => bits::bitop_command(shared, c, args, now),
+        Cmd::BitField | Cmd::BitFieldRo => bits::bitfield_command(shared, c, spec, args, now),
+        Cmd::Lcs => strings::lcs_command(shared, c, args, now),
+        Cmd::Dump => dump::dump_command(shared, c, args, now),
+        Cmd::Restore => dump::restore_command(shared, c, args, now),
     }
 }
 
@@ -282,6 +299,7 @@ fn write_error(out: &mut Out, e: WriteError) {
     match e {
         WriteError::OutOfMemory => out.error(ERR_OOM),
         WriteError::TooLarge => out.error(ERR_TOO_BIG),
+        WriteError::WrongType => out.error(ERR_WRONGTYPE),
     }
 }
 

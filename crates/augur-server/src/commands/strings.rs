@@ -1,6 +1,7 @@
 //! String commands: GET, SET and its variants, GETSET, GETDEL, GETEX, MGET, MSET(NX),
-//! INCR/DECR and friends, INCRBYFLOAT, APPEND, STRLEN, GETRANGE, SETRANGE. Mirrors Redis's
-//! t_string.c.
+//! INCR/DECR and friends, INCRBYFLOAT, APPEND, STRLEN, GETRANGE, SETRANGE, LCS. Mirrors
+//! Redis's t_string.c. APPEND and SETRANGE edit the stored value in place
+//! ([`augur_store::Shard::update`]), as Redis edits an unshared sds.
 
 use super::{
     arity_error, eq, write_error, Client, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_SYNTAX, ERR_TOO_BIG,
@@ -403,6 +404,7 @@ pub(super) fn append_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
     let mut shard = shared.store.lock_key(key);
     let result = match shard.peek(c.ns(), key, now) {
         Err(_) => return c.out.error(ERR_WRONGTYPE),
+        // A new key is stored as SET stores it (tryObjectEncoding in Redis).
         Ok(None) => shard
             .set(c.ns(), key, tail, SetTtl::Clear, now)
             .map(|_| tail.len()),
@@ -410,12 +412,17 @@ pub(super) fn append_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
             if (v.len() + tail.len()) as u64 > max {
                 return c.out.error(ERR_TOO_BIG);
             }
-            let mut joined = Vec::with_capacity(v.len() + tail.len());
-            joined.extend_from_slice(v);
-            joined.extend_from_slice(tail);
-            shard
-                .set(c.ns(), key, &joined, SetTtl::Keep, now)
-                .map(|_| joined.len())
+            shard.update(
+                c.ns(),
+                key,
+                now,
+                |len| len + tail.len(),
+                |buf, _| {
+                    let at = buf.len() - tail.len();
+                    buf[at..].copy_from_slice(tail);
+                    buf.len()
+                },
+            )
         }
     };
     match result {
@@ -482,19 +489,168 @@ pub(super) fn setrange_command(shared: &Shared, c: &mut Client, args: Args<'_>, 
         return c.out.error(ERR_TOO_BIG);
     }
     let offset = offset as usize;
-    let ttl = if existing.is_some() {
-        SetTtl::Keep
-    } else {
-        SetTtl::Clear
-    };
-    let old = existing.unwrap_or(b"");
-    let new_len = old.len().max(offset + value.len());
-    let mut new = Vec::with_capacity(new_len);
-    new.extend_from_slice(old);
-    new.resize(new_len, 0);
-    new[offset..offset + value.len()].copy_from_slice(value);
-    match shard.set(c.ns(), key, &new, ttl, now) {
-        Ok(()) => c.out.int(new_len as i64),
+    let end = offset + value.len();
+    match shard.update(
+        c.ns(),
+        key,
+        now,
+        |len| len.max(end),
+        |buf, _| {
+            buf[offset..end].copy_from_slice(value);
+            buf.len()
+        },
+    ) {
+        Ok(n) => c.out.int(n as i64),
         Err(e) => write_error(&mut c.out, e),
     }
+}
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN] (t_string.c lcsCommand):
+/// the longest common subsequence by the classic dynamic-programming table, whose
+/// transient size is bounded by proto-max-bulk-len as in Redis 7.0.
+pub(super) fn lcs_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let (ka, kb) = (args.get(1), args.get(2));
+    let (a, b) = {
+        let mut lock = shared.store.lock_keys(&[ka, kb]);
+        let a = lock
+            .shard_for(ka)
+            .get(c.ns(), ka, now)
+            .map(|v| v.unwrap_or(b"").to_vec());
+        let b = lock
+            .shard_for(kb)
+            .get(c.ns(), kb, now)
+            .map(|v| v.unwrap_or(b"").to_vec());
+        match (a, b) {
+            (Ok(a), Ok(b)) => (a, b),
+            _ => {
+                return c
+                    .out
+                    .error("ERR The specified keys must contain string values")
+            }
+        }
+    };
+    let (mut getlen, mut getidx, mut withmatchlen) = (false, false, false);
+    let mut minmatchlen: u64 = 0;
+    let mut j = 3;
+    while j < args.len() {
+        let opt = args.get(j);
+        if eq(opt, "idx") {
+            getidx = true;
+        } else if eq(opt, "len") {
+            getlen = true;
+        } else if eq(opt, "withmatchlen") {
+            withmatchlen = true;
+        } else if eq(opt, "minmatchlen") && j + 1 < args.len() {
+            let Some(n) = parse_i64(args.get(j + 1)) else {
+                return c.out.error(ERR_NOT_INT);
+            };
+            minmatchlen = n.max(0) as u64;
+            j += 1;
+        } else {
+            return c.out.error(ERR_SYNTAX);
+        }
+        j += 1;
+    }
+    if getlen && getidx {
+        return c
+            .out
+            .error("ERR If you want both the length and indexes, please just use IDX.");
+    }
+    if a.len() >= u32::MAX as usize - 1 || b.len() >= u32::MAX as usize - 1 {
+        return c.out.error("ERR String too long for LCS");
+    }
+    let (alen, blen) = (a.len(), b.len());
+    let cells = (alen as u64 + 1) * (blen as u64 + 1);
+    if cells * 4 > shared.proto_max_bulk_len.load(Relaxed) {
+        return c
+            .out
+            .error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    }
+    let mut table: Vec<u32> = Vec::new();
+    if table.try_reserve_exact(cells as usize).is_err() {
+        return c
+            .out
+            .error("ERR Insufficient memory, failed allocating transient memory for LCS");
+    }
+    table.resize(cells as usize, 0);
+    let w = blen + 1;
+    for i in 1..=alen {
+        for jj in 1..=blen {
+            table[i * w + jj] = if a[i - 1] == b[jj - 1] {
+                table[(i - 1) * w + jj - 1] + 1
+            } else {
+                table[(i - 1) * w + jj].max(table[i * w + jj - 1])
+            };
+        }
+    }
+    let len = table[alen * w + blen];
+    if getlen {
+        return c.out.int(len as i64);
+    }
+    // Walk back from the end, collecting the LCS and (for IDX) the matching ranges.
+    let mut result = vec![0u8; len as usize];
+    let mut idx = len as usize;
+    let mut ranges: Vec<[u64; 5]> = Vec::new();
+    let (mut i, mut jj) = (alen, blen);
+    // (a_start, a_end, b_start, b_end) of the range being grown; None between ranges.
+    let mut cur: Option<(usize, usize, usize, usize)> = None;
+    while i > 0 && jj > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[jj - 1] {
+            result[idx - 1] = a[i - 1];
+            cur = match cur {
+                None => Some((i - 1, i - 1, jj - 1, jj - 1)),
+                Some((as_, ae, bs, be)) if as_ == i && bs == jj => Some((as_ - 1, ae, bs - 1, be)),
+                Some(r) => {
+                    emit = true;
+                    Some(r)
+                }
+            };
+            if let Some((as_, _, bs, _)) = cur {
+                if as_ == 0 || bs == 0 {
+                    emit = true;
+                }
+            }
+            idx -= 1;
+            i -= 1;
+            jj -= 1;
+        } else {
+            if table[(i - 1) * w + jj] > table[i * w + jj - 1] {
+                i -= 1;
+            } else {
+                jj -= 1;
+            }
+            if cur.is_some() {
+                emit = true;
+            }
+        }
+        if emit {
+            if let Some((as_, ae, bs, be)) = cur.take() {
+                let mlen = (ae - as_ + 1) as u64;
+                if minmatchlen == 0 || mlen >= minmatchlen {
+                    ranges.push([as_ as u64, ae as u64, bs as u64, be as u64, mlen]);
+                }
+            }
+        }
+    }
+    if !getidx {
+        return c.out.bulk(&result);
+    }
+    c.out.map(2);
+    c.out.bulk(b"matches");
+    c.out.array(ranges.len());
+    for r in &ranges {
+        c.out.array(if withmatchlen { 3 } else { 2 });
+        c.out.array(2);
+        c.out.int(r[0] as i64);
+        c.out.int(r[1] as i64);
+        c.out.array(2);
+        c.out.int(r[2] as i64);
+        c.out.int(r[3] as i64);
+        if withmatchlen {
+            c.out.int(r[4] as i64);
+        }
+    }
+    c.out.bulk(b"len");
+    c.out.int(len as i64);
 }

@@ -1,0 +1,119 @@
+//! Wall-clock seconds for the shard's logical clock, so OBJECT IDLETIME can answer in
+//! seconds as Redis does (object.c: `estimateObjectIdleTime`) while eviction keeps
+//! ranking keys by logical time (accesses), as DESIGN.md wants.
+//!
+//! Why not a timestamp per entry: the entry header is 12 bytes on purpose (a cache sells
+//! memory per key); 4 more bytes would move many entries to a larger jemalloc size
+//! class. Instead the shard keeps a short, ordered list of observations "by wall second
+//! `s`, the clock had reached `c`", taken by the active expiry cycle (`hz` times a
+//! second). An entry's `atime` is a clock value, so the first observation with
+//! `c >= atime` names the second by which the access had happened: the access is dated
+//! to within one cycle (100 ms at the default `hz` 10), like Redis's 1-second LRU clock.
+//!
+//! The list is bounded: when it is full, the observation whose loss blurs dates least
+//! relative to their age is dropped, so recent accesses keep a one-second resolution
+//! and old ones a resolution proportional to their age (a few percent). Dropping an
+//! observation dates the accesses it covered to the next one kept, i.e. later: an idle
+//! time is never overstated.
+
+use std::collections::VecDeque;
+
+/// Observations kept per shard (16 bytes each).
+const MAX_POINTS: usize = 512;
+
+#[derive(Debug, Default)]
+pub(crate) struct WallClock {
+    /// (clock, unix second), both strictly increasing.
+    points: VecDeque<(u64, u64)>,
+}
+
+impl WallClock {
+    /// Records that by second `sec` the clock had reached `clock`.
+    pub(crate) fn note(&mut self, clock: u64, sec: u64) {
+        match self.points.back_mut() {
+            // Same second: the later clock value is the better bound for it.
+            Some(last) if last.1 >= sec => last.0 = last.0.max(clock),
+            // No access since the last observation: nothing new to date.
+            Some(last) if last.0 >= clock => {}
+            _ => self.points.push_back((clock, sec)),
+        }
+        if self.points.len() > MAX_POINTS {
+            self.drop_one(sec);
+        }
+    }
+
+    /// Drops the observation whose loss blurs dates least relative to their age:
+    /// removing point i dates the accesses it covered to point i + 1, an error of at
+    /// most `s[i+1] - s[i-1]` seconds on accesses at least `now - s[i-1]` old. The
+    /// oldest and newest points are always kept. Runs at most once a second per shard, over 512
+    /// points.
+    fn drop_one(&mut self, now_sec: u64) {
+        let p = &self.points;
+        let mut best = (f64::INFINITY, 1);
+        // The oldest point bounds every older access: its loss would have no bound.
+        for i in 1..p.len() - 1 {
+            let prev = p[i - 1].1;
+            let blur = (p[i + 1].1 - prev) as f64;
+            let age = (now_sec.saturating_sub(prev) + 1) as f64;
+            if blur / age < best.0 {
+                best = (blur / age, i);
+            }
+        }
+        self.points.remove(best.1);
+    }
+
+    /// Whole seconds since the access at clock value `atime`, at `now_sec`. An access
+    /// after the last observation happened within the last cycle: 0.
+    pub(crate) fn idle_secs(&self, atime: u64, now_sec: u64) -> u64 {
+        let i = self.points.partition_point(|&(c, _)| c < atime);
+        match self.points.get(i) {
+            Some(&(_, sec)) => now_sec.saturating_sub(sec),
+            None => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accesses_are_dated_to_the_second_they_were_observed_by() {
+        let mut w = WallClock::default();
+        // Clock 0..=10 by second 100, 11..=30 by second 101, nothing until 105.
+        w.note(10, 100);
+        w.note(30, 101);
+        w.note(30, 103);
+        w.note(31, 105);
+        assert_eq!(w.idle_secs(5, 110), 10);
+        assert_eq!(w.idle_secs(10, 110), 10);
+        assert_eq!(w.idle_secs(11, 110), 9);
+        assert_eq!(w.idle_secs(31, 110), 5);
+        // Not observed yet: within the last cycle.
+        assert_eq!(w.idle_secs(32, 110), 0);
+        // Same-second observations keep the latest clock.
+        w.note(40, 105);
+        assert_eq!(w.idle_secs(40, 106), 1);
+    }
+
+    #[test]
+    fn bounded_and_never_overstates_idle_time() {
+        let mut w = WallClock::default();
+        for s in 0..10_000u64 {
+            w.note(s * 10 + 10, s);
+        }
+        assert!(w.points.len() <= MAX_POINTS);
+        for s in (0..10_000u64).step_by(37) {
+            let atime = s * 10 + 5;
+            let idle = w.idle_secs(atime, 10_000);
+            let exact = 10_000 - s;
+            assert!(idle <= exact, "{idle} > {exact}");
+            // Recent accesses exact, old ones within a few percent of their age.
+            if exact < 100 {
+                assert_eq!(idle, exact);
+            } else {
+                assert!(idle * 100 >= exact * 95, "{idle} vs {exact}");
+            }
+        }
+    }
+}
