@@ -52,8 +52,8 @@ async fn hash_commands() {
     assert_eq!(q::<i64>(&mut c, &["HINCRBY", "h", "new", "5"]).await.unwrap(), 5);
     assert_eq!(q::<String>(&mut c, &["HINCRBYFLOAT", "h", "f", "1.5"]).await.unwrap(), "1.5");
     assert_eq!(q::<String>(&mut c, &["HINCRBYFLOAT", "h", "f", "0.5"]).await.unwrap(), "2");
-    assert_eq!(err(&mut c, &["HINCRBY", "h", "f", "1"]).await, "ERR hash value is not an integer");
     q::<()>(&mut c, &["HSET", "h", "s", "abc"]).await.unwrap();
+    assert_eq!(err(&mut c, &["HINCRBY", "h", "s", "1"]).await, "ERR hash value is not an integer");
     assert_eq!(err(&mut c, &["HINCRBYFLOAT", "h", "s", "1"]).await, "ERR hash value is not a float");
     assert_eq!(
         err(&mut c, &["HINCRBYFLOAT", "h", "f", "+inf"]).await,
@@ -269,8 +269,9 @@ async fn encodings_config_and_memory_usage() {
         q::<()>(&mut c, &["HSET", "h", &format!("field:{i}"), &"x".repeat(100)]).await.unwrap();
     }
     let big: i64 = q(&mut c, &["MEMORY", "USAGE", "h"]).await.unwrap();
-    // 1000 fields of ~110 bytes: at least 110 KB, honestly counted.
-    assert!(small < 200 && big > 110_000 && big < 250_000, "{small} {big}");
+    // 1000 fields of ~110 bytes: at least 110 KB, honestly counted. (Both include the
+    // key's share of its shard's index, a few hundred bytes in a near-empty shard.)
+    assert!(small < 1000 && big > 110_000 && big < 250_000, "{small} {big}");
     q::<()>(&mut c, &["CONFIG", "SET", "set-max-intset-entries", "2"]).await.unwrap();
     q::<()>(&mut c, &["SADD", "s", "1", "2"]).await.unwrap();
     assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "s"]).await.unwrap(), "intset");
@@ -308,7 +309,10 @@ async fn eviction_treats_a_large_hash_as_one_object() {
             assert!(after + size as u64 <= before + 1024, "{before} -> {after}, hash {size}");
             break;
         }
-        assert_eq!(q::<i64>(&mut c, &["HLEN", "big"]).await.unwrap(), 14_000, "evicted in part");
+        // Never partly evicted (MEMORY USAGE does not touch the key; HLEN would). Its
+        // figure moves by a few bytes only: the key's share of the shard's index.
+        let now: i64 = q(&mut c, &["MEMORY", "USAGE", "big"]).await.unwrap();
+        assert!(now + 4096 >= size, "evicted in part: {now} < {size}");
         i += 1;
         assert!(i < 60_000, "never evicted");
     }
