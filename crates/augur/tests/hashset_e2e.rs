@@ -23,16 +23,46 @@ fn info_field(info: &str, name: &str) -> u64 {
 async fn hash_commands() {
     let srv = TestServer::start(ServerConfig::default()).await;
     let mut c = srv.con().await;
-    assert_eq!(q::<i64>(&mut c, &["HSET", "h", "a", "1", "b", "2"]).await.unwrap(), 2);
-    assert_eq!(q::<i64>(&mut c, &["HSET", "h", "a", "10", "c", "3"]).await.unwrap(), 1);
-    assert_eq!(q::<String>(&mut c, &["HGET", "h", "a"]).await.unwrap(), "10");
-    assert_eq!(q::<Option<String>>(&mut c, &["HGET", "h", "zz"]).await.unwrap(), None);
-    assert_eq!(q::<Option<String>>(&mut c, &["HGET", "nokey", "a"]).await.unwrap(), None);
     assert_eq!(
-        q::<Vec<Option<String>>>(&mut c, &["HMGET", "h", "a", "nope", "c"]).await.unwrap(),
+        q::<i64>(&mut c, &["HSET", "h", "a", "1", "b", "2"])
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        q::<i64>(&mut c, &["HSET", "h", "a", "10", "c", "3"])
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        q::<String>(&mut c, &["HGET", "h", "a"]).await.unwrap(),
+        "10"
+    );
+    assert_eq!(
+        q::<Option<String>>(&mut c, &["HGET", "h", "zz"])
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        q::<Option<String>>(&mut c, &["HGET", "nokey", "a"])
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        q::<Vec<Option<String>>>(&mut c, &["HMGET", "h", "a", "nope", "c"])
+            .await
+            .unwrap(),
         vec![Some("10".into()), None, Some("3".into())]
     );
-    assert_eq!(q::<String>(&mut c, &["HMSET", "h", "d", "4"]).await.unwrap(), "OK");
+    assert_eq!(
+        q::<String>(&mut c, &["HMSET", "h", "d", "4"])
+            .await
+            .unwrap(),
+        "OK"
+    );
     let all: HashMap<String, String> = q(&mut c, &["HGETALL", "h"]).await.unwrap();
     assert_eq!(all.len(), 4);
     assert_eq!(all["d"], "4");
@@ -46,20 +76,54 @@ async fn hash_commands() {
     assert_eq!(q::<i64>(&mut c, &["HSTRLEN", "h", "a"]).await.unwrap(), 2);
     assert_eq!(q::<i64>(&mut c, &["HEXISTS", "h", "b"]).await.unwrap(), 1);
     assert_eq!(q::<i64>(&mut c, &["HEXISTS", "h", "x"]).await.unwrap(), 0);
-    assert_eq!(q::<i64>(&mut c, &["HSETNX", "h", "a", "x"]).await.unwrap(), 0);
-    assert_eq!(q::<i64>(&mut c, &["HSETNX", "h", "e", "5"]).await.unwrap(), 1);
-    assert_eq!(q::<i64>(&mut c, &["HINCRBY", "h", "a", "-3"]).await.unwrap(), 7);
-    assert_eq!(q::<i64>(&mut c, &["HINCRBY", "h", "new", "5"]).await.unwrap(), 5);
-    assert_eq!(q::<String>(&mut c, &["HINCRBYFLOAT", "h", "f", "1.5"]).await.unwrap(), "1.5");
-    assert_eq!(q::<String>(&mut c, &["HINCRBYFLOAT", "h", "f", "0.5"]).await.unwrap(), "2");
+    assert_eq!(
+        q::<i64>(&mut c, &["HSETNX", "h", "a", "x"]).await.unwrap(),
+        0
+    );
+    assert_eq!(
+        q::<i64>(&mut c, &["HSETNX", "h", "e", "5"]).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        q::<i64>(&mut c, &["HINCRBY", "h", "a", "-3"])
+            .await
+            .unwrap(),
+        7
+    );
+    assert_eq!(
+        q::<i64>(&mut c, &["HINCRBY", "h", "new", "5"])
+            .await
+            .unwrap(),
+        5
+    );
+    assert_eq!(
+        q::<String>(&mut c, &["HINCRBYFLOAT", "h", "f", "1.5"])
+            .await
+            .unwrap(),
+        "1.5"
+    );
+    assert_eq!(
+        q::<String>(&mut c, &["HINCRBYFLOAT", "h", "f", "0.5"])
+            .await
+            .unwrap(),
+        "2"
+    );
     q::<()>(&mut c, &["HSET", "h", "s", "abc"]).await.unwrap();
-    assert_eq!(err(&mut c, &["HINCRBY", "h", "s", "1"]).await, "ERR hash value is not an integer");
-    assert_eq!(err(&mut c, &["HINCRBYFLOAT", "h", "s", "1"]).await, "ERR hash value is not a float");
+    assert_eq!(
+        err(&mut c, &["HINCRBY", "h", "s", "1"]).await,
+        "ERR hash value is not an integer"
+    );
+    assert_eq!(
+        err(&mut c, &["HINCRBYFLOAT", "h", "s", "1"]).await,
+        "ERR hash value is not a float"
+    );
     assert_eq!(
         err(&mut c, &["HINCRBYFLOAT", "h", "f", "+inf"]).await,
         "ERR value is NaN or Infinity"
     );
-    q::<()>(&mut c, &["HSET", "h", "big", &i64::MAX.to_string()]).await.unwrap();
+    q::<()>(&mut c, &["HSET", "h", "big", &i64::MAX.to_string()])
+        .await
+        .unwrap();
     assert_eq!(
         err(&mut c, &["HINCRBY", "h", "big", "1"]).await,
         "ERR increment or decrement would overflow"
@@ -82,23 +146,37 @@ async fn hash_commands() {
     assert_eq!(everything.len() as i64, n);
     let repeats: Vec<String> = q(&mut c, &["HRANDFIELD", "h", "-50"]).await.unwrap();
     assert_eq!(repeats.len(), 50);
-    let wv: Vec<String> = q(&mut c, &["HRANDFIELD", "h", "2", "WITHVALUES"]).await.unwrap();
+    let wv: Vec<String> = q(&mut c, &["HRANDFIELD", "h", "2", "WITHVALUES"])
+        .await
+        .unwrap();
     assert_eq!(wv.len(), 4);
-    assert_eq!(err(&mut c, &["HRANDFIELD", "h", "2", "bogus"]).await, "ERR syntax error");
+    assert_eq!(
+        err(&mut c, &["HRANDFIELD", "h", "2", "bogus"]).await,
+        "ERR syntax error"
+    );
     assert!(err(&mut c, &["HRANDFIELD", "h", "-9223372036854775808"])
         .await
         .contains("value is out of range"));
     // HSCAN over a listpack and a hashtable.
     for i in 0..300 {
-        q::<()>(&mut c, &["HSET", "big", &format!("f{i}"), &format!("v{i}")]).await.unwrap();
+        q::<()>(&mut c, &["HSET", "big", &format!("f{i}"), &format!("v{i}")])
+            .await
+            .unwrap();
     }
-    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "big"]).await.unwrap(), "hashtable");
+    assert_eq!(
+        q::<String>(&mut c, &["OBJECT", "ENCODING", "big"])
+            .await
+            .unwrap(),
+        "hashtable"
+    );
     let mut seen = HashMap::new();
     let mut cursor = "0".to_string();
     let mut calls = 0;
     loop {
         let (next, items): (String, Vec<String>) =
-            q(&mut c, &["HSCAN", "big", &cursor, "COUNT", "20"]).await.unwrap();
+            q(&mut c, &["HSCAN", "big", &cursor, "COUNT", "20"])
+                .await
+                .unwrap();
         for p in items.chunks(2) {
             seen.insert(p[0].clone(), p[1].clone());
         }
@@ -111,12 +189,23 @@ async fn hash_commands() {
     assert_eq!(seen.len(), 300);
     assert_eq!(seen["f7"], "v7");
     assert!(calls > 5, "{calls}");
-    let (_, matched): (String, Vec<String>) =
-        q(&mut c, &["HSCAN", "h", "0", "MATCH", "a*"]).await.unwrap();
+    let (_, matched): (String, Vec<String>) = q(&mut c, &["HSCAN", "h", "0", "MATCH", "a*"])
+        .await
+        .unwrap();
     assert_eq!(matched, ["a", "7"]);
     // HDEL; an emptied hash is deleted.
-    assert_eq!(q::<i64>(&mut c, &["HSET", "tmp", "x", "1", "y", "2"]).await.unwrap(), 2);
-    assert_eq!(q::<i64>(&mut c, &["HDEL", "tmp", "x", "nope"]).await.unwrap(), 1);
+    assert_eq!(
+        q::<i64>(&mut c, &["HSET", "tmp", "x", "1", "y", "2"])
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        q::<i64>(&mut c, &["HDEL", "tmp", "x", "nope"])
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(q::<i64>(&mut c, &["HDEL", "tmp", "y"]).await.unwrap(), 1);
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "tmp"]).await.unwrap(), 0);
     assert_eq!(q::<i64>(&mut c, &["HDEL", "tmp", "y"]).await.unwrap(), 0);
@@ -127,16 +216,26 @@ async fn hash_commands() {
 async fn set_commands() {
     let srv = TestServer::start(ServerConfig::default()).await;
     let mut c = srv.con().await;
-    assert_eq!(q::<i64>(&mut c, &["SADD", "s", "a", "b", "c", "a"]).await.unwrap(), 3);
+    assert_eq!(
+        q::<i64>(&mut c, &["SADD", "s", "a", "b", "c", "a"])
+            .await
+            .unwrap(),
+        3
+    );
     assert_eq!(q::<i64>(&mut c, &["SCARD", "s"]).await.unwrap(), 3);
     assert_eq!(q::<i64>(&mut c, &["SISMEMBER", "s", "b"]).await.unwrap(), 1);
     assert_eq!(
-        q::<Vec<i64>>(&mut c, &["SMISMEMBER", "s", "a", "z", "c"]).await.unwrap(),
+        q::<Vec<i64>>(&mut c, &["SMISMEMBER", "s", "a", "z", "c"])
+            .await
+            .unwrap(),
         [1, 0, 1]
     );
     let m: HashSet<String> = q(&mut c, &["SMEMBERS", "s"]).await.unwrap();
     assert_eq!(m, ["a", "b", "c"].iter().map(|s| s.to_string()).collect());
-    assert_eq!(q::<i64>(&mut c, &["SREM", "s", "a", "zz"]).await.unwrap(), 1);
+    assert_eq!(
+        q::<i64>(&mut c, &["SREM", "s", "a", "zz"]).await.unwrap(),
+        1
+    );
     q::<()>(&mut c, &["SADD", "t", "b", "x"]).await.unwrap();
     let inter: Vec<String> = q(&mut c, &["SINTER", "s", "t"]).await.unwrap();
     assert_eq!(inter, ["b"]);
@@ -145,22 +244,55 @@ async fn set_commands() {
     assert_eq!(union, ["b", "c", "x"]);
     let diff: Vec<String> = q(&mut c, &["SDIFF", "s", "t"]).await.unwrap();
     assert_eq!(diff, ["c"]);
-    assert_eq!(q::<i64>(&mut c, &["SINTERCARD", "2", "s", "t"]).await.unwrap(), 1);
-    assert_eq!(q::<i64>(&mut c, &["SUNIONSTORE", "u", "s", "t"]).await.unwrap(), 3);
+    assert_eq!(
+        q::<i64>(&mut c, &["SINTERCARD", "2", "s", "t"])
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        q::<i64>(&mut c, &["SUNIONSTORE", "u", "s", "t"])
+            .await
+            .unwrap(),
+        3
+    );
     assert_eq!(q::<i64>(&mut c, &["SCARD", "u"]).await.unwrap(), 3);
-    assert_eq!(q::<i64>(&mut c, &["SINTERSTORE", "u", "s", "nokey"]).await.unwrap(), 0);
+    assert_eq!(
+        q::<i64>(&mut c, &["SINTERSTORE", "u", "s", "nokey"])
+            .await
+            .unwrap(),
+        0
+    );
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "u"]).await.unwrap(), 0);
-    assert_eq!(q::<i64>(&mut c, &["SDIFFSTORE", "d", "s", "t"]).await.unwrap(), 1);
-    assert_eq!(q::<i64>(&mut c, &["SMOVE", "s", "t", "c"]).await.unwrap(), 1);
-    assert_eq!(q::<i64>(&mut c, &["SMOVE", "s", "t", "c"]).await.unwrap(), 0);
+    assert_eq!(
+        q::<i64>(&mut c, &["SDIFFSTORE", "d", "s", "t"])
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        q::<i64>(&mut c, &["SMOVE", "s", "t", "c"]).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        q::<i64>(&mut c, &["SMOVE", "s", "t", "c"]).await.unwrap(),
+        0
+    );
     assert_eq!(q::<i64>(&mut c, &["SISMEMBER", "t", "c"]).await.unwrap(), 1);
     // s had {b, c}; c moved away, so s = {b}.
     assert_eq!(q::<String>(&mut c, &["SPOP", "s"]).await.unwrap(), "b");
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "s"]).await.unwrap(), 0);
     for i in 0..100 {
-        q::<()>(&mut c, &["SADD", "ints", &i.to_string()]).await.unwrap();
+        q::<()>(&mut c, &["SADD", "ints", &i.to_string()])
+            .await
+            .unwrap();
     }
-    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "ints"]).await.unwrap(), "intset");
+    assert_eq!(
+        q::<String>(&mut c, &["OBJECT", "ENCODING", "ints"])
+            .await
+            .unwrap(),
+        "intset"
+    );
     let popped: Vec<String> = q(&mut c, &["SPOP", "ints", "10"]).await.unwrap();
     assert_eq!(popped.iter().collect::<HashSet<_>>().len(), 10);
     assert_eq!(q::<i64>(&mut c, &["SCARD", "ints"]).await.unwrap(), 90);
@@ -172,13 +304,22 @@ async fn set_commands() {
         err(&mut c, &["SPOP", "ints", "-1"]).await,
         "ERR value is out of range, must be positive"
     );
-    q::<()>(&mut c, &["SADD", "ints", "not-an-int"]).await.unwrap();
-    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "ints"]).await.unwrap(), "hashtable");
+    q::<()>(&mut c, &["SADD", "ints", "not-an-int"])
+        .await
+        .unwrap();
+    assert_eq!(
+        q::<String>(&mut c, &["OBJECT", "ENCODING", "ints"])
+            .await
+            .unwrap(),
+        "hashtable"
+    );
     let mut seen = HashSet::new();
     let mut cursor = "0".to_string();
     loop {
         let (next, items): (String, Vec<String>) =
-            q(&mut c, &["SSCAN", "ints", &cursor, "COUNT", "7"]).await.unwrap();
+            q(&mut c, &["SSCAN", "ints", &cursor, "COUNT", "7"])
+                .await
+                .unwrap();
         seen.extend(items);
         cursor = next;
         if cursor == "0" {
@@ -206,7 +347,10 @@ async fn wrongtype_type_and_ttls() {
     q::<()>(&mut c, &["SET", "str", "v"]).await.unwrap();
     assert_eq!(q::<String>(&mut c, &["TYPE", "h"]).await.unwrap(), "hash");
     assert_eq!(q::<String>(&mut c, &["TYPE", "s"]).await.unwrap(), "set");
-    assert_eq!(q::<String>(&mut c, &["TYPE", "str"]).await.unwrap(), "string");
+    assert_eq!(
+        q::<String>(&mut c, &["TYPE", "str"]).await.unwrap(),
+        "string"
+    );
     for cmd in [
         vec!["GET", "h"],
         vec!["APPEND", "h", "x"],
@@ -231,15 +375,24 @@ async fn wrongtype_type_and_ttls() {
     // Nothing above changed a value.
     assert_eq!(q::<String>(&mut c, &["HGET", "h", "f"]).await.unwrap(), "v");
     assert_eq!(
-        q::<Vec<Option<String>>>(&mut c, &["MGET", "str", "h", "s"]).await.unwrap(),
+        q::<Vec<Option<String>>>(&mut c, &["MGET", "str", "h", "s"])
+            .await
+            .unwrap(),
         vec![Some("v".into()), None, None]
     );
     // SCAN TYPE filters by type.
     let (_, keys): (String, Vec<String>) =
-        q(&mut c, &["SCAN", "0", "TYPE", "hash", "COUNT", "1000"]).await.unwrap();
+        q(&mut c, &["SCAN", "0", "TYPE", "hash", "COUNT", "1000"])
+            .await
+            .unwrap();
     assert_eq!(keys, ["h"]);
     // SET overwrites any type.
-    assert_eq!(q::<String>(&mut c, &["SET", "h", "now-a-string"]).await.unwrap(), "OK");
+    assert_eq!(
+        q::<String>(&mut c, &["SET", "h", "now-a-string"])
+            .await
+            .unwrap(),
+        "OK"
+    );
     assert_eq!(q::<String>(&mut c, &["TYPE", "h"]).await.unwrap(), "string");
     // TTLs on hashes and sets, kept across writes.
     assert_eq!(q::<i64>(&mut c, &["EXPIRE", "s", "100"]).await.unwrap(), 1);
@@ -257,26 +410,62 @@ async fn wrongtype_type_and_ttls() {
 async fn encodings_config_and_memory_usage() {
     let srv = TestServer::start(ServerConfig::default()).await;
     let mut c = srv.con().await;
-    let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "hash-max-ziplist-entries"]).await.unwrap();
+    let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "hash-max-ziplist-entries"])
+        .await
+        .unwrap();
     assert_eq!(got, ["hash-max-ziplist-entries", "128"]);
     q::<()>(&mut c, &["HSET", "h", "f", "v"]).await.unwrap();
-    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "h"]).await.unwrap(), "listpack");
+    assert_eq!(
+        q::<String>(&mut c, &["OBJECT", "ENCODING", "h"])
+            .await
+            .unwrap(),
+        "listpack"
+    );
     let small: i64 = q(&mut c, &["MEMORY", "USAGE", "h"]).await.unwrap();
-    q::<()>(&mut c, &["CONFIG", "SET", "hash-max-listpack-value", "4"]).await.unwrap();
-    q::<()>(&mut c, &["HSET", "h", "g", "longer-than-4"]).await.unwrap();
-    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "h"]).await.unwrap(), "hashtable");
+    q::<()>(&mut c, &["CONFIG", "SET", "hash-max-listpack-value", "4"])
+        .await
+        .unwrap();
+    q::<()>(&mut c, &["HSET", "h", "g", "longer-than-4"])
+        .await
+        .unwrap();
+    assert_eq!(
+        q::<String>(&mut c, &["OBJECT", "ENCODING", "h"])
+            .await
+            .unwrap(),
+        "hashtable"
+    );
     for i in 0..1000 {
-        q::<()>(&mut c, &["HSET", "h", &format!("field:{i}"), &"x".repeat(100)]).await.unwrap();
+        q::<()>(
+            &mut c,
+            &["HSET", "h", &format!("field:{i}"), &"x".repeat(100)],
+        )
+        .await
+        .unwrap();
     }
     let big: i64 = q(&mut c, &["MEMORY", "USAGE", "h"]).await.unwrap();
     // 1000 fields of ~110 bytes: at least 110 KB, honestly counted. (Both include the
     // key's share of its shard's index, a few hundred bytes in a near-empty shard.)
-    assert!(small < 1000 && big > 110_000 && big < 250_000, "{small} {big}");
-    q::<()>(&mut c, &["CONFIG", "SET", "set-max-intset-entries", "2"]).await.unwrap();
+    assert!(
+        small < 1000 && big > 110_000 && big < 250_000,
+        "{small} {big}"
+    );
+    q::<()>(&mut c, &["CONFIG", "SET", "set-max-intset-entries", "2"])
+        .await
+        .unwrap();
     q::<()>(&mut c, &["SADD", "s", "1", "2"]).await.unwrap();
-    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "s"]).await.unwrap(), "intset");
+    assert_eq!(
+        q::<String>(&mut c, &["OBJECT", "ENCODING", "s"])
+            .await
+            .unwrap(),
+        "intset"
+    );
     q::<()>(&mut c, &["SADD", "s", "3"]).await.unwrap();
-    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "s"]).await.unwrap(), "hashtable");
+    assert_eq!(
+        q::<String>(&mut c, &["OBJECT", "ENCODING", "s"])
+            .await
+            .unwrap(),
+        "hashtable"
+    );
     srv.stop().await;
 }
 
@@ -294,7 +483,9 @@ async fn eviction_treats_a_large_hash_as_one_object() {
     // key vanishes and used_memory drops by its size in one step), never field by field.
     let value = "v".repeat(80);
     for i in 0..14_000 {
-        q::<()>(&mut c, &["HSET", "big", &format!("field:{i}"), &value]).await.unwrap();
+        q::<()>(&mut c, &["HSET", "big", &format!("field:{i}"), &value])
+            .await
+            .unwrap();
     }
     let size: i64 = q(&mut c, &["MEMORY", "USAGE", "big"]).await.unwrap();
     assert!(size > 1_000_000, "{size}");
@@ -302,11 +493,16 @@ async fn eviction_treats_a_large_hash_as_one_object() {
     loop {
         let info: String = q(&mut c, &["INFO", "memory"]).await.unwrap();
         let before = info_field(&info, "used_memory");
-        q::<()>(&mut c, &["SET", &format!("k{i}"), &"x".repeat(100)]).await.unwrap();
+        q::<()>(&mut c, &["SET", &format!("k{i}"), &"x".repeat(100)])
+            .await
+            .unwrap();
         if q::<i64>(&mut c, &["EXISTS", "big"]).await.unwrap() == 0 {
             let info: String = q(&mut c, &["INFO", "memory"]).await.unwrap();
             let after = info_field(&info, "used_memory");
-            assert!(after + size as u64 <= before + 1024, "{before} -> {after}, hash {size}");
+            assert!(
+                after + size as u64 <= before + 1024,
+                "{before} -> {after}, hash {size}"
+            );
             break;
         }
         // Never partly evicted (MEMORY USAGE does not touch the key; HLEN would). Its
