@@ -85,7 +85,7 @@ enum M {
 
 fn member(m: u8) -> Vec<u8> {
     // Half integers (intset), half not (hashtable).
-    if m % 2 == 0 {
+    if m.is_multiple_of(2) {
         (m as i64 * 7 - 100).to_string().into_bytes()
     } else {
         format!("member-{m}").into_bytes()

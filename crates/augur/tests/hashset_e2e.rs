@@ -108,11 +108,11 @@ async fn hash_commands() {
             .unwrap(),
         "2"
     );
+    q::<()>(&mut c, &["HSET", "h", "s", "abc"]).await.unwrap();
     assert_eq!(
-        err(&mut c, &["HINCRBY", "h", "f", "1"]).await,
+        err(&mut c, &["HINCRBY", "h", "s", "1"]).await,
         "ERR hash value is not an integer"
     );
-    q::<()>(&mut c, &["HSET", "h", "s", "abc"]).await.unwrap();
     assert_eq!(
         err(&mut c, &["HINCRBYFLOAT", "h", "s", "1"]).await,
         "ERR hash value is not a float"
@@ -443,9 +443,10 @@ async fn encodings_config_and_memory_usage() {
         .unwrap();
     }
     let big: i64 = q(&mut c, &["MEMORY", "USAGE", "h"]).await.unwrap();
-    // 1000 fields of ~110 bytes: at least 110 KB, honestly counted.
+    // 1000 fields of ~110 bytes: at least 110 KB, honestly counted. (Both include the
+    // key's share of its shard's index, a few hundred bytes in a near-empty shard.)
     assert!(
-        small < 200 && big > 110_000 && big < 250_000,
+        small < 1000 && big > 110_000 && big < 250_000,
         "{small} {big}"
     );
     q::<()>(&mut c, &["CONFIG", "SET", "set-max-intset-entries", "2"])
@@ -504,11 +505,10 @@ async fn eviction_treats_a_large_hash_as_one_object() {
             );
             break;
         }
-        assert_eq!(
-            q::<i64>(&mut c, &["HLEN", "big"]).await.unwrap(),
-            14_000,
-            "evicted in part"
-        );
+        // Never partly evicted (MEMORY USAGE does not touch the key; HLEN would). Its
+        // figure moves by a few bytes only: the key's share of the shard's index.
+        let now: i64 = q(&mut c, &["MEMORY", "USAGE", "big"]).await.unwrap();
+        assert!(now + 4096 >= size, "evicted in part: {now} < {size}");
         i += 1;
         assert!(i < 60_000, "never evicted");
     }

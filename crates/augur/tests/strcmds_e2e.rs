@@ -152,7 +152,8 @@ async fn bit_commands_and_lcs_through_the_redis_crate() {
     let len: i64 = q(&mut c, &["STRLEN", "big"]).await.unwrap();
     assert_eq!(len, 4 << 20);
     let usage: i64 = q(&mut c, &["MEMORY", "USAGE", "big"]).await.unwrap();
-    assert!(usage < (4 << 20) + (1 << 20), "{usage}");
+    // One block: 4 MB plus the header rounds up to jemalloc's 5 MB size class.
+    assert!(usage <= (5 << 20) + 4096, "{usage}");
     s.stop().await;
 }
 

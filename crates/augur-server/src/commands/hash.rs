@@ -33,7 +33,8 @@ pub(super) fn hset_command(
     args: Args<'_>,
     now: u64,
 ) {
-    if args.len().is_multiple_of(2) {
+    // Pairs after the key: an odd argument count (with the name) is a missing value.
+    if !args.len().is_multiple_of(2) {
         return arity_error(&mut c.out, spec.name);
     }
     let key = args.get(1);

@@ -84,14 +84,13 @@ fn unsubscribe_one(c: &mut Client, kind: Kind, name: &[u8]) {
 /// PUBLISH / SPUBLISH channel message: the number of receptions.
 pub(super) fn publish_command(shared: &Shared, c: &mut Client, kind: Kind, args: Args<'_>) {
     let mut own = Vec::new();
-    let n = shared.pubsub.publish(
-        c.tenant,
-        kind,
-        args.get(1),
-        args.get(2),
-        c.meta.id,
-        &mut own,
-    );
+    // Only a connection with subscriptions of its own takes its copies inline; any
+    // other caller (one that shares a connection's id without being it, such as a
+    // script's client) lets them go through the mailbox. Client ids start at 1.
+    let self_id = if c.pubsub.is_some() { c.meta.id } else { 0 };
+    let n = shared
+        .pubsub
+        .publish(c.tenant, kind, args.get(1), args.get(2), self_id, &mut own);
     if !own.is_empty() {
         if let Some(s) = c.pubsub.as_mut() {
             s.drain(&mut c.out, usize::MAX);

@@ -417,6 +417,7 @@ impl Shard {
     /// examined. Having seen enough, it walks on to the next key of the database, so
     /// the next call does not start with an empty stretch. Returns (where to resume,
     /// 0 when the shard is done; keys of the database seen; positions examined).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn scan_walk(
         &self,
         ns: Ns,
