@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test command: the Rust suite (unit, property and end-to-end tests over real
 # sockets), then the client-compatibility script (redis-py, redis-cli, redis-benchmark
-# against a release build of `augur serve`).
+# against a release build of `augur serve`), then Redis 7.0.15's own test suite in
+# external mode (tests/redis-suite: its units.txt, minus the tests skip.txt lists).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace
 cargo build --release -p augur
 bash tests/compat/run.sh
+bash tests/redis-suite/run.sh

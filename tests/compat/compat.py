@@ -301,6 +301,55 @@ def keyspace_and_bits():
     db2.flushall()
 
 
+def transactions_and_django():
+    """redis-py's default pipeline() (MULTI/EXEC), WATCH with a retry, and Django's
+    built-in RedisCache (set_many uses a MULTI/EXEC pipeline), as applications use them."""
+    r = redis.Redis(port=PORT, decode_responses=True)
+    r.delete("tx:a", "tx:b")
+    with r.pipeline() as p:  # transaction=True is redis-py's default
+        p.set("tx:a", "1").incr("tx:a").set("tx:b", "x").get("tx:a")
+        check("pipeline() transaction replies", p.execute(), [True, 2, True, "2"])
+    # Optimistic locking as redis-py documents it: WATCH, read, MULTI, write, EXEC.
+    other = redis.Redis(port=PORT, decode_responses=True)
+
+    def bump(pipe):
+        v = int(pipe.get("tx:a"))
+        if not getattr(bump, "raced", False):
+            bump.raced = True
+            other.set("tx:a", "100")  # a concurrent write: this attempt must fail
+        pipe.multi()
+        pipe.set("tx:a", v + 1)
+
+    r.transaction(bump, "tx:a")
+    check("WATCH retry sees the concurrent write", r.get("tx:a"), "101")
+    check("EXEC without MULTI", error_of(lambda: r.execute_command("EXEC")),
+          "EXEC without MULTI")
+    try:
+        import django
+        from django.conf import settings
+    except ImportError:
+        check("django installed", False, True)
+        return
+    if not settings.configured:
+        settings.configure(CACHES={"default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{PORT}/2"}})
+        django.setup()
+    from django.core.cache import cache
+    cache.clear()
+    check("django set_many", cache.set_many({"a": 1, "b": [1, 2], "c": "text"}, timeout=30), [])
+    check("django get_many", cache.get_many(["a", "b", "c", "zz"]),
+          {"a": 1, "b": [1, 2], "c": "text"})
+    check("django incr", cache.incr("a", 5), 6)
+    check("django touch", cache.touch("c", 100), True)
+    ttl = redis.Redis(port=PORT, db=2).ttl(":1:c")  # Django's key: prefix, version, key
+    check("django ttl after touch", 90 <= ttl <= 100, True)
+    check("django add existing", cache.add("a", 99), False)
+    cache.delete_many(["a", "b"])
+    check("django delete_many", cache.get_many(["a", "b", "c"]), {"c": "text"})
+    check("django get_or_set", cache.get_or_set("d", lambda: "made", 10), "made")
+
+
 def tenants():
     """Tenants are ACL users: redis-py's username=/password= and redis-cli --user."""
     admin = redis.Redis(port=PORT, decode_responses=True)
@@ -463,7 +512,7 @@ def shutdown():
     check("shutdown stops the server", "stopped", "stopped")
 
 
-for section in (redis_py, keyspace_and_bits, tenants, hashes_and_sets, pubsub, redis_cli, inline, benchmark, shutdown):
+for section in (redis_py, transactions_and_django, keyspace_and_bits, tenants, hashes_and_sets, pubsub, redis_cli, inline, benchmark, shutdown):
     try:
         section()
     except Exception as e:  # a crash in one section is a failure, not the end

@@ -128,7 +128,7 @@ proptest! {
         for d in 0..3u8 {
             for k in 0..12u8 {
                 let mut g = s.lock_key(&key(k));
-                let got = g.peek(Ns::new(0, d), &key(k), 10).map(|v| v.to_vec());
+                let got = g.peek(Ns::new(0, d), &key(k), 10).unwrap().map(|v| v.to_vec());
                 let ttl = g.ttl(Ns::new(0, d), &key(k), 10);
                 let want = m.get(&(d, key(k)));
                 prop_assert_eq!(got.as_ref(), want.map(|e| &e.0), "db {} key {}", d, k);
@@ -174,14 +174,14 @@ fn a_refused_relocation_under_noeviction_loses_nothing() {
             Err(WriteError::OutOfMemory) => {
                 refused += 1;
                 drop(lock);
-                assert_eq!(s.lock_key(k).peek(Ns::DEFAULT, k, 0), Some(&[1u8; 500][..]));
+                assert_eq!(s.lock_key(k).peek(Ns::DEFAULT, k, 0), Ok(Some(&[1u8; 500][..])));
                 assert!(!s.lock_key(&new).exists(Ns::DEFAULT, &new, 0));
             }
             Ok(Relocated::Done) => {
                 drop(lock);
                 assert_eq!(
                     s.lock_key(&new).peek(Ns::DEFAULT, &new, 0),
-                    Some(&[1u8; 500][..])
+                    Ok(Some(&[1u8; 500][..]))
                 );
             }
             other => panic!("{other:?}"),
@@ -214,7 +214,7 @@ fn update_grows_in_place_keeps_ttl_and_marks_raw() {
         )
         .unwrap();
     assert_eq!(n, 1 << 20);
-    let v = g.peek(ns, b"k", 0).unwrap();
+    let v = g.peek(ns, b"k", 0).unwrap().unwrap();
     assert_eq!((&v[..2], v[3], v[(1 << 20) - 1]), (&b"12"[..], 0, 9));
     assert_eq!(g.ttl(ns, b"k", 0), TtlState::ExpiresAt(5000));
     assert!(g.object_info(ns, b"k", 0).unwrap().raw);
@@ -224,7 +224,7 @@ fn update_grows_in_place_keeps_ttl_and_marks_raw() {
     // A missing key starts empty, without a TTL.
     let existed = g.update(ns, b"new", 0, |l| l + 3, |_, e| e).unwrap();
     assert!(!existed);
-    assert_eq!(g.peek(ns, b"new", 0), Some(&[0u8; 3][..]));
+    assert_eq!(g.peek(ns, b"new", 0), Ok(Some(&[0u8; 3][..])));
     assert_eq!(g.ttl(ns, b"new", 0), TtlState::Persistent);
     g.check_invariants();
     drop(g);
