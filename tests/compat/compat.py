@@ -285,8 +285,17 @@ def keyspace_and_bits():
     r.set("b", "mynewtext")
     check("lcs", r.lcs("a", "b"), "mytext")
     check("lcs len", r.lcs("a", "b", len=True), 6)
+    # RESP2 flattens the map, as Redis does; RESP3 keeps it.
     idx = r.lcs("a", "b", idx=True, minmatchlen=4, withmatchlen=True)
-    check("lcs idx", idx, {"matches": [[[4, 7], [5, 8], 4]], "len": 6})
+    check("lcs idx", idx, ["matches", [[[4, 7], [5, 8], 4]], "len", 6])
+    r3 = redis.Redis(port=PORT, protocol=3, decode_responses=True)
+    idx = r3.lcs("a", "b", idx=True, minmatchlen=4, withmatchlen=True)
+    check("lcs idx resp3", idx, {"matches": [[[4, 7], [5, 8], 4]], "len": 6})
+    r.set("d", "dumped", ex=100)
+    payload = r.dump("d")
+    check("restore", r.restore("d2", 0, payload), "OK")
+    check("restore value", r.get("d2"), "dumped")
+    check("restore busykey", "BUSYKEY" in (error_of(lambda: r.restore("d2", 0, payload)) or ""), True)
     r.flushall()
     for i in range(1000):
         r.set(f"scan:{i}", i)
