@@ -95,7 +95,7 @@ for u in "${UNITS[@]}"; do
   if grep -qE '^\[(err|exception)\]' "$log"; then
     echo "--- $u: failing tests"
     grep -E '^\[(err|exception)\]' "$log" | sed 's/^/  /'
-  elif ! grep -qE '\[ok\]|\[err\]' "$log"; then
+  elif ! grep -qE 'All tests passed|\[ok\]|\[err\]' "$log"; then
     echo "--- $u: the file did not run"; tail -20 "$log" | sed 's/^/  /'
   fi
 done

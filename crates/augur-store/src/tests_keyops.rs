@@ -174,7 +174,10 @@ fn a_refused_relocation_under_noeviction_loses_nothing() {
             Err(WriteError::OutOfMemory) => {
                 refused += 1;
                 drop(lock);
-                assert_eq!(s.lock_key(k).peek(Ns::DEFAULT, k, 0), Ok(Some(&[1u8; 500][..])));
+                assert_eq!(
+                    s.lock_key(k).peek(Ns::DEFAULT, k, 0),
+                    Ok(Some(&[1u8; 500][..]))
+                );
                 assert!(!s.lock_key(&new).exists(Ns::DEFAULT, &new, 0));
             }
             Ok(Relocated::Done) => {
@@ -294,7 +297,7 @@ fn idle_time_is_counted_in_wall_clock_seconds() {
         4
     );
     // A read makes it recent.
-    s.lock_key(b"a").get(ns, b"a", 1_006_000);
+    let _ = s.lock_key(b"a").get(ns, b"a", 1_006_000);
     s.active_expire_cycle(1_006_100);
     assert_eq!(
         s.lock_key(b"a")

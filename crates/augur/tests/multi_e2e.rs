@@ -131,8 +131,10 @@ async fn watch_aborts_exec_on_a_write_by_another_client_and_only_then() {
 
 #[tokio::test]
 async fn watch_sees_expiry_flush_and_eviction() {
-    let mut cfg = ServerConfig::default();
-    cfg.maxmemory_policy = augur_store::EvictionPolicy::AllKeysLru;
+    let cfg = ServerConfig {
+        maxmemory_policy: augur_store::EvictionPolicy::AllKeysLru,
+        ..ServerConfig::default()
+    };
     let s = TestServer::start(cfg).await;
     let mut a = s.con().await;
     let mut b = s.con().await;
@@ -214,8 +216,10 @@ async fn exec_is_atomic_across_shards() {
 
 #[tokio::test]
 async fn watches_are_per_tenant() {
-    let mut cfg = ServerConfig::default();
-    cfg.users = vec!["alice on >pa".into(), "bob on >pb".into()];
+    let cfg = ServerConfig {
+        users: vec!["alice on >pa".into(), "bob on >pb".into()],
+        ..ServerConfig::default()
+    };
     let s = TestServer::start(cfg).await;
     let mut alice = s.con_as("alice", "pa").await;
     let mut bob = s.con_as("bob", "pb").await;
