@@ -188,6 +188,11 @@ commands! {
     Unwatch b"UNWATCH" "unwatch" 1 [NOSCRIPT|LOADING|STALE|FAST|ALLOW_BUSY] 0 0 0 "transactions" "Forgets about watched keys of a transaction." NONE;
     Reset b"RESET" "reset" 1 [NOSCRIPT|LOADING|STALE|FAST|NO_AUTH|ALLOW_BUSY] 0 0 0 "connection" "Resets the connection." NONE;
     Function b"FUNCTION" "function" -2 [] 0 0 0 "scripting" "A container for function commands." FUNCTION_SUBS;
+    Eval b"EVAL" "eval" -3 [NOSCRIPT|STALE] 0 0 0 "scripting" "Executes a server-side Lua script." NONE;
+    EvalRo b"EVAL_RO" "eval_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Executes a read-only server-side Lua script." NONE;
+    EvalSha b"EVALSHA" "evalsha" -3 [NOSCRIPT|STALE] 0 0 0 "scripting" "Executes a server-side Lua script by SHA1 digest." NONE;
+    EvalShaRo b"EVALSHA_RO" "evalsha_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Executes a read-only server-side Lua script by SHA1 digest." NONE;
+    Script b"SCRIPT" "script" -2 [] 0 0 0 "scripting" "A container for Lua scripts management commands." SCRIPT_SUBS;
     Shutdown b"SHUTDOWN" "shutdown" -1 [ADMIN|NOSCRIPT|LOADING|STALE|ALLOW_BUSY] 0 0 0 "server" "Synchronously saves the database(s) to disk and shuts down the Redis server." NONE;
 }
 
@@ -457,6 +462,45 @@ const FUNCTION_SUBS: &[SubSpec] = &[
         arity: 2,
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Returns information about a function during execution.",
+    },
+];
+
+const SCRIPT_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "script|debug",
+        arity: 3,
+        flags: NOSCRIPT,
+        summary: "Sets the debug mode of server-side Lua scripts.",
+    },
+    SubSpec {
+        name: "script|exists",
+        arity: -3,
+        flags: NOSCRIPT,
+        summary: "Determines whether server-side Lua scripts exist in the script cache.",
+    },
+    SubSpec {
+        name: "script|flush",
+        arity: -2,
+        flags: NOSCRIPT,
+        summary: "Removes all server-side Lua scripts from the script cache.",
+    },
+    SubSpec {
+        name: "script|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "script|kill",
+        arity: 2,
+        flags: NOSCRIPT | ALLOW_BUSY,
+        summary: "Terminates a server-side Lua script during execution.",
+    },
+    SubSpec {
+        name: "script|load",
+        arity: 3,
+        flags: NOSCRIPT | STALE,
+        summary: "Loads a server-side Lua script to the script cache.",
     },
 ];
 

@@ -12,6 +12,7 @@ pub mod info;
 pub mod metrics;
 pub mod profiler;
 pub mod resp;
+pub mod scripting;
 pub mod server;
 pub mod state;
 pub mod tenants;
