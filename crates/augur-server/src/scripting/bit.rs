@@ -101,23 +101,23 @@ unsafe extern "C-unwind" fn tohex(l: *mut ffi::lua_State) -> c_int {
 
 /// Pushes the `bit` table.
 pub(super) unsafe fn push_library(l: *mut ffi::lua_State) {
-    let fns: [(&[u8], ffi::lua_CFunction); 12] = [
-        (b"tobit\0", tobit),
-        (b"bnot\0", bnot),
-        (b"band\0", band),
-        (b"bor\0", bor),
-        (b"bxor\0", bxor),
-        (b"lshift\0", lshift),
-        (b"rshift\0", rshift),
-        (b"arshift\0", arshift),
-        (b"rol\0", rol),
-        (b"ror\0", ror),
-        (b"bswap\0", bswap),
-        (b"tohex\0", tohex),
+    let fns: [(&std::ffi::CStr, ffi::lua_CFunction); 12] = [
+        (c"tobit", tobit),
+        (c"bnot", bnot),
+        (c"band", band),
+        (c"bor", bor),
+        (c"bxor", bxor),
+        (c"lshift", lshift),
+        (c"rshift", rshift),
+        (c"arshift", arshift),
+        (c"rol", rol),
+        (c"ror", ror),
+        (c"bswap", bswap),
+        (c"tohex", tohex),
     ];
     ffi::lua_createtable(l, 0, fns.len() as c_int);
     for (name, f) in fns {
         ffi::lua_pushcfunction(l, f);
-        ffi::lua_setfield(l, -2, name.as_ptr() as *const c_char);
+        ffi::lua_setfield(l, -2, name.as_ptr());
     }
 }

@@ -12,7 +12,7 @@
 use super::fmt::fmt_g;
 use super::vm::{push_bytes, to_bytes};
 use mlua_sys as ffi;
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Invalid {
@@ -45,8 +45,8 @@ unsafe fn type_name(l: *mut ffi::lua_State, idx: c_int) -> &'static str {
 }
 
 /// A number of the configuration table (the upvalue), or `default`.
-unsafe fn cfg_num(l: *mut ffi::lua_State, name: &[u8], default: f64) -> f64 {
-    ffi::lua_getfield(l, ffi::lua_upvalueindex(1), name.as_ptr() as *const c_char);
+unsafe fn cfg_num(l: *mut ffi::lua_State, name: &std::ffi::CStr, default: f64) -> f64 {
+    ffi::lua_getfield(l, ffi::lua_upvalueindex(1), name.as_ptr());
     let v = if ffi::lua_type(l, -1) == ffi::LUA_TNUMBER {
         ffi::lua_tonumber(l, -1)
     } else {
@@ -68,12 +68,12 @@ unsafe fn raise_here(l: *mut ffi::lua_State, msg: String) -> c_int {
 /// `cjson.encode(value)`.
 pub(super) unsafe extern "C-unwind" fn encode(l: *mut ffi::lua_State) -> c_int {
     if ffi::lua_gettop(l) != 1 {
-        return ffi::luaL_argerror(l, 1, b"expected 1 argument\0".as_ptr() as *const c_char);
+        return ffi::luaL_argerror(l, 1, c"expected 1 argument".as_ptr());
     }
     ffi::lua_getfield(
         l,
         ffi::lua_upvalueindex(1),
-        b"encode_invalid_numbers\0".as_ptr() as *const c_char,
+        c"encode_invalid_numbers".as_ptr(),
     );
     let invalid = match ffi::lua_type(l, -1) {
         ffi::LUA_TSTRING if to_bytes(l, -1) == b"null" => Invalid::Null,
@@ -81,20 +81,16 @@ pub(super) unsafe extern "C-unwind" fn encode(l: *mut ffi::lua_State) -> c_int {
         _ => Invalid::Refuse,
     };
     ffi::lua_pop(l, 1);
-    ffi::lua_getfield(
-        l,
-        ffi::lua_upvalueindex(1),
-        b"sparse_convert\0".as_ptr() as *const c_char,
-    );
+    ffi::lua_getfield(l, ffi::lua_upvalueindex(1), c"sparse_convert".as_ptr());
     let sparse_convert = ffi::lua_toboolean(l, -1) != 0;
     ffi::lua_pop(l, 1);
     let cfg = EncodeCfg {
-        max_depth: cfg_num(l, b"encode_max_depth\0", 1000.0) as i64,
+        max_depth: cfg_num(l, c"encode_max_depth", 1000.0) as i64,
         invalid,
-        precision: (cfg_num(l, b"encode_number_precision\0", 14.0) as i64).clamp(1, 14) as usize,
+        precision: (cfg_num(l, c"encode_number_precision", 14.0) as i64).clamp(1, 14) as usize,
         sparse_convert,
-        sparse_ratio: cfg_num(l, b"sparse_ratio\0", 2.0) as i64,
-        sparse_safe: cfg_num(l, b"sparse_safe\0", 10.0) as i64,
+        sparse_ratio: cfg_num(l, c"sparse_ratio", 2.0) as i64,
+        sparse_safe: cfg_num(l, c"sparse_safe", 10.0) as i64,
     };
     let result = {
         let mut out = Vec::new();
@@ -593,14 +589,14 @@ impl Decoder<'_> {
 /// `cjson.decode(text)`.
 pub(super) unsafe extern "C-unwind" fn decode(l: *mut ffi::lua_State) -> c_int {
     if ffi::lua_gettop(l) != 1 {
-        return ffi::luaL_argerror(l, 1, b"expected 1 argument\0".as_ptr() as *const c_char);
+        return ffi::luaL_argerror(l, 1, c"expected 1 argument".as_ptr());
     }
     ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-    let max_depth = cfg_num(l, b"decode_max_depth\0", 1000.0) as i64;
+    let max_depth = cfg_num(l, c"decode_max_depth", 1000.0) as i64;
     ffi::lua_getfield(
         l,
         ffi::lua_upvalueindex(1),
-        b"decode_invalid_numbers\0".as_ptr() as *const c_char,
+        c"decode_invalid_numbers".as_ptr(),
     );
     let invalid_numbers = ffi::lua_toboolean(l, -1) != 0;
     ffi::lua_settop(l, 1);

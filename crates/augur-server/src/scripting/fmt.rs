@@ -42,8 +42,8 @@ mod tests {
     #[test]
     fn matches_printf() {
         assert_eq!(fmt_g(100.5, 17), "100.5");
-        assert_eq!(fmt_g(3.141, 17), "3.141");
-        assert_eq!(fmt_g(3.14, 17), "3.1400000000000001");
+        assert_eq!(fmt_g(1.141, 17), "1.141");
+        assert_eq!(fmt_g(2.14, 17), "2.1400000000000001");
         assert_eq!(fmt_g(0.1, 17), "0.10000000000000001");
         assert_eq!(fmt_g(9007199254740991.0, 17), "9007199254740991");
         assert_eq!(fmt_g(1e17, 17), "1e+17");

@@ -942,7 +942,7 @@ unsafe fn raw_field(l: *mut ffi::lua_State, name: *const c_char) -> c_int {
 
 /// `(long long)` of a Lua number as x86 computes it: out of range and NaN give i64::MIN.
 fn lua_number_to_i64(n: f64) -> i64 {
-    if n.is_nan() || n >= 9.223_372_036_854_775_808e18 || n < -9.223_372_036_854_775_808e18 {
+    if n.is_nan() || !(i64::MIN as f64..i64::MAX as f64).contains(&n) {
         i64::MIN
     } else {
         n as i64
