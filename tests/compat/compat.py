@@ -357,6 +357,37 @@ def transactions_and_django():
     cache.delete_many(["a", "b"])
     check("django delete_many", cache.get_many(["a", "b", "c"]), {"c": "text"})
     check("django get_or_set", cache.get_or_set("d", lambda: "made", 10), "made")
+def scripting():
+    """Lua scripts as applications send them: redis-py's register_script (EVALSHA, then
+    EVAL on NOSCRIPT), a Redlock-style lock release, cjson, errors."""
+    r = redis.Redis(port=PORT, decode_responses=True)
+    r.script_flush()
+    release = r.register_script(
+        'if redis.call("get",KEYS[1]) == ARGV[1] then '
+        'return redis.call("del",KEYS[1]) else return 0 end')
+    check("lock acquire", r.set("lock:res", "token-1", nx=True, px=30000), True)
+    check("lock release wrong token", release(keys=["lock:res"], args=["token-2"]), 0)
+    check("lock still held", r.get("lock:res"), "token-1")
+    check("lock release", release(keys=["lock:res"], args=["token-1"]), 1)
+    check("lock released", r.get("lock:res"), None)
+    check("script cached", r.script_exists(release.sha), [True])
+    check("lock release again", release(keys=["lock:res"], args=["token-1"]), 0)
+    check("eval cjson", r.eval("return cjson.encode(cjson.decode(ARGV[1]))", 0, '{"a":[1,2]}'),
+          '{"a":[1,2]}')
+    check("eval keys argv", r.eval("return {KEYS[1], ARGV[1], #KEYS, #ARGV}", 1, "k", "a"),
+          ["k", "a", 1, 1])
+    check("eval_ro", r.eval_ro("return redis.call('get', KEYS[1])", 1, "lock:res"), None)
+    check("eval error", "Script attempted to access nonexistent global variable 'x'"
+          in (error_of(lambda: r.eval("return x", 0)) or ""), True)
+    check("evalsha noscript", error_of(lambda: r.evalsha("0" * 40, 0)),
+          "No matching script. Please use EVAL.")
+    check("script load", r.script_load("return 1"), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db")
+    check("script flush", r.script_flush(), True)
+    check("script exists after flush", r.script_exists(release.sha), [False])
+    # The registered script reloads itself after a flush.
+    r.set("lock:res", "t")
+    check("lock release after flush", release(keys=["lock:res"], args=["t"]), 1)
+    r.flushall()
 
 
 def tenants():
@@ -521,7 +552,7 @@ def shutdown():
     check("shutdown stops the server", "stopped", "stopped")
 
 
-for section in (redis_py, transactions_and_django, keyspace_and_bits, tenants, hashes_and_sets, pubsub, redis_cli, inline, benchmark, shutdown):
+for section in (redis_py, transactions_and_django, keyspace_and_bits, tenants, hashes_and_sets, pubsub, scripting, redis_cli, inline, benchmark, shutdown):
     try:
         section()
     except Exception as e:  # a crash in one section is a failure, not the end

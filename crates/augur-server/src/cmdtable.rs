@@ -252,6 +252,11 @@ commands! {
     Lcs b"LCS" "lcs" -3 [READONLY] 1 2 1 "string" "Finds the longest common substring." NONE;
     Dump b"DUMP" "dump" 2 [READONLY] 1 1 1 "generic" "Returns a serialized representation of the value stored at a key." NONE;
     Restore b"RESTORE" "restore" -4 [WRITE|DENYOOM] 1 1 1 "generic" "Creates a key from the serialized representation of a value." NONE;
+    Eval b"EVAL" "eval" -3 [NOSCRIPT|STALE] 0 0 0 "scripting" "Executes a server-side Lua script." NONE;
+    EvalRo b"EVAL_RO" "eval_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Executes a read-only server-side Lua script." NONE;
+    EvalSha b"EVALSHA" "evalsha" -3 [NOSCRIPT|STALE] 0 0 0 "scripting" "Executes a server-side Lua script by SHA1 digest." NONE;
+    EvalShaRo b"EVALSHA_RO" "evalsha_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Executes a read-only server-side Lua script by SHA1 digest." NONE;
+    Script b"SCRIPT" "script" -2 [] 0 0 0 "scripting" "A container for Lua scripts management commands." SCRIPT_SUBS;
 }
 
 const ACL_SUBS: &[SubSpec] = &[
@@ -559,6 +564,45 @@ const FUNCTION_SUBS: &[SubSpec] = &[
         arity: 2,
         flags: NOSCRIPT | ALLOW_BUSY,
         summary: "Returns information about a function during execution.",
+    },
+];
+
+const SCRIPT_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "script|debug",
+        arity: 3,
+        flags: NOSCRIPT,
+        summary: "Sets the debug mode of server-side Lua scripts.",
+    },
+    SubSpec {
+        name: "script|exists",
+        arity: -3,
+        flags: NOSCRIPT,
+        summary: "Determines whether server-side Lua scripts exist in the script cache.",
+    },
+    SubSpec {
+        name: "script|flush",
+        arity: -2,
+        flags: NOSCRIPT,
+        summary: "Removes all server-side Lua scripts from the script cache.",
+    },
+    SubSpec {
+        name: "script|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "script|kill",
+        arity: 2,
+        flags: NOSCRIPT | ALLOW_BUSY,
+        summary: "Terminates a server-side Lua script during execution.",
+    },
+    SubSpec {
+        name: "script|load",
+        arity: 3,
+        flags: NOSCRIPT | STALE,
+        summary: "Loads a server-side Lua script to the script cache.",
     },
 ];
 

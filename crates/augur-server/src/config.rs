@@ -106,6 +106,9 @@ pub struct ServerConfig {
     pub tenant_default_miss_penalty_us: f64,
     /// Port of the Prometheus `/metrics` HTTP endpoint (0 = off).
     pub metrics_port: u16,
+    /// Milliseconds a script may run before other clients get BUSY and SCRIPT KILL works
+    /// (`busy-reply-threshold`, alias `lua-time-limit`; 0 = never).
+    pub busy_reply_threshold: u64,
     /// `user ...` lines of the config file (ACL rules, Redis syntax), in order.
     pub users: Vec<String>,
     /// `tenant NAME param value ...` lines of the config file, in order.
@@ -172,6 +175,7 @@ impl Default for ServerConfig {
             tenant_miss_cutoff_ms: 1000,
             tenant_default_miss_penalty_us: 1000.0,
             metrics_port: 0,
+            busy_reply_threshold: 5000,
             users: Vec::new(),
             tenant_lines: Vec::new(),
             hash_max_listpack_entries: 128,
@@ -222,6 +226,8 @@ pub const PARAMS: &[&str] = &[
     "tenant-miss-cutoff-ms",
     "tenant-default-miss-penalty",
     "metrics-port",
+    "busy-reply-threshold",
+    "lua-time-limit",
     "save",
     "appendonly",
     "hash-max-listpack-entries",
@@ -252,6 +258,8 @@ pub const LIVE_PARAMS: &[&str] = &[
     "tenant-alloc-unit",
     "tenant-miss-cutoff-ms",
     "tenant-default-miss-penalty",
+    "busy-reply-threshold",
+    "lua-time-limit",
     "save",
     "appendonly",
     "hash-max-listpack-entries",
@@ -458,6 +466,7 @@ impl ServerConfig {
                     parse_duration_us(value).ok_or("argument must be a duration such as 200us, 2ms or 1s")?
             }
             "metrics-port" => self.metrics_port = parse_int(value)?,
+            "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = parse_int(value)?,
             // Persistence is not implemented: accept only the "off" settings, so configs
             // and tools that turn persistence off keep working.
             "save" => {
@@ -519,6 +528,7 @@ impl ServerConfig {
             "tenant-miss-cutoff-ms" => self.tenant_miss_cutoff_ms.to_string(),
             "tenant-default-miss-penalty" => format!("{}us", self.tenant_default_miss_penalty_us),
             "metrics-port" => self.metrics_port.to_string(),
+            "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),
             "save" => String::new(),
             "appendonly" => "no".to_string(),
             "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {

@@ -18,6 +18,9 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// How long a waiter sleeps between two looks at its cancel condition.
+const WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Stripes: more than the worker threads of any machine we expect, so that each thread
 /// usually owns one.
 pub const STRIPES: usize = 32;
@@ -67,6 +70,42 @@ impl ExecGate {
     #[inline]
     pub fn shared(&self) -> SharedHold<'_> {
         SharedHold(self.stripes[my_stripe()].0.read())
+    }
+
+    /// Like [`ExecGate::shared`], but gives up (None) if `cancel` turns true while
+    /// waiting: a script that runs past busy-reply-threshold holds the gate, and the
+    /// commands waiting for it must then answer BUSY instead.
+    pub fn shared_unless(&self, cancel: impl Fn() -> bool) -> Option<SharedHold<'_>> {
+        let lock = &self.stripes[my_stripe()].0;
+        if let Some(g) = lock.try_read() {
+            return Some(SharedHold(g));
+        }
+        loop {
+            if cancel() {
+                return None;
+            }
+            if let Some(g) = lock.try_read_for(WAIT_SLICE) {
+                return Some(SharedHold(g));
+            }
+        }
+    }
+
+    /// Like [`ExecGate::exclusive`], giving up (None, nothing held) if `cancel` turns
+    /// true while waiting.
+    pub fn exclusive_unless(&self, cancel: impl Fn() -> bool) -> Option<ExclusiveHold<'_>> {
+        let mut held = Vec::with_capacity(self.stripes.len());
+        for s in self.stripes.iter() {
+            loop {
+                if let Some(g) = s.0.try_write_for(WAIT_SLICE) {
+                    held.push(g);
+                    break;
+                }
+                if cancel() {
+                    return None;
+                }
+            }
+        }
+        Some(ExclusiveHold(held))
     }
 
     /// Waits until no command runs and holds off every other until dropped.

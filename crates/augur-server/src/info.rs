@@ -96,6 +96,25 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("maxmemory:{}", cfg.maxmemory);
             line!("maxmemory_human:{}", human_bytes(cfg.maxmemory));
             line!("maxmemory_policy:{}", cfg.maxmemory_policy.name());
+            let s = &shared.scripting;
+            let lua = s.lua_memory.load(std::sync::atomic::Ordering::Relaxed);
+            let scripts = s.scripts_memory.load(std::sync::atomic::Ordering::Relaxed);
+            line!("used_memory_lua:{lua}");
+            line!("used_memory_vm_eval:{lua}");
+            line!("used_memory_lua_human:{}", human_bytes(lua));
+            line!("used_memory_scripts_eval:{scripts}");
+            line!(
+                "number_of_cached_scripts:{}",
+                s.cached_scripts.load(std::sync::atomic::Ordering::Relaxed)
+            );
+            line!("number_of_functions:0");
+            line!("number_of_libraries:0");
+            line!("used_memory_vm_functions:0");
+            line!("used_memory_vm_total:{lua}");
+            line!("used_memory_vm_total_human:{}", human_bytes(lua));
+            line!("used_memory_functions:0");
+            line!("used_memory_scripts:{scripts}");
+            line!("used_memory_scripts_human:{}", human_bytes(scripts));
             line!("mem_allocator:jemalloc");
         }
         "persistence" => {

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod profiler;
 pub mod pubsub;
 pub mod resp;
+pub mod scripting;
 pub mod server;
 pub mod state;
 pub mod tenants;

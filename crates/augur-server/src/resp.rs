@@ -129,6 +129,13 @@ impl<'a> Args<'a> {
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
         self.ranges.iter().map(|&(s, e)| &self.base[s..e])
     }
+    /// Arguments `start..end` (EVAL's keys and arguments).
+    pub fn range(&self, start: usize, end: usize) -> Args<'a> {
+        Args {
+            base: self.base,
+            ranges: &self.ranges[start.min(end)..end],
+        }
+    }
     /// Copies the arguments out (tests, logging).
     pub fn to_vec(&self) -> Vec<Vec<u8>> {
         self.iter().map(|a| a.to_vec()).collect()

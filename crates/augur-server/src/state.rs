@@ -149,6 +149,8 @@ pub struct Shared {
     pub store: Store,
     /// Held shared by every command and exclusively by EXEC (and scripts): see `gate`.
     pub gate: crate::gate::ExecGate,
+    /// Lua scripting: the interpreter, the script cache, the running script's state.
+    pub scripting: crate::scripting::Scripting,
     /// ACL users, which are the tenants.
     pub tenants: crate::tenants::Registry,
     /// What the profiler thread publishes (curves, measured miss cost, targets).
@@ -201,6 +203,7 @@ impl Shared {
         Self {
             store,
             gate: crate::gate::ExecGate::default(),
+            scripting: crate::scripting::Scripting::default(),
             tenants,
             profiler: crate::profiler::ProfilerState::default(),
             ref_queue: Arc::new(crate::profiler::RefQueue::new()),

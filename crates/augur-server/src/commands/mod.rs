@@ -12,6 +12,7 @@
 mod bits;
 mod connection;
 mod dump;
+pub mod eval;
 mod expire;
 mod hash;
 mod keyspace;
@@ -137,6 +138,11 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         return;
     }
     c.meta.last_cmd.store(spec.cmd as u32, Relaxed);
+    // While a script has run past busy-reply-threshold, only what Redis allows runs.
+    if shared.scripting.busy() && !eval::allow_busy(spec, args) {
+        flag_transaction(c);
+        return c.out.error(eval::ERR_BUSY);
+    }
     if let Some(m) = &mut c.multi {
         if spec.flags & NO_MULTI != 0 {
             m.flag_error();
@@ -154,8 +160,26 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         // Takes the gate exclusively itself.
         return multi::exec_command(shared, c, now);
     }
-    let _shared_hold = shared.gate.shared();
-    dispatch(shared, c, spec, args, now);
+    let busy = || shared.scripting.busy();
+    if matches!(
+        spec.cmd,
+        Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo
+    ) {
+        // A script runs atomically, like EXEC: the gate exclusively for its whole run.
+        let Some(_exclusive) = shared.gate.exclusive_unless(busy) else {
+            return c.out.error(eval::ERR_BUSY);
+        };
+        return dispatch(shared, c, spec, args, now);
+    }
+    match shared.gate.shared_unless(busy) {
+        Some(_shared_hold) => dispatch(shared, c, spec, args, now),
+        // A busy script holds the gate; what may run meanwhile does not touch keys.
+        None if eval::allow_busy(spec, args) => dispatch(shared, c, spec, args, now),
+        None => {
+            flag_transaction(c);
+            c.out.error(eval::ERR_BUSY)
+        }
+    }
 }
 
 /// A command refused while a transaction is open makes its EXEC fail.
@@ -277,6 +301,10 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::Lcs => strings::lcs_command(shared, c, args, now),
         Cmd::Dump => dump::dump_command(shared, c, args, now),
         Cmd::Restore => dump::restore_command(shared, c, args, now),
+        Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo => {
+            eval::eval_command(shared, c, spec, args, now)
+        }
+        Cmd::Script => eval::script_command(shared, c, spec, args),
     }
 }
 

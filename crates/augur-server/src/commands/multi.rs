@@ -94,7 +94,13 @@ pub(super) fn exec_command(shared: &Shared, c: &mut Client, now: u64) {
             ERR_OOM
         ));
     }
-    let _exclusive = shared.gate.exclusive();
+    let Some(_exclusive) = shared.gate.exclusive_unless(|| shared.scripting.busy()) else {
+        // A script turned busy while EXEC waited for it.
+        let mut m = m;
+        m.flag_error();
+        c.multi = Some(m);
+        return c.out.error(super::eval::ERR_BUSY);
+    };
     // A watched key that was live at WATCH and has expired since is a change: looking it
     // up deletes it lazily, and the deletion raises the flag.
     for (ns, key) in &c.watched {

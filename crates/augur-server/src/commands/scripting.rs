@@ -56,6 +56,15 @@ pub(super) fn function_command(
             c.out.array(0);
         }
         "delete" => c.out.error("ERR Library not found"),
+        // A running EVAL script is killed with SCRIPT KILL (scriptKill's slowevalerr).
+        "kill"
+            if _shared
+                .scripting
+                .running
+                .load(std::sync::atomic::Ordering::Relaxed) =>
+        {
+            c.out.error(super::eval::ERR_BUSY)
+        }
         "kill" => c.out.error("NOTBUSY No scripts in execution right now."),
         "stats" => {
             c.out.map(2);

@@ -1,0 +1,346 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT. Mirrors Redis 7.0's eval.c
+//! (evalGenericCommand, scriptCommand) and script.c (scriptPrepareForRun, the checks of
+//! scriptCall, scriptInterrupt, scriptKill); the interpreter is `crate::scripting`.
+//!
+//! - A script runs atomically: `execute` takes the [gate](crate::gate) exclusively for
+//!   the EVAL family, as EXEC does, and the script's `redis.call`s go straight to
+//!   `dispatch` (never `execute`, which would take the gate again). Inside MULTI, EVAL is
+//!   queued and EXEC's exclusive hold covers it.
+//! - `redis.call` runs the command as the caller: its tenant and database (SELECT inside
+//!   a script changes only the script's database, restored afterwards), with the reply
+//!   written to a separate buffer, in the RESP version the script chose
+//!   (`redis.setresp`), then converted to Lua.
+//! - Like Redis, a script that fails keeps the writes it already made (no rollback).
+//! - A script running longer than `busy-reply-threshold` (alias `lua-time-limit`,
+//!   default 5000 ms) makes other clients' commands answer BUSY, except those Redis
+//!   allows (SCRIPT KILL, SHUTDOWN, AUTH, HELLO, ...); SCRIPT KILL stops it unless it
+//!   has written. Its worker thread hands its other connections to a new thread when the
+//!   script turns busy, so one runaway script cannot starve them.
+
+use super::{dispatch, help_reply, subcommand, Client, ERR_NOT_INT, ERR_OOM};
+use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NOSCRIPT, WRITE};
+use crate::resp::{parse_i64, Args, Out};
+use crate::scripting::{RunCtx, ScriptHost, FLAG_ALLOW_OOM, FLAG_EVAL_COMPAT_MODE, FLAG_NO_WRITES};
+use crate::state::Shared;
+use bytes::BytesMut;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+pub const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+/// shared.slowevalerr.
+pub const ERR_BUSY: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+/// Runs EVAL / EVALSHA / EVAL_RO / EVALSHA_RO. The caller holds the gate exclusively.
+pub(super) fn eval_command(
+    shared: &Shared,
+    c: &mut Client,
+    spec: &'static CommandSpec,
+    args: Args<'_>,
+    now: u64,
+) {
+    let evalsha = matches!(spec.cmd, Cmd::EvalSha | Cmd::EvalShaRo);
+    let ro = matches!(spec.cmd, Cmd::EvalRo | Cmd::EvalShaRo);
+    if evalsha && args.get(1).len() != 40 {
+        return c.out.error(ERR_NOSCRIPT);
+    }
+    let Some(numkeys) = parse_i64(args.get(2)) else {
+        return c.out.error(ERR_NOT_INT);
+    };
+    if numkeys > args.len() as i64 - 3 {
+        return c
+            .out
+            .error("ERR Number of keys can't be greater than number of args");
+    }
+    if numkeys < 0 {
+        return c.out.error("ERR Number of keys can't be negative");
+    }
+    let numkeys = numkeys as usize;
+    let scripting = &shared.scripting;
+    let mut engine = scripting.engine.lock();
+    let sha = if evalsha {
+        args.get(1).to_ascii_lowercase()
+    } else {
+        match engine.create(args.get(1)) {
+            Ok(sha) => sha.into_bytes(),
+            Err(e) => {
+                scripting.publish_stats(&engine);
+                return c.out.error(&e);
+            }
+        }
+    };
+    let sha = String::from_utf8_lossy(&sha).into_owned();
+    let Some(flags) = engine.scripts.get(&sha).map(|s| s.flags) else {
+        return c.out.error(ERR_NOSCRIPT);
+    };
+    let oom = shared.store.over_limit_for_writes();
+    let compat = flags & FLAG_EVAL_COMPAT_MODE != 0;
+    if !compat {
+        // A script that declares flags is refused up front the way its flags say
+        // (processCommand with evalGetCommandFlags, then scriptPrepareForRun).
+        if oom && flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES) == 0 {
+            return c.out.error(ERR_OOM);
+        }
+        if ro && flags & FLAG_NO_WRITES == 0 {
+            return c
+                .out
+                .error("ERR Can not execute a script with write flag using *_ro command.");
+        }
+    }
+    let threshold = Duration::from_millis(shared.config.read().busy_reply_threshold);
+
+    scripting.killed.store(false, Relaxed);
+    scripting.busy.store(false, Relaxed);
+    scripting.write_dirty.store(false, Relaxed);
+    *scripting.started.lock() = Some(Instant::now());
+    scripting.running.store(true, Relaxed);
+
+    let saved_db = c.db;
+    let mut reply = Out {
+        buf: BytesMut::new(),
+        resp3: c.out.resp3,
+    };
+    {
+        let mut host = Host {
+            shared,
+            c: &mut *c,
+            now,
+            readonly: ro || (!compat && flags & FLAG_NO_WRITES != 0),
+            allow_oom: !compat && flags & FLAG_ALLOW_OOM != 0,
+            oom_at_start: oom,
+            write_dirty: false,
+            out: Out {
+                buf: BytesMut::new(),
+                resp3: false,
+            },
+            start: Instant::now(),
+            threshold,
+            sha: &sha,
+            busy: false,
+        };
+        let mut ctx = RunCtx::new(&mut host);
+        let keys = args.range(3, 3 + numkeys);
+        let argv = args.range(3 + numkeys, args.len());
+        engine
+            .vm
+            .run(&sha, keys, argv, &mut ctx, !threshold.is_zero(), &mut reply);
+    }
+    if c.db != saved_db {
+        c.db = saved_db;
+        c.meta.db.store(saved_db, Relaxed);
+    }
+    scripting.publish_stats(&engine);
+    drop(engine);
+    scripting.running.store(false, Relaxed);
+    scripting.busy.store(false, Relaxed);
+    scripting.killed.store(false, Relaxed);
+    scripting.write_dirty.store(false, Relaxed);
+    *scripting.started.lock() = None;
+    c.out.buf.extend_from_slice(&reply.buf);
+}
+
+/// What the running script's commands see (script.c's run context).
+struct Host<'a> {
+    shared: &'a Shared,
+    c: &'a mut Client,
+    now: u64,
+    /// EVAL_RO, or a `no-writes` script.
+    readonly: bool,
+    allow_oom: bool,
+    /// Memory was over the limit when the script started (pre_command_oom_state).
+    oom_at_start: bool,
+    write_dirty: bool,
+    /// The script's reply buffer, swapped with the client's around each command.
+    out: Out,
+    start: Instant,
+    threshold: Duration,
+    sha: &'a str,
+    busy: bool,
+}
+
+/// The command `args` names, with its flags and arity (a container's subcommand
+/// decides, as lookupCommand does); None if there is no such command.
+fn resolve(args: Args<'_>) -> Option<(&'static CommandSpec, u32, i32)> {
+    let mut buf = [0u8; 16];
+    let spec = cmdtable::upper(args.get(0), &mut buf).and_then(cmdtable::lookup)?;
+    if !spec.subcommands.is_empty() && args.len() >= 2 {
+        let sub = spec.sub(args.get(1))?;
+        return Some((spec, sub.flags, sub.arity));
+    }
+    Some((spec, spec.flags, spec.arity))
+}
+
+impl ScriptHost for Host<'_> {
+    fn call(&mut self, args: Args<'_>, resp3: bool) -> Result<(), String> {
+        self.out.buf.clear();
+        let Some((spec, flags, arity)) = resolve(args) else {
+            return Err("Unknown Redis command called from script".into());
+        };
+        if !cmdtable::arity_ok(arity, args.len()) {
+            return Err("Wrong number of args calling Redis command from script".into());
+        }
+        if flags & NOSCRIPT != 0 {
+            return Err("This Redis command is not allowed from script".into());
+        }
+        if self.readonly && flags & WRITE != 0 {
+            return Err("Write commands are not allowed from read-only scripts.".into());
+        }
+        // Only the first write may be refused for memory: after it the script cannot be
+        // stopped half way.
+        if !self.allow_oom && !self.write_dirty && self.oom_at_start && flags & DENYOOM != 0 {
+            return Err(format!("-{ERR_OOM}"));
+        }
+        if flags & WRITE != 0 {
+            self.write_dirty = true;
+            self.shared.scripting.write_dirty.store(true, Relaxed);
+        }
+        self.out.resp3 = resp3;
+        std::mem::swap(&mut self.c.out, &mut self.out);
+        self.c.commands += 1;
+        dispatch(self.shared, self.c, spec, args, self.now);
+        std::mem::swap(&mut self.c.out, &mut self.out);
+        Ok(())
+    }
+
+    fn reply(&self) -> &[u8] {
+        &self.out.buf
+    }
+
+    fn acl_check(&self, args: Args<'_>) -> Option<bool> {
+        // Every ACL user (tenant) may run every command; only unknown ones fail.
+        resolve(args).map(|_| true)
+    }
+
+    fn interrupt(&mut self) -> bool {
+        let s = &self.shared.scripting;
+        if s.killed.load(Relaxed) || self.shared.shutdown_requested.load(Relaxed) {
+            return true;
+        }
+        if !self.busy && !self.threshold.is_zero() {
+            let elapsed = self.start.elapsed();
+            if elapsed >= self.threshold {
+                self.busy = true;
+                tracing::warn!(
+                    "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the SCRIPT KILL command. Script name is: {}.",
+                    elapsed.as_millis(),
+                    self.sha
+                );
+                s.busy.store(true, Relaxed);
+                hand_off_worker();
+            }
+        }
+        false
+    }
+}
+
+/// The script keeps this thread for a while: on tokio's multi-thread runtime, let the
+/// worker's other tasks (connections) move to another thread (`block_in_place` hands the
+/// worker's queue over), so they get BUSY replies, and SCRIPT KILL can reach us, even
+/// with a single worker thread.
+fn hand_off_worker() {
+    if let Ok(h) = tokio::runtime::Handle::try_current() {
+        if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+            tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
+        }
+    }
+}
+
+pub(super) fn script_command(
+    shared: &Shared,
+    c: &mut Client,
+    spec: &'static CommandSpec,
+    args: Args<'_>,
+) {
+    let Some(sub) = subcommand(&mut c.out, spec, args) else {
+        return;
+    };
+    let scripting = &shared.scripting;
+    match sub {
+        "flush" => {
+            let async_free = match args.len() {
+                2 => false,
+                3 if args.get(2).eq_ignore_ascii_case(b"sync") => false,
+                3 if args.get(2).eq_ignore_ascii_case(b"async") => true,
+                _ => {
+                    return c
+                        .out
+                        .error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+                }
+            };
+            scripting.flush(async_free);
+            c.out.ok();
+        }
+        "exists" => {
+            let engine = scripting.engine.lock();
+            c.out.array(args.len() - 2);
+            for a in args.iter().skip(2) {
+                let sha = String::from_utf8_lossy(&a.to_ascii_lowercase()).into_owned();
+                c.out.int(engine.scripts.contains_key(&sha) as i64);
+            }
+        }
+        "load" => {
+            let mut engine = scripting.engine.lock();
+            let r = engine.create(args.get(2));
+            scripting.publish_stats(&engine);
+            drop(engine);
+            match r {
+                Ok(sha) => c.out.bulk(sha.as_bytes()),
+                Err(e) => c.out.error(&e),
+            }
+        }
+        "kill" => {
+            if !scripting.running.load(Relaxed) {
+                c.out.error("NOTBUSY No scripts in execution right now.")
+            } else if scripting.write_dirty.load(Relaxed) {
+                c.out.error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+            } else {
+                scripting.killed.store(true, Relaxed);
+                c.out.ok();
+            }
+        }
+        "debug" => {
+            let mode = args.get(2);
+            if mode.eq_ignore_ascii_case(b"no") {
+                c.out.ok()
+            } else if mode.eq_ignore_ascii_case(b"yes") || mode.eq_ignore_ascii_case(b"sync") {
+                c.out
+                    .error("ERR Augur does not support the Lua debugger (SCRIPT DEBUG)")
+            } else {
+                c.out.error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+            }
+        }
+        _ => help_reply(
+            &mut c.out,
+            "SCRIPT",
+            &[
+                "DEBUG (YES|SYNC|NO)",
+                "    Set the debug mode for subsequent scripts executed.",
+                "EXISTS <sha1> [<sha1> ...]",
+                "    Return information about the existence of the scripts in the script cache.",
+                "FLUSH [ASYNC|SYNC]",
+                "    Flush the Lua scripts cache. Very dangerous on replicas.",
+                "    When called without the optional mode argument, the behavior is determined by the",
+                "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+                "    * ASYNC: Asynchronously flush the scripts cache.",
+                "    * SYNC: Synchronously flush the scripts cache.",
+                "KILL",
+                "    Kill the currently executing Lua script.",
+                "LOAD <script>",
+                "    Load a script into the scripts cache without executing it.",
+            ],
+        ),
+    }
+}
+
+/// Whether `args` may run while a script is busy (CMD_ALLOW_BUSY; for a container, its
+/// subcommand's flag).
+pub(super) fn allow_busy(spec: &'static CommandSpec, args: Args<'_>) -> bool {
+    if spec.flags & cmdtable::ALLOW_BUSY != 0 {
+        return true;
+    }
+    !spec.subcommands.is_empty()
+        && args.len() >= 2
+        && spec
+            .sub(args.get(1))
+            .is_some_and(|s| s.flags & cmdtable::ALLOW_BUSY != 0)
+}
