@@ -247,6 +247,8 @@ def pubsub():
     check("tenant message", [m["data"] for m in messages(p1, 2, timeout=0.5)], ["a"])
     p1.close()
     admin.acl_deluser("ps1", "ps2")
+
+
 def keyspace_and_bits():
     """RENAME/COPY/MOVE, EXPIRETIME, the bit commands and LCS through redis-py's own
     wrappers (they build the arguments the way applications send them)."""
@@ -305,6 +307,7 @@ def keyspace_and_bits():
         cursor, keys = r.scan(cursor, match="scan:*", count=10)
         pages.append(len(keys))
         if cursor == 0:
+            break
     check("scan pages", (len(pages) <= 105, min(pages) > 0), (True, True))
     r.flushall()
     db2.flushall()
@@ -357,6 +360,8 @@ def transactions_and_django():
     cache.delete_many(["a", "b"])
     check("django delete_many", cache.get_many(["a", "b", "c"]), {"c": "text"})
     check("django get_or_set", cache.get_or_set("d", lambda: "made", 10), "made")
+
+
 def scripting():
     """Lua scripts as applications send them: redis-py's register_script (EVALSHA, then
     EVAL on NOSCRIPT), a Redlock-style lock release, cjson, errors."""
