@@ -347,39 +347,11 @@ enum Header {
 }
 
 /// Parses a decimal i64 the way Redis's `string2ll` does: optional `-`, no `+`, no
-/// leading zeros (except "0"), no spaces, no overflow.
+/// leading zeros (except "0"), no spaces, no overflow. The store parses intset members
+/// by the same rule; this is that one function.
+#[inline]
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || digits[0] == b'0' {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &b in digits {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((b - b'0') as u64)?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else if v > i64::MAX as u64 {
-        None
-    } else {
-        Some(v as i64)
-    }
+    augur_store::parse_canonical_i64(s)
 }
 
 /// An inline line or config line whose quotes do not balance (or a closing quote not

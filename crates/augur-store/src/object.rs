@@ -220,7 +220,9 @@ fn split_pair(e: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// Parses a set member as an intset integer: Redis's `string2ll`, i.e. only the
-/// canonical decimal form ("12", "-3", "0"; not "012", "+1", "-0", " 1").
+/// canonical decimal form ("12", "-3", "0"; not "012", "+1", "-0", " 1"). The server's
+/// argument parser (`resp::parse_i64`) is this function too.
+#[inline]
 pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() > 20 {
         return None;

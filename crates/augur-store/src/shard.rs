@@ -488,9 +488,9 @@ impl Part {
     fn flush_all(&mut self) {
         // Redis's touchAllWatchedKeysInDb: the watched keys that exist are touched.
         if let Some(w) = &self.watched {
-            for (db, key) in w.keys_of_db(None) {
-                if Self::find_pooled(&self.table, db, &key).is_some() {
-                    w.touch(db, &key);
+            for (db, key) in w.keys() {
+                if Self::find_pooled(&self.table, *db, key).is_some() {
+                    w.touch(*db, key);
                 }
             }
         }

@@ -53,13 +53,9 @@ impl WatchTable {
         }
     }
 
-    /// The watched keys of `db` (for FLUSHDB/FLUSHALL, which touch the ones that exist).
-    pub(crate) fn keys_of_db(&self, db: Option<u8>) -> Vec<(u8, Box<[u8]>)> {
-        self.keys
-            .keys()
-            .filter(|(d, _)| db.is_none_or(|x| x == *d))
-            .cloned()
-            .collect()
+    /// The watched (db, key) pairs (FLUSHALL touches the ones that exist).
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &(u8, Box<[u8]>)> {
+        self.keys.keys()
     }
 }
 

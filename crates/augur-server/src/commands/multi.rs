@@ -18,7 +18,6 @@ use super::{dispatch, Client, ERR_OOM};
 use crate::cmdtable::{CommandSpec, DENYOOM};
 use crate::resp::Args;
 use crate::state::Shared;
-use augur_store::Ns;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// A command queued between MULTI and EXEC: its arguments copied out of the read buffer.
@@ -145,7 +144,6 @@ pub(super) fn unwatch_command(shared: &Shared, c: &mut Client) {
 /// Drops every WATCH of the connection and clears its flag (unwatchAllKeys).
 pub fn unwatch_all(shared: &Shared, c: &mut Client) {
     for (ns, key) in c.watched.drain(..) {
-        let ns: Ns = ns;
         shared.store.lock_key(&key).unwatch(ns, &key, &c.watch_flag);
     }
     c.watch_flag.store(false, Relaxed);
