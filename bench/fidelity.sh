@@ -9,7 +9,8 @@ source "$(dirname "$0")/lib.sh"
 NAME=${1:-scarab-recs}
 MAXMEM=${2:-15mb}
 CONN=${3:-4}
-TRACE="$ROOT/../shared/traces/$NAME.oracleGeneral.bin.zst"
+TRACE="${AUGUR_TRACES:-$ROOT/../shared/traces}/$NAME.oracleGeneral.bin.zst"
+[ -f "$TRACE" ] || { echo "trace $TRACE not found: the large traces are not in the repository; see tests/data/traces/README.md for their sources and set AUGUR_TRACES to their folder"; exit 2; }
 build_augur
 status=0
 port=7501

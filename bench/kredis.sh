@@ -28,7 +28,7 @@
 # Usage: bench/kredis.sh            (env: PREFIX CONNS WARMUP DURATION FRACS RUN15 ...)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-TRACES=${TRACES:-$ROOT/../shared/traces}
+TRACES=${TRACES:-${AUGUR_TRACES:-$ROOT/../shared/traces}}
 PREFIX=${PREFIX:-20000}          # requests of each trace replayed (then looped)
 PREFIX15=${PREFIX15:-90000}      # requests of the trace divided into 15 tenants
 TRACE15=${TRACE15:-arc_oltp}

@@ -17,7 +17,7 @@ INTERVAL_MS=${INTERVAL_MS:-2000}
 DURATION=${DURATION:-30s}
 WARMUP=${WARMUP:-2}
 TRACES=${TRACES:-"orm-busy scarab-recs arc_oltp"}
-T=${TRACE_DIR:-$ROOT/../shared/traces}
+T=${TRACE_DIR:-${AUGUR_TRACES:-$ROOT/../shared/traces}}
 build_augur
 port=7301
 for name in $TRACES; do

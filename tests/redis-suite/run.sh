@@ -27,7 +27,22 @@ done
 if [ ${#UNITS[@]} -eq 0 ]; then
   mapfile -t UNITS < <(grep -v '^#' tests/redis-suite/units.txt | grep -v '^\s*$')
 fi
-[ -d "$SUITE" ] || { echo "Redis test suite not found at $SUITE (set REDIS_SUITE)"; exit 2; }
+if [ ! -d "$SUITE" ]; then
+  # A fresh clone without ../shared: take tests/ and runtest from Redis 7.0.15's release
+  # tarball (BSD-3-Clause), checked against its published SHA-256, cached under target/.
+  CACHE=$ROOT/target/redis-7.0.15-tests
+  if [ ! -x "$CACHE/runtest" ]; then
+    echo "Redis test suite not found at $SUITE (set REDIS_SUITE); downloading Redis 7.0.15's from download.redis.io"
+    command -v curl >/dev/null || { echo "curl is needed to download it"; exit 2; }
+    mkdir -p "$CACHE"
+    curl -fsSL -o "$CACHE/redis.tar.gz" https://download.redis.io/releases/redis-7.0.15.tar.gz
+    echo "98066f5363504b26c34dd20fbcc3c957990d764cdf42576c836fc021073f4341  $CACHE/redis.tar.gz" | sha256sum -c --quiet \
+      || { echo "redis-7.0.15.tar.gz: checksum mismatch"; rm -rf "$CACHE"; exit 2; }
+    tar -xzf "$CACHE/redis.tar.gz" -C "$CACHE" --strip-components=1 redis-7.0.15/tests redis-7.0.15/runtest redis-7.0.15/COPYING
+    rm "$CACHE/redis.tar.gz"
+  fi
+  SUITE=$CACHE
+fi
 command -v tclsh >/dev/null || { echo "tclsh is needed (apt-get install tcl)"; exit 2; }
 
 AUGUR=${AUGUR_BIN:-$ROOT/target/release/augur}

@@ -7,7 +7,7 @@
 //! The long sweeps (all traces, spatial sampling on traces with >= 100k objects) are in
 //! `examples/mrc_accuracy.rs`, run in release by `bench/mrc_accuracy.sh`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use augur_mrc::curve::{Curve, DistanceHistogram, Point, SizeUnit};
 use augur_mrc::krr::{Krr, KrrConfig, SampleAdjust, UpdateMethod};
@@ -17,9 +17,11 @@ use augur_sim::{simulate_sizes, working_set, PolicySpec, Unit};
 const KS: [u32; 5] = [1, 2, 4, 8, 16];
 const SIZES: u64 = 40;
 
+#[path = "../../../tests/support/traces.rs"]
+mod traces;
+
 fn load(name: &str) -> Vec<(u64, u32)> {
-    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    augur_trace::load_all(dir.join(format!("{name}.oracleGeneral.bin.zst")))
+    augur_trace::load_all(traces::path(name))
         .expect("trace")
         .iter()
         .map(|r| (r.key, r.size))
@@ -189,6 +191,9 @@ fn variable_size_krr_matches_byte_simulators_on_cloudphysics() {
 
 #[test]
 fn spatial_sampling_scales_distances_and_tracks_about_r_of_the_keys() {
+    if !traces::available(&["arc_oltp"]) {
+        return;
+    }
     // arc_oltp has 187k objects: at R = 0.01 about 1.9k are tracked. Spatial sampling
     // error shrinks as 1/sqrt(tracked objects) (paper §6.3, after SHARDS); with only
     // 1.9k keys it is about 0.01 here (measured: 0.0089 mean over K against plain K-LRU
@@ -260,6 +265,9 @@ fn stored_klru(name: &str) -> Vec<Curve> {
 /// average). The margin is thin: on this sample other model seeds give .0047-.0052.
 #[test]
 fn sampled_krr_with_regression_estimator_meets_the_bar_on_arc_p3() {
+    if !traces::available(&["arc_p3"]) {
+        return;
+    }
     let trace = load("arc_p3");
     let sims = stored_klru("arc_p3");
     let mean_mae = |adjust| {

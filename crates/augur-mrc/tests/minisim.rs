@@ -21,6 +21,9 @@ fn mae_at_sizes(mini: &augur_mrc::curve::Curve, full: &[(u64, f64)]) -> f64 {
 /// sizes from 10% to 100% of the working set; also exact LRU in the same run.
 #[test]
 fn redis_klru5_at_one_percent_within_mae_0_02() {
+    if !traces::available(&["scarab-recs", "arc_oltp"]) {
+        return;
+    }
     for name in ["scarab-recs", "arc_oltp"] {
         let trace = load(name);
         let (objs, _) = working_set(&trace);

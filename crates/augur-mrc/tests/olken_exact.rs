@@ -2,16 +2,13 @@
 //! move-to-front, O(M) per reference) exactly, by object count and by bytes, on random
 //! traces with deletes and size changes (proptest) and on a real LIRS trace.
 
-use std::path::{Path, PathBuf};
-
 use augur_mrc::curve::SizeUnit;
 use augur_mrc::olken::Olken;
 use augur_mrc::MrcModel;
 use proptest::prelude::*;
 
-fn traces_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-}
+#[path = "../../../tests/support/traces.rs"]
+mod traces;
 
 /// Mattson's LRU stack: position 0 is the most recent object.
 #[derive(Default)]
@@ -83,8 +80,7 @@ proptest! {
 
 #[test]
 fn olken_equals_mattson_on_lirs_sprite_and_its_curve_is_exact() {
-    let reqs = augur_trace::load_all(traces_dir().join("lirs_sprite.oracleGeneral.bin.zst"))
-        .expect("lirs_sprite trace");
+    let reqs = augur_trace::load_all(traces::path("lirs_sprite")).expect("lirs_sprite trace");
     assert!(reqs.len() > 100_000, "{} requests", reqs.len());
     // Byte distances with a size derived from the key (the trace has unit sizes):
     // 1 + (mix(key) mod 4096).

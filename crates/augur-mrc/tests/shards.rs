@@ -36,6 +36,9 @@ fn rate_one_is_exact_mattson_on_lirs_traces() {
 /// the whole curve by ~0.03, which is the bias SHARDS_adj (§3.3) exists to remove.
 #[test]
 fn fixed_rate_one_percent_within_mae_0_01_on_large_traces() {
+    if !traces::available(&["arc_oltp", "arc_p3", "scarab-recs"]) {
+        return;
+    }
     for name in ["arc_oltp", "arc_p3", "scarab-recs"] {
         let trace = load(name);
         let (objs, _) = working_set(&trace);
@@ -60,6 +63,9 @@ fn fixed_rate_one_percent_within_mae_0_01_on_large_traces() {
 /// Fixed-size SHARDS: the rate falls to keep 8k keys and the curve stays accurate.
 #[test]
 fn fixed_size_8k_keys_within_mae_0_01() {
+    if !traces::available(&["arc_oltp", "scarab-recs"]) {
+        return;
+    }
     for name in ["arc_oltp", "scarab-recs"] {
         let trace = load(name);
         let (objs, _) = working_set(&trace);
@@ -86,6 +92,9 @@ fn fixed_size_8k_keys_within_mae_0_01() {
 /// Byte curves: cloudphysics has real sizes; arc_oltp gets derived per-key sizes.
 #[test]
 fn byte_curves_track_exact_byte_lru() {
+    if !traces::available(&["arc_oltp"]) {
+        return;
+    }
     let cloud = load("cloudphysics");
     let mut oltp = load("arc_oltp");
     for r in oltp.iter_mut() {

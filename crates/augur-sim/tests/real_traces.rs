@@ -3,7 +3,7 @@
 mod common;
 
 use augur_sim::{build, simulate, simulate_grid, working_set, CacheSim, PolicySpec, Unit};
-use common::load_trace;
+use common::{load_trace, traces};
 
 const ALL: [PolicySpec; 5] = [
     PolicySpec::Lru,
@@ -79,6 +79,9 @@ fn klru_sampling_every_entry_is_lru_on_lirs_traces() {
 
 #[test]
 fn more_samples_move_klru_towards_lru() {
+    if !traces::available(&["arc_oltp"]) {
+        return;
+    }
     // KRR §2.2 / Fig. 1: a larger K evicts closer to the LRU end. On arc_oltp at 10 % of
     // the working set, K = 1 (random), 2, 5, 16 must approach LRU monotonically.
     let trace = load_trace("arc_oltp");

@@ -308,15 +308,23 @@ pub(crate) type Input = Box<dyn Read + Send>;
 /// Opens `path`, transparently decompressing zstd (recognised by its magic number).
 /// Returns the stream and whether it was compressed.
 pub(crate) fn open_input(path: &Path) -> Result<(Input, bool)> {
+    open_input_sized(path).map(|(input, compressed, _)| (input, compressed))
+}
+
+/// [`open_input`], plus the decompressed length when it is known without reading: the
+/// file's length, or for zstd the first frame's content size (the `zstd` tool records it
+/// when it compresses a file; a stream compressed from a pipe has none).
+fn open_input_sized(path: &Path) -> Result<(Input, bool, Option<u64>)> {
     let file = File::open(path).with_context(|| format!("opening trace {}", path.display()))?;
     let mut buf = BufReader::with_capacity(1 << 20, file);
     let head = buf
         .fill_buf()
         .with_context(|| format!("reading {}", path.display()))?;
     if head.len() >= 4 && head[..4] == ZSTD_MAGIC {
+        let content = zstd::zstd_safe::get_frame_content_size(head).ok().flatten();
         let dec = zstd::stream::read::Decoder::with_buffer(buf)
             .with_context(|| format!("starting zstd decoder for {}", path.display()))?;
-        Ok((Box::new(dec), true))
+        Ok((Box::new(dec), true, content))
     } else {
         let name = path.to_string_lossy();
         if name.ends_with(".zst") || name.ends_with(".zstd") {
@@ -325,7 +333,8 @@ pub(crate) fn open_input(path: &Path) -> Result<(Input, bool)> {
                 path.display()
             );
         }
-        Ok((Box::new(buf), false))
+        let len = std::fs::metadata(path).ok().map(|m| m.len());
+        Ok((Box::new(buf), false, len))
     }
 }
 
@@ -346,8 +355,8 @@ pub struct TraceReader {
 }
 
 impl TraceReader {
-    /// Number of requests, when it is known without reading the trace (plain
-    /// oracleGeneral files: file length / 24). Meant for progress bars.
+    /// Number of requests, when it is known without reading the trace (oracleGeneral:
+    /// the plain or zstd frame content length / 24). Meant for progress bars.
     pub fn len_hint(&self) -> Option<u64> {
         self.len_hint
     }
@@ -367,17 +376,11 @@ impl Iterator for TraceReader {
 /// Opens a trace in the given format (zstd or not, detected from the content).
 pub fn open(path: impl AsRef<Path>, format: &TraceFormat) -> Result<TraceReader> {
     let path = path.as_ref();
-    let (input, compressed) = open_input(path)?;
+    let (input, _, bytes) = open_input_sized(path)?;
     let name = path.display().to_string();
     let (inner, len_hint) = match format {
         TraceFormat::OracleGeneral => {
-            let hint = if compressed {
-                None
-            } else {
-                std::fs::metadata(path)
-                    .ok()
-                    .map(|m| m.len() / ORACLE_RECORD_SIZE as u64)
-            };
+            let hint = bytes.map(|b| b / ORACLE_RECORD_SIZE as u64);
             (
                 Inner::Oracle(OracleReader::new(input).with_name(name)),
                 hint,

@@ -2,16 +2,15 @@
 //! and its stored next_access_vtime agrees with our writer's computation.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use augur_trace::{load_all, next_access_vtimes, open, OracleReader, OracleRecord, TraceFormat};
 
-fn traces_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-}
+#[path = "../../../tests/support/traces.rs"]
+mod traces;
 
 fn trace(name: &str) -> PathBuf {
-    traces_dir().join(format!("{name}.oracleGeneral.bin.zst"))
+    traces::path(name)
 }
 
 /// Streams a trace and returns (requests, distinct objects).
@@ -69,11 +68,17 @@ fn cloudphysics_loads() {
 
 #[test]
 fn arc_oltp_loads() {
+    if !traces::available(&["arc_oltp"]) {
+        return;
+    }
     check("arc_oltp", 914_145, 186_880);
 }
 
 #[test]
 fn scarab_recs_loads() {
+    if !traces::available(&["scarab-recs"]) {
+        return;
+    }
     check("scarab-recs", 1_245_184, 258_368);
 }
 
@@ -81,11 +86,17 @@ fn scarab_recs_loads() {
 // profile, so they run by default too.
 #[test]
 fn arc_p3_loads() {
+    if !traces::available(&["arc_p3"]) {
+        return;
+    }
     check("arc_p3", 3_912_296, 762_543);
 }
 
 #[test]
 fn orm_busy_loads() {
+    if !traces::available(&["orm-busy"]) {
+        return;
+    }
     check("orm-busy", 5_000_000, 76_349);
 }
 
@@ -126,5 +137,31 @@ fn truncated_real_trace_reports_an_error() {
     // The plain file advertises its length for progress bars.
     let r = augur_trace::open_auto(&path).unwrap();
     assert_eq!(r.len_hint(), Some(reqs.len() as u64 - 1));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A zstd trace written by the `zstd` tool records its content size, so the offline tools
+/// can show a total and an ETA without a first pass (the shipped traces all do).
+#[test]
+fn compressed_traces_advertise_their_length() {
+    for (name, requests) in [("lirs_cs", 6_781u64), ("cloudphysics", 113_872)] {
+        let r = augur_trace::open_auto(trace(name)).unwrap();
+        assert_eq!(r.len_hint(), Some(requests), "{name}");
+    }
+    // A stream compressed without a known size (as from a pipe) has no hint, and still
+    // reads.
+    let dir = std::env::temp_dir().join(format!("augur-trace-nohint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let reqs = load_all(trace("lirs_cs")).unwrap();
+    let plain = dir.join("t.oracleGeneral.bin");
+    augur_trace::write_oracle_general_file(&plain, &reqs).unwrap();
+    let bytes = std::fs::read(&plain).unwrap();
+    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    std::io::Write::write_all(&mut enc, &bytes).unwrap();
+    let packed = dir.join("t.oracleGeneral.bin.zst");
+    std::fs::write(&packed, enc.finish().unwrap()).unwrap();
+    let r = augur_trace::open_auto(&packed).unwrap();
+    assert_eq!(r.len_hint(), None);
+    assert_eq!(r.count(), reqs.len());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,7 +9,6 @@
 //! ```
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -20,7 +19,7 @@ use augur_mrc::olken::Olken;
 use augur_mrc::MrcModel;
 use augur_sim::{simulate_grid, working_set, PolicySpec, Unit, WorkingSet, WorkingSetCounter};
 use augur_trace::Op;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::Serialize;
 
 use crate::trace_input;
@@ -375,22 +374,7 @@ fn size_unit(bytes: bool) -> SizeUnit {
 }
 
 fn progress_bar(len: Option<u64>) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    match len {
-        Some(n) => ProgressBar::new(n).with_style(
-            ProgressStyle::with_template(
-                "{spinner} {msg} [{bar:40}] {human_pos}/{human_len} ({per_sec}, eta {eta})",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        ),
-        None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{spinner} {msg} {human_pos} requests ({per_sec})")
-                .expect("valid template"),
-        ),
-    }
+    crate::progress::bar(len, "")
 }
 
 /// The working set in the curve's unit.
@@ -580,10 +564,13 @@ pub(crate) fn plot_svg(curves: &[Curve], title: &str) -> String {
     const R: f64 = 190.0;
     const T: f64 = 40.0;
     const B: f64 = 60.0;
-    const COLORS: [&str; 10] = [
-        "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-        "#bcbd22", "#17becf",
+    // Okabe & Ito's palette (2008), distinct under the common colour-vision deficiencies
+    // (the old red/green pair K=5 vs K=16 was not), and a dash pattern per cycle of it
+    // so that curves stay apart in greyscale and beyond eight curves.
+    const COLORS: [&str; 8] = [
+        "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442",
     ];
+    const DASHES: [&str; 3] = ["", "6 3", "2 2"];
     let pw = W - L - R;
     let ph = H - T - B;
     let xmax = curves
@@ -654,13 +641,17 @@ pub(crate) fn plot_svg(curves: &[Curve], title: &str) -> String {
     // Curves and legend.
     for (i, c) in curves.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
+        let dash = match DASHES[(i / COLORS.len()) % DASHES.len()] {
+            "" => String::new(),
+            d => format!(r#" stroke-dasharray="{d}""#),
+        };
         let mut pts = format!("{:.1},{:.1}", x(0.0), y(1.0));
         for p in &c.points {
             let _ = write!(pts, " {:.1},{:.1}", x(p.size), y(p.miss_ratio));
         }
         let _ = writeln!(
             s,
-            r#"<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.8"/>"#
+            r#"<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.8"{dash}/>"#
         );
         let label = match c.k {
             Some(k) => format!("{} K={k}", c.model),
@@ -670,7 +661,7 @@ pub(crate) fn plot_svg(curves: &[Curve], title: &str) -> String {
         let lx = L + pw + 15.0;
         let _ = writeln!(
             s,
-            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="3"{dash}/><text x="{:.1}" y="{:.1}">{}</text>"#,
             lx + 24.0,
             lx + 30.0,
             ly + 4.0,

@@ -11,13 +11,12 @@
 //! augur sim cloudphysics.oracleGeneral.bin.zst --policy lru --sizes 64mb,256mb --csv
 //! ```
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use augur_sim::{simulate_with_progress, working_set, PolicySpec, SimResult, Unit, WorkingSet};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -212,17 +211,7 @@ pub fn run(args: Args) -> Result<()> {
 
     // Progress counts trace entries, DELETEs included.
     let total = jobs.len() as u64 * trace.len() as u64;
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} requests ({per_sec}, eta {eta})",
-        )
-        .expect("valid template"),
-    );
+    let bar = crate::progress::bar(Some(total), "simulating");
 
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))

@@ -7,6 +7,7 @@ mod cmd_replay;
 mod cmd_serve;
 mod cmd_sim;
 mod cmd_tenants;
+mod progress;
 mod trace_input;
 
 #[global_allocator]

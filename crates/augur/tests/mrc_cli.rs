@@ -3,9 +3,10 @@
 
 use std::process::{Command, Output};
 
+/// lirs_cs, shipped in tests/data/traces.
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/traces/lirs_cs.oracleGeneral.bin.zst"
+    "/../../tests/data/traces/lirs_cs.oracleGeneral.bin.zst"
 );
 
 fn mrc(extra: &[&str]) -> Output {

@@ -6,16 +6,17 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "../../../tests/support/traces.rs"]
+mod traces;
+
 fn trace(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-        "../../../shared/traces/{name}.oracleGeneral.bin.zst"
-    ))
+    traces::path(name)
 }
 
 fn find_on_path(bin: &str) -> Option<PathBuf> {

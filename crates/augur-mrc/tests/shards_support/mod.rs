@@ -4,20 +4,18 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
 
 use augur_mrc::curve::{Curve, Point, SizeUnit};
 use augur_mrc::shards::Shards;
 use augur_mrc::MrcModel;
 
-pub fn traces_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-}
+#[path = "../../../../tests/support/traces.rs"]
+pub mod traces;
 
 /// Decodes `traces/<name>.oracleGeneral.bin.zst` into (key, size) pairs: 24-byte
 /// little-endian records (u32 time, u64 obj_id, u32 obj_size, i64 next_access_vtime).
 pub fn load(name: &str) -> Vec<(u64, u32)> {
-    let path = traces_dir().join(format!("{name}.oracleGeneral.bin.zst"));
+    let path = traces::path(name);
     let f = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut raw = Vec::new();
     zstd::Decoder::new(f)
