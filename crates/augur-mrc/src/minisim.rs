@@ -114,7 +114,7 @@ impl MiniSim {
         let k = match spec {
             PolicySpec::RedisLru { k } | PolicySpec::KLru { k } => Some(k as u32),
             PolicySpec::Random => Some(1),
-            PolicySpec::Lru | PolicySpec::Fifo => None,
+            PolicySpec::Lru | PolicySpec::Fifo | PolicySpec::Lhd { .. } => None,
         };
         self.add_policy(format!("minisim-{spec}"), k, |c| {
             augur_sim::build(spec, c, unit, seed)

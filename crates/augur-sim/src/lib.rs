@@ -13,18 +13,23 @@
 //! - [`ListCache`]: exact LRU and FIFO, O(1) per request with an intrusive doubly
 //!   linked list over a slab.
 //!
-//! [`PolicySpec`] names a policy (`lru`, `fifo`, `random`, `redis-lru:K`, `klru:K`),
+//! - [`LhdCache`]: LHD, least hit density (NSDI'18), whose ranking model [`LhdModel`]
+//!   is meant for the store as well.
+//!
+//! [`PolicySpec`] names a policy (`lru`, `fifo`, `random`, `redis-lru:K`, `klru:K`, `lhd:A`),
 //! [`build`] makes a simulator for it, and [`simulate_sizes`] / [`simulate_grid`] run
 //! one trace at many cache sizes on all cores. A trace is `(key, size)` GETs or
 //! [`TraceOp`]s, whose DELETEs remove the key without counting as requests
 //! ([`SimRequest`]).
 
+pub mod lhd;
 pub mod list;
 pub mod policy;
 pub mod run;
 pub mod sampled;
 pub mod spec;
 
+pub use lhd::{LhdCache, LhdConfig, LhdModel, LhdTag};
 pub use list::{ListCache, ListOrder};
 pub use run::{
     simulate, simulate_grid, simulate_sizes, simulate_with_progress, working_set, SimRequest,

@@ -15,6 +15,7 @@
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
+use crate::lhd::{LhdCache, LhdConfig};
 use crate::list::{ListCache, ListOrder};
 use crate::sampled::{SampledCache, Sampling};
 use crate::spec::{PolicySpec, Unit};
@@ -272,6 +273,21 @@ pub fn simulate_with_progress<R: SimRequest>(
         ),
         PolicySpec::KLru { k } => drive(
             SampledCache::new(Sampling::Fresh { k }, size, unit, seed),
+            trace,
+            policy,
+            unit,
+            progress,
+        ),
+        PolicySpec::Lhd { k } => drive(
+            LhdCache::new(
+                LhdConfig {
+                    associativity: k,
+                    ..LhdConfig::default()
+                },
+                size,
+                unit,
+                seed,
+            ),
             trace,
             policy,
             unit,

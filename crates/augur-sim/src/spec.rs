@@ -4,6 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::lhd::{LhdCache, LhdConfig};
 use crate::list::{ListCache, ListOrder};
 use crate::sampled::{SampledCache, Sampling};
 use crate::CacheSim;
@@ -52,6 +53,7 @@ impl fmt::Display for Unit {
 /// | `random` | evict a uniformly random entry (Redis `allkeys-random`; KRR with K = 1) |
 /// | `redis-lru:K` (alias `klru-pool:K`) | Redis's approximated LRU: K samples per round merged into the 16-entry eviction pool (`allkeys-lru` with `maxmemory-samples K`) |
 /// | `klru:K` | plain K-LRU of the KRR paper (§2.2, Eq. 1): evict the oldest of K fresh samples, no pool |
+/// | `lhd:A` | LHD, least hit density ([`LhdCache`]): evict the lowest hit density among A samples (default 64) |
 ///
 /// `redis-lru` and `klru` without `:K` use K = 5, Redis's default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,7 +69,14 @@ pub enum PolicySpec {
     KLru {
         k: usize,
     },
+    /// LHD with `k` samples (associativity) per eviction and the paper's other defaults.
+    Lhd {
+        k: usize,
+    },
 }
+
+/// LHD's default associativity (RankCache, LHD §4.1).
+pub const DEFAULT_LHD_SAMPLES: usize = 64;
 
 impl fmt::Display for PolicySpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -77,6 +86,7 @@ impl fmt::Display for PolicySpec {
             PolicySpec::Random => f.write_str("random"),
             PolicySpec::RedisLru { k } => write!(f, "redis-lru:{k}"),
             PolicySpec::KLru { k } => write!(f, "klru:{k}"),
+            PolicySpec::Lhd { k } => write!(f, "lhd:{k}"),
         }
     }
 }
@@ -128,8 +138,14 @@ impl FromStr for PolicySpec {
             "random" => no_k(PolicySpec::Random),
             "redis-lru" | "klru-pool" => Ok(PolicySpec::RedisLru { k: samples(k)? }),
             "klru" => Ok(PolicySpec::KLru { k: samples(k)? }),
+            "lhd" => Ok(PolicySpec::Lhd {
+                k: match k {
+                    None => DEFAULT_LHD_SAMPLES,
+                    Some(_) => samples(k)?,
+                },
+            }),
             _ => Err(ParsePolicyError(format!(
-                "unknown policy {s:?}: expected lru, fifo, random, redis-lru:K (klru-pool:K) or klru:K"
+                "unknown policy {s:?}: expected lru, fifo, random, redis-lru:K (klru-pool:K), klru:K or lhd:A"
             ))),
         }
     }
@@ -154,6 +170,15 @@ pub fn build(policy: PolicySpec, capacity: u64, unit: Unit, seed: u64) -> Box<dy
             unit,
             seed,
         )),
+        PolicySpec::Lhd { k } => Box::new(LhdCache::new(
+            LhdConfig {
+                associativity: k,
+                ..LhdConfig::default()
+            },
+            capacity,
+            unit,
+            seed,
+        )),
     }
 }
 
@@ -169,12 +194,14 @@ mod tests {
             PolicySpec::Random,
             PolicySpec::RedisLru { k: 5 },
             PolicySpec::KLru { k: 16 },
+            PolicySpec::Lhd { k: 64 },
         ] {
             assert_eq!(p.to_string().parse::<PolicySpec>(), Ok(p));
         }
         assert_eq!("klru-pool:3".parse(), Ok(PolicySpec::RedisLru { k: 3 }));
         assert_eq!(" Redis-LRU ".parse(), Ok(PolicySpec::RedisLru { k: 5 }));
         assert_eq!("klru".parse(), Ok(PolicySpec::KLru { k: 5 }));
+        assert_eq!("LHD".parse(), Ok(PolicySpec::Lhd { k: 64 }));
     }
 
     #[test]
@@ -187,6 +214,7 @@ mod tests {
             "lru:5",
             "redis-lru:",
             "random:2",
+            "lhd:0",
         ] {
             assert!(bad.parse::<PolicySpec>().is_err(), "{bad:?} parsed");
         }
@@ -194,7 +222,7 @@ mod tests {
 
     #[test]
     fn build_honours_capacity_and_unit() {
-        for p in ["lru", "fifo", "random", "redis-lru:5", "klru:5"] {
+        for p in ["lru", "fifo", "random", "redis-lru:5", "klru:5", "lhd:16"] {
             let mut sim = build(p.parse().unwrap(), 1000, Unit::Bytes, 1);
             assert_eq!(sim.capacity(), 1000);
             for key in 0..100u64 {

@@ -90,3 +90,52 @@ fn miss_ratios_match_libcachesim_reference() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// libCacheSim's LHD row of `traces/README.md` (by object count, 10 / 25 / 50 % of the
+/// working set).
+const LHD_REFERENCE: &[(&str, [f64; 3])] = &[
+    ("cloudphysics", [0.804, 0.687, 0.587]),
+    ("arc_oltp", [0.333, 0.265, 0.220]),
+    ("scarab-recs", [0.391, 0.280, 0.226]),
+];
+// arc_p3 (.741/.418/.268) and orm-busy (.119/.065/.032) take minutes in the test profile:
+// bench/lhd.sh checks them (and runs libCacheSim itself beside ours).
+
+/// Issue 9's bar for LHD: on the shared traces at 10 / 25 / 50 % of the working set, our
+/// LHD's miss ratio is within 0.01 of libCacheSim's LHD or lower. Both are LHD with the
+/// paper's classes, reconfiguration and explorers; they differ in associativity (ours 64
+/// as RankCache, libCacheSim 32), in the random streams, and in libCacheSim's warm-up hack
+/// (8 samples for the first 50 reconfigurations), which we do not copy.
+#[test]
+fn lhd_matches_or_beats_libcachesim_lhd() {
+    let mut failures = Vec::new();
+    for &(name, reference) in LHD_REFERENCE {
+        if !traces::available(&[name]) {
+            continue;
+        }
+        let trace = load_trace(name);
+        let ws = working_set(&trace);
+        let sizes: Vec<u64> = PERCENTS.iter().map(|p| ws.objects * p / 100).collect();
+        let out = simulate_grid(
+            &trace,
+            &[PolicySpec::Lhd { k: 64 }],
+            &sizes,
+            Unit::Objects,
+            42,
+            &|_| {},
+        );
+        for (i, r) in out.iter().enumerate() {
+            eprintln!(
+                "{name} {}%: lhd {:.4} (libCacheSim {:.3})",
+                PERCENTS[i], r.miss_ratio, reference[i]
+            );
+            if r.miss_ratio > reference[i] + 0.01 {
+                failures.push(format!(
+                    "{name} at {}%: lhd {:.4}, libCacheSim's LHD {:.3}",
+                    PERCENTS[i], r.miss_ratio, reference[i]
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -306,14 +306,10 @@ impl FromStr for TraceFormat {
 pub(crate) type Input = Box<dyn Read + Send>;
 
 /// Opens `path`, transparently decompressing zstd (recognised by its magic number).
-/// Returns the stream and whether it was compressed.
-pub(crate) fn open_input(path: &Path) -> Result<(Input, bool)> {
-    open_input_sized(path).map(|(input, compressed, _)| (input, compressed))
-}
-
-/// [`open_input`], plus the decompressed length when it is known without reading: the
-/// file's length, or for zstd the first frame's content size (the `zstd` tool records it
-/// when it compresses a file; a stream compressed from a pipe has none).
+/// Returns the stream, whether it was compressed, and the decompressed length when it is
+/// known without reading: the file's length, or for zstd the first frame's content size
+/// (the `zstd` tool records it when it compresses a file; a stream compressed from a pipe
+/// has none).
 fn open_input_sized(path: &Path) -> Result<(Input, bool, Option<u64>)> {
     let file = File::open(path).with_context(|| format!("opening trace {}", path.display()))?;
     let mut buf = BufReader::with_capacity(1 << 20, file);

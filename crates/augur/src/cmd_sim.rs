@@ -33,8 +33,8 @@ pub struct Args {
     pub format: Option<String>,
 
     /// Eviction policies: lru, fifo, random, redis-lru:K (Redis's 16-entry pool,
-    /// alias klru-pool:K), klru:K (oldest of K fresh samples, KRR Eq. 1). Repeatable
-    /// or comma-separated.
+    /// alias klru-pool:K), klru:K (oldest of K fresh samples, KRR Eq. 1), lhd[:A]
+    /// (least hit density among A samples, default 64). Repeatable or comma-separated.
     #[arg(long = "policy", short = 'p', value_delimiter = ',', required = true)]
     pub policies: Vec<PolicySpec>,
 

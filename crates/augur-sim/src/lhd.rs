@@ -1,0 +1,698 @@
+//! LHD, least hit density (Beckmann, Chen & Cidon, NSDI'18, `lhd-least-hit-density.txt`):
+//! the ranking model ([`LhdModel`], shared by the simulator and, through [`LhdTag`], any
+//! store that keeps a tag per entry) and an exact-capacity simulator ([`LhdCache`]).
+//!
+//! # The model (§3)
+//!
+//! An object's *hit density* is its probability of hitting before it is evicted, divided
+//! by the space-time it will still occupy: size × expected remaining lifetime (Eq. 2).
+//! Both come from two age histograms, hits `H` and evictions `E`, where an object's *age*
+//! is the number of accesses since it was last referenced (time is counted in accesses,
+//! §3.3). For an object of age `a` in class `c` (Eq. 5, 6):
+//!
+//! ```text
+//!                  Σ_{x>a} H_c[x]
+//! density(a, c) = ------------------------------   (per unit of size)
+//!                  Σ_{x>a} Σ_{y>=x} (H_c[y] + E_c[y])
+//! ```
+//!
+//! The denominator is the expected remaining lifetime times P[L > a] (Eq. 4) written so
+//! that one backward pass over the ages computes every `a` in linear time (§5, "two
+//! passes over the ages"). Sizes divide the density at ranking time, so that big objects
+//! that hit no more often than small ones go first (variable sizes, Fig. 5).
+//!
+//! **Classes (§3.4).** Objects are classified by the sum of their last two hit ages
+//! (LHD's "last hit age" classes, 16 of them spaced at powers of two up to the maximum
+//! age; a new object counts as having last hit at the maximum age) and by an application
+//! id (the tenant, `app_classes` of them). Each class has its own histograms and ranks.
+//!
+//! **Reconfiguration (§5).** Every `reconfigure_every` accesses (default 2^20, the paper's
+//! "every one million accesses"), the histograms decay by the EWMA factor (default 0.9)
+//! and the density table is recomputed; between reconfigurations a rank is one table
+//! lookup. In a server this runs off the request path; in the simulator it is inline.
+//!
+//! **Age coarsening (appendix A).** Ages are counted in units of `2^shift` accesses and
+//! tracked up to `max_age` (20 000). With N cached objects and error tolerance ε (1 %),
+//! the appendix bounds the loss by COARSENESS ≤ N·ε (Eq. 8) and MAX_AGE ≥ N/(COARSENESS·ε)
+//! (Eq. 7). We take COARSENESS = N/(ε·MAX_AGE) rounded *up* to a power of two: then
+//! Eq. 7 holds by construction and COARSENESS ≤ 2N/(ε·MAX_AGE) = N·ε·(2/(ε²·MAX_AGE)),
+//! which is ≤ N·ε whenever MAX_AGE ≥ 2/ε² (Eq. 9 with a factor 2: 20 000 for ε = 1 %).
+//! N is an EWMA of the cached-object count; the shift is set at the 5th and 25th
+//! reconfiguration (when the cache has filled), and the histograms are stretched or
+//! compressed to the new unit so that nothing learnt is lost. An object older than the
+//! maximum age ranks lowest of all (it is evicted first) and is counted as an overflow.
+//!
+//! **Explorers (§3.5).** To escape local optima, a new or re-referenced object becomes an
+//! *explorer* with probability 1/32 while explorers hold less than 1 % of the capacity; an
+//! explorer ranks above every normal object until it overflows the maximum age, so the
+//! model keeps seeing what happens at large ages.
+//!
+//! **Candidates (§4.1).** An eviction samples `associativity` cached objects uniformly
+//! (default 64, the paper's RankCache value) and evicts the one of lowest density. As in
+//! the authors' simulator, the last few admitted objects whose density was already below
+//! the recent victims' are added to the candidates, so that one-hit wonders are found
+//! even when the sample misses them (the simulator admits every object; there is no
+//! bypass).
+
+use hashbrown::HashMap;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::spec::Unit;
+use crate::CacheSim;
+
+/// LHD's parameters; the defaults are the paper's (§3.5, §4.1, §5, appendix A).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LhdConfig {
+    /// Objects sampled per eviction (RankCache: 64).
+    pub associativity: usize,
+    /// Recently admitted low-density objects kept as extra eviction candidates.
+    pub admissions: usize,
+    /// Classes by the sum of the last two hit ages (16).
+    pub hit_age_classes: usize,
+    /// Application (tenant) classes; an app id is taken modulo this (1 = no app classes).
+    pub app_classes: usize,
+    /// Ages tracked per class, in coarsened units (20 000).
+    pub max_age: usize,
+    /// Accesses between two reconfigurations (2^20).
+    pub reconfigure_every: u64,
+    /// Weight kept by the histograms at each reconfiguration (0.9).
+    pub ewma_decay: f32,
+    /// Share of the capacity explorers may hold (0.01).
+    pub explorer_fraction: f64,
+    /// An object becomes an explorer with probability 1 / this (32).
+    pub explore_inverse_probability: u32,
+    /// Error tolerance ε of the age coarsening (appendix A; 0.01).
+    pub age_error: f64,
+}
+
+impl Default for LhdConfig {
+    fn default() -> LhdConfig {
+        LhdConfig {
+            associativity: 64,
+            admissions: 8,
+            hit_age_classes: 16,
+            app_classes: 1,
+            max_age: 20_000,
+            reconfigure_every: 1 << 20,
+            ewma_decay: 0.9,
+            explorer_fraction: 0.01,
+            explore_inverse_probability: 32,
+            age_error: 0.01,
+        }
+    }
+}
+
+/// What LHD keeps per cached object: 16 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LhdTag {
+    /// The model's access count when the object was last referenced.
+    pub timestamp: u64,
+    /// Coarsened age at the last hit (0 for a new object).
+    pub last_hit_age: u16,
+    /// Coarsened age at the hit before (`max_age` for a new object).
+    pub last_last_hit_age: u16,
+    /// Application (tenant) class.
+    pub app: u8,
+    /// Never evicted before it overflows the maximum age (§3.5).
+    pub explorer: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Class {
+    hits: Vec<f32>,
+    evictions: Vec<f32>,
+    /// Hit density per age, per unit of size (Eq. 6 without the size).
+    density: Vec<f32>,
+}
+
+/// The LHD ranking model: histograms, classes, the precomputed density table, the
+/// coarsened clock and the explorer budget. It knows nothing of where objects live; the
+/// cache that owns the objects calls [`LhdModel::on_insert`], [`LhdModel::on_hit`],
+/// [`LhdModel::on_evict`] and [`LhdModel::on_remove`], ranks candidates with
+/// [`LhdModel::rank`], and calls [`LhdModel::tick`] once per access.
+#[derive(Debug, Clone)]
+pub struct LhdModel {
+    cfg: LhdConfig,
+    classes: Vec<Class>,
+    /// [`LhdModel::hit_age_class`] of every last-hit-age sum (0 ..= 2 * max_age), so that
+    /// ranking a candidate is two table lookups.
+    class_by_sum: Vec<u8>,
+    timestamp: u64,
+    until_reconfigure: u64,
+    reconfigurations: u64,
+    shift: u32,
+    ewma_objects: f64,
+    ewma_mass: f64,
+    explorer_budget: i64,
+    ewma_victim_density: f32,
+    overflows: u64,
+}
+
+impl LhdModel {
+    /// A model for a cache of `capacity` (in the cache's cost unit: objects or bytes).
+    pub fn new(cfg: LhdConfig, capacity: u64) -> LhdModel {
+        let cfg = LhdConfig {
+            associativity: cfg.associativity.max(1),
+            hit_age_classes: cfg.hit_age_classes.clamp(1, 16),
+            app_classes: cfg.app_classes.clamp(1, 256),
+            max_age: cfg.max_age.clamp(2, u16::MAX as usize),
+            reconfigure_every: cfg.reconfigure_every.max(1),
+            explore_inverse_probability: cfg.explore_inverse_probability.max(1),
+            ..cfg
+        };
+        let n = cfg.hit_age_classes * cfg.app_classes;
+        // Before the first reconfiguration nothing has been measured: rank as GDSF-like
+        // "younger and of a frequently hit class is better", as the authors' simulator.
+        let classes = (0..n)
+            .map(|c| Class {
+                hits: vec![0.0; cfg.max_age],
+                evictions: vec![0.0; cfg.max_age],
+                density: (0..cfg.max_age)
+                    .map(|a| (c % cfg.hit_age_classes + 1) as f32 / (a + 1) as f32)
+                    .collect(),
+            })
+            .collect();
+        let explorer_budget = (capacity as f64 * cfg.explorer_fraction) as i64;
+        let class_by_sum = (0..=2 * cfg.max_age)
+            .map(|sum| hit_age_class(sum, cfg.max_age, cfg.hit_age_classes) as u8)
+            .collect();
+        LhdModel {
+            class_by_sum,
+            until_reconfigure: cfg.reconfigure_every,
+            cfg,
+            classes,
+            timestamp: 0,
+            reconfigurations: 0,
+            shift: 10,
+            ewma_objects: 0.0,
+            ewma_mass: 0.0,
+            explorer_budget,
+            ewma_victim_density: 0.0,
+            overflows: 0,
+        }
+    }
+
+    pub fn config(&self) -> &LhdConfig {
+        &self.cfg
+    }
+
+    /// Reconfigurations done so far.
+    pub fn reconfigurations(&self) -> u64 {
+        self.reconfigurations
+    }
+
+    /// The age coarsening: ages count units of `2^shift` accesses.
+    pub fn age_shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// Rankings that met an object older than the maximum age since the model was made.
+    pub fn overflows(&self) -> u64 {
+        self.overflows
+    }
+
+    /// Coarsened age of `tag`, capped at `max_age - 1`.
+    fn age(&self, tag: &LhdTag) -> usize {
+        let age = (self.timestamp.saturating_sub(tag.timestamp) >> self.shift) as usize;
+        age.min(self.cfg.max_age - 1)
+    }
+
+    #[inline]
+    fn class_of(&self, tag: &LhdTag) -> usize {
+        let sum = tag.last_hit_age as usize + tag.last_last_hit_age as usize;
+        let by_hit_age = self.class_by_sum[sum.min(self.class_by_sum.len() - 1)] as usize;
+        (tag.app as usize % self.cfg.app_classes) * self.cfg.hit_age_classes + by_hit_age
+    }
+
+    /// Hit density of an object (higher is more worth keeping); `size` in the cache's
+    /// cost unit. An object past the maximum age ranks below everything.
+    pub fn rank(&self, tag: &LhdTag, size: u64) -> f32 {
+        let age = self.age(tag);
+        if age == self.cfg.max_age - 1 {
+            return f32::MIN;
+        }
+        let density = self.classes[self.class_of(tag)].density[age] / size.max(1) as f32;
+        if tag.explorer {
+            density + 1.0
+        } else {
+            density
+        }
+    }
+
+    fn maybe_explorer(&mut self, size: u64, rng: &mut impl Rng) -> bool {
+        let roll = rng.gen_range(0..self.cfg.explore_inverse_probability) == 0;
+        if roll && self.explorer_budget > 0 {
+            self.explorer_budget -= size as i64;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A new object of `size` admitted now, of application `app`.
+    pub fn on_insert(&mut self, app: u32, size: u64, rng: &mut impl Rng) -> LhdTag {
+        LhdTag {
+            timestamp: self.timestamp,
+            last_hit_age: 0,
+            last_last_hit_age: self.cfg.max_age as u16,
+            app: (app as usize % self.cfg.app_classes) as u8,
+            explorer: self.maybe_explorer(size, rng),
+        }
+    }
+
+    /// Whether a just-admitted object already ranks below the recent victims: worth
+    /// keeping as an extra eviction candidate.
+    pub fn looks_like_victim(&self, tag: &LhdTag, size: u64) -> bool {
+        !tag.explorer && self.rank(tag, size) < self.ewma_victim_density
+    }
+
+    /// A hit on the object of `tag` (of `size`): counts the hit at its age in its class,
+    /// then makes it young again.
+    pub fn on_hit(&mut self, tag: &mut LhdTag, size: u64, rng: &mut impl Rng) {
+        let age = self.age(tag);
+        let class = self.class_of(tag);
+        self.classes[class].hits[age] += 1.0;
+        if tag.explorer {
+            self.explorer_budget += size as i64;
+        }
+        tag.last_last_hit_age = tag.last_hit_age;
+        tag.last_hit_age = age as u16;
+        tag.timestamp = self.timestamp;
+        tag.explorer = self.maybe_explorer(size, rng);
+    }
+
+    /// The object of `tag` is evicted, having ranked `rank`: counts the eviction at its
+    /// age in its class.
+    pub fn on_evict(&mut self, tag: &LhdTag, size: u64, rank: f32) {
+        let age = self.age(tag);
+        let class = self.class_of(tag);
+        self.classes[class].evictions[age] += 1.0;
+        if tag.explorer {
+            self.explorer_budget += size as i64;
+        }
+        if rank > f32::MIN {
+            let d = self.cfg.ewma_decay;
+            self.ewma_victim_density = d * self.ewma_victim_density + (1.0 - d) * rank;
+        } else {
+            self.overflows += 1;
+        }
+    }
+
+    /// The object of `tag` left for another reason (DELETE, expiry, overwrite): not an
+    /// eviction, so the histograms do not learn from it.
+    pub fn on_remove(&mut self, tag: &LhdTag, size: u64) {
+        if tag.explorer {
+            self.explorer_budget += size as i64;
+        }
+    }
+
+    /// One access happened; `cached_objects` is the cache's object count (for the age
+    /// coarsening). Reconfigures when due.
+    pub fn tick(&mut self, cached_objects: usize) {
+        self.timestamp += 1;
+        self.until_reconfigure -= 1;
+        if self.until_reconfigure == 0 {
+            self.reconfigure(cached_objects);
+            self.until_reconfigure = self.cfg.reconfigure_every;
+        }
+    }
+
+    /// Decays the histograms, adapts the age coarsening, recomputes the density table.
+    pub fn reconfigure(&mut self, cached_objects: usize) {
+        let d = self.cfg.ewma_decay;
+        for c in &mut self.classes {
+            c.hits.iter_mut().for_each(|h| *h *= d);
+            c.evictions.iter_mut().for_each(|e| *e *= d);
+        }
+        self.adapt_age_coarsening(cached_objects);
+        self.model_hit_density();
+        self.reconfigurations += 1;
+    }
+
+    /// Eq. 6 for every class and age, in one backward pass: `hits` and `events` are the
+    /// hits and (hits + evictions) at ages > a, `lifetime` accumulates `events` so that
+    /// it is Σ_{x>a} P[L ≥ x] ∝ P[L > a] · E[L - a | L > a] (Eq. 4).
+    fn model_hit_density(&mut self) {
+        let max = self.cfg.max_age;
+        for c in &mut self.classes {
+            let mut hits = c.hits[max - 1] as f64;
+            let mut events = (c.hits[max - 1] + c.evictions[max - 1]) as f64;
+            let mut lifetime = events;
+            for a in (0..max - 1).rev() {
+                hits += c.hits[a] as f64;
+                events += (c.hits[a] + c.evictions[a]) as f64;
+                lifetime += events;
+                c.density[a] = if events > 1e-5 {
+                    (hits / lifetime) as f32
+                } else {
+                    0.0
+                };
+            }
+        }
+    }
+
+    /// Appendix A: COARSENESS = N / (ε · MAX_AGE), rounded up to a power of two, set at
+    /// the 5th and 25th reconfiguration; the histograms are rescaled to the new unit.
+    fn adapt_age_coarsening(&mut self, cached_objects: usize) {
+        let d = f64::from(self.cfg.ewma_decay);
+        self.ewma_objects = self.ewma_objects * d + cached_objects as f64;
+        self.ewma_mass = self.ewma_mass * d + 1.0;
+        // `reconfigurations` counts those done before this one.
+        if self.reconfigurations != 4 && self.reconfigurations != 24 {
+            return;
+        }
+        let objects = self.ewma_objects / self.ewma_mass;
+        let optimal = objects / (self.cfg.age_error * self.cfg.max_age as f64);
+        let mut shift = 0u32;
+        while ((1u64 << shift) as f64) < optimal && shift < 40 {
+            shift += 1;
+        }
+        let delta = shift as i64 - self.shift as i64;
+        self.shift = shift;
+        let max = self.cfg.max_age;
+        for c in &mut self.classes {
+            for h in [&mut c.hits, &mut c.evictions] {
+                rescale(h, delta, max);
+            }
+        }
+    }
+}
+
+/// The class of a last-hit-age sum (§3.5, LHD_LASTHIT: classes at powers of two up to the
+/// maximum age): the larger the sum, the lower the class; a sum at or beyond the maximum
+/// age is class 0, a zero sum the highest class.
+fn hit_age_class(sum: usize, max_age: usize, classes: usize) -> usize {
+    if sum == 0 {
+        return classes - 1;
+    }
+    let mut age = sum;
+    let mut class = 0;
+    while age < max_age && class < classes - 1 {
+        age <<= 1;
+        class += 1;
+    }
+    class
+}
+
+/// Re-bins an age histogram after the age unit grew by `2^delta` (delta > 0: merge
+/// `2^delta` old bins into one) or shrank (delta < 0: spread each old bin evenly over
+/// `2^-delta` new ones; what no longer fits goes to the last bin).
+fn rescale(h: &mut [f32], delta: i64, max: usize) {
+    if delta > 0 {
+        // The last bin is the overflow bin: it stays as it is.
+        let k = (delta as u32).min(30);
+        let regular = max - 1;
+        let bins = regular.div_ceil(1 << k);
+        for a in 0..bins {
+            let lo = a << k;
+            let hi = ((a + 1) << k).min(regular);
+            h[a] = h[lo..hi].iter().sum();
+        }
+        h[bins..regular].iter_mut().for_each(|x| *x = 0.0);
+    } else if delta < 0 {
+        let k = (-delta) as u32;
+        let f = (1u64 << k.min(30)) as f32;
+        let start = (max >> k).min(max - 1);
+        let spill: f32 = h[start..max - 1].iter().sum();
+        h[max - 1] += spill;
+        for a in (0..max - 1).rev() {
+            h[a] = h[a >> k] / f;
+        }
+    }
+}
+
+/// An LHD cache simulator: exact capacity in objects or bytes, LHD eviction by
+/// [`LhdModel`] among `associativity` uniform samples (with replacement) of a dense slot
+/// array, plus the recently admitted low-density objects.
+pub struct LhdCache {
+    model: LhdModel,
+    slots: Vec<Slot>,
+    index: HashMap<u64, u32>,
+    recent: Vec<u64>,
+    recent_head: usize,
+    used: u64,
+    capacity: u64,
+    unit: Unit,
+    rng: SmallRng,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    key: u64,
+    cost: u64,
+    tag: LhdTag,
+}
+
+impl LhdCache {
+    pub fn new(cfg: LhdConfig, capacity: u64, unit: Unit, seed: u64) -> LhdCache {
+        let recent = vec![u64::MAX; cfg.admissions];
+        LhdCache {
+            model: LhdModel::new(cfg, capacity),
+            slots: Vec::new(),
+            index: HashMap::new(),
+            recent,
+            recent_head: 0,
+            used: 0,
+            capacity,
+            unit,
+            rng: SmallRng::seed_from_u64(seed),
+        }
+    }
+
+    pub fn model(&self) -> &LhdModel {
+        &self.model
+    }
+
+    fn remove_slot(&mut self, i: usize) -> Slot {
+        let s = self.slots.swap_remove(i);
+        self.index.remove(&s.key);
+        if let Some(moved) = self.slots.get(i) {
+            self.index.insert(moved.key, i as u32);
+        }
+        self.used -= s.cost;
+        s
+    }
+
+    fn evict_one(&mut self) {
+        let n = self.slots.len();
+        let mut best = usize::MAX;
+        let mut best_rank = f32::MAX;
+        for _ in 0..self.model.cfg.associativity {
+            let i = self.rng.gen_range(0..n);
+            let r = self.model.rank(&self.slots[i].tag, self.slots[i].cost);
+            if r < best_rank {
+                (best, best_rank) = (i, r);
+            }
+        }
+        for k in 0..self.recent.len() {
+            if let Some(&i) = self.index.get(&self.recent[k]) {
+                let i = i as usize;
+                let r = self.model.rank(&self.slots[i].tag, self.slots[i].cost);
+                if r < best_rank {
+                    (best, best_rank) = (i, r);
+                }
+            }
+        }
+        let s = self.remove_slot(best);
+        self.model.on_evict(&s.tag, s.cost, best_rank);
+    }
+}
+
+impl CacheSim for LhdCache {
+    fn access(&mut self, key: u64, size: u32) -> bool {
+        if let Some(&i) = self.index.get(&key) {
+            let slot = &mut self.slots[i as usize];
+            self.model.on_hit(&mut slot.tag, slot.cost, &mut self.rng);
+            self.model.tick(self.slots.len());
+            return true;
+        }
+        let cost = self.unit.cost(size);
+        if cost <= self.capacity {
+            while self.used + cost > self.capacity {
+                self.evict_one();
+            }
+            let tag = self.model.on_insert(0, cost, &mut self.rng);
+            if !self.recent.is_empty() && self.model.looks_like_victim(&tag, cost) {
+                let n = self.recent.len();
+                self.recent[self.recent_head % n] = key;
+                self.recent_head = self.recent_head.wrapping_add(1);
+            }
+            let i = u32::try_from(self.slots.len()).expect("at most u32::MAX entries");
+            self.slots.push(Slot { key, cost, tag });
+            self.index.insert(key, i);
+            self.used += cost;
+        }
+        self.model.tick(self.slots.len());
+        false
+    }
+
+    fn remove(&mut self, key: u64) {
+        if let Some(&i) = self.index.get(&key) {
+            let s = self.remove_slot(i as usize);
+            self.model.on_remove(&s.tag, s.cost);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn used(&self) -> u64 {
+        self.used
+    }
+
+    fn capacity(&self) -> u64 {
+        self.capacity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Eq. 5 by its definition (conditional probabilities, O(max²)) equals the linear
+    /// backward pass.
+    #[test]
+    fn density_pass_equals_eq5_by_definition() {
+        let cfg = LhdConfig {
+            max_age: 50,
+            hit_age_classes: 1,
+            ..LhdConfig::default()
+        };
+        let mut m = LhdModel::new(cfg, 100);
+        let mut rng = SmallRng::seed_from_u64(7);
+        for a in 0..50 {
+            m.classes[0].hits[a] = rng.gen_range(0.0..10.0);
+            m.classes[0].evictions[a] = rng.gen_range(0.0..10.0);
+        }
+        m.model_hit_density();
+        let (h, e) = (&m.classes[0].hits, &m.classes[0].evictions);
+        let l = |x: usize| (h[x] + e[x]) as f64;
+        for a in 0..49 {
+            // P[hit | age a] / E[L - a | age a], both from the unnormalised histograms.
+            let hits_after: f64 = (a + 1..50).map(|x| h[x] as f64).sum();
+            let events_after: f64 = (a + 1..50).map(l).sum();
+            let remaining: f64 = (a + 1..50).map(|x| (x - a) as f64 * l(x)).sum();
+            let want = (hits_after / events_after) / (remaining / events_after);
+            let got = m.classes[0].density[a] as f64;
+            // The pass includes age a's own events (an object of age a may still hit at
+            // a: ages are coarse): compare with that convention.
+            let hits_from: f64 = (a..50).map(|x| h[x] as f64).sum();
+            let remaining_from: f64 = (a..50).map(|x| (x - a + 1) as f64 * l(x)).sum();
+            let want_from = hits_from / remaining_from;
+            assert!(
+                (got - want_from).abs() <= 1e-4 * want_from.max(1e-9),
+                "age {a}: pass {got}, definition {want_from} (strict {want})"
+            );
+        }
+    }
+
+    #[test]
+    fn hit_age_classes_are_log_spaced_and_bounded() {
+        let class = |s| hit_age_class(s, 20_000, 16);
+        assert_eq!(class(0), 15);
+        assert_eq!(class(20_000), 0);
+        assert_eq!(class(40_000), 0);
+        assert_eq!(class(10_000), 1);
+        assert_eq!(class(5_000), 2);
+        assert_eq!(class(1), 15);
+        let mut last = 0;
+        for s in (1..20_000).rev() {
+            let c = class(s);
+            assert!(c >= last);
+            last = c;
+        }
+        // The model's table agrees, and a new object (0 + max_age) is class 0.
+        let mut m = LhdModel::new(LhdConfig::default(), 100);
+        for s in 0..=40_000 {
+            assert_eq!(m.class_by_sum[s] as usize, class(s));
+        }
+        let tag = m.on_insert(0, 1, &mut SmallRng::seed_from_u64(1));
+        assert_eq!(m.class_of(&tag), 0);
+    }
+
+    #[test]
+    fn rescale_keeps_the_mass() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let base: Vec<f32> = (0..64).map(|_| rng.gen_range(0.0..5.0)).collect();
+        let total: f32 = base.iter().sum();
+        for delta in [-3i64, -1, 1, 2, 5] {
+            let mut h = base.clone();
+            rescale(&mut h, delta, 64);
+            let t: f32 = h.iter().sum();
+            assert!(
+                (t - total).abs() < 1e-2 * total,
+                "delta {delta}: {t} vs {total}"
+            );
+        }
+    }
+
+    #[test]
+    fn never_exceeds_capacity_and_counts_hits() {
+        // The hot set (100 keys, ~10 KB) does not fit in either cache.
+        for (unit, capacity) in [(Unit::Objects, 60), (Unit::Bytes, 5000)] {
+            let cfg = LhdConfig {
+                reconfigure_every: 1000,
+                ..LhdConfig::default()
+            };
+            let mut c = LhdCache::new(cfg, capacity, unit, 1);
+            let mut lru = crate::ListCache::new(crate::ListOrder::Lru, capacity, unit);
+            let mut rng = SmallRng::seed_from_u64(9);
+            let (mut hits, mut lru_hits) = (0u64, 0u64);
+            for i in 0..50_000u64 {
+                let key = if i % 3 == 0 {
+                    rng.gen_range(0..100)
+                } else {
+                    rng.gen_range(0..100_000)
+                };
+                let size = 1 + (key % 200) as u32;
+                hits += c.access(key, size) as u64;
+                lru_hits += lru.access(key, size) as u64;
+                assert!(c.used() <= c.capacity());
+                if i % 1000 == 0 {
+                    let k = rng.gen_range(0..100);
+                    c.remove(k);
+                    lru.remove(k);
+                }
+            }
+            let sum: u64 = c.slots.iter().map(|s| s.cost).sum();
+            assert_eq!(sum, c.used());
+            assert_eq!(c.index.len(), c.slots.len());
+            // A hot set among one-off keys: LHD learns that the one-offs never hit.
+            assert!(hits > lru_hits, "{unit}: LHD {hits} hits, LRU {lru_hits}");
+            assert!(c.model().reconfigurations() >= 49);
+        }
+    }
+
+    /// §3.2's example: a scan that fits in the cache, mixed with a long tail of one-off
+    /// keys. LRU keeps losing the scan to the tail; LHD learns to protect it (Fig. 2).
+    #[test]
+    fn protects_a_scan_from_a_long_tail() {
+        let cfg = LhdConfig {
+            reconfigure_every: 10_000,
+            ..LhdConfig::default()
+        };
+        let mut lhd = LhdCache::new(cfg, 1000, Unit::Objects, 5);
+        let mut lru = crate::ListCache::new(crate::ListOrder::Lru, 1000, Unit::Objects);
+        let (mut h_lhd, mut h_lru) = (0u64, 0u64);
+        let mut tail = 1_000_000u64;
+        for round in 0..300u64 {
+            for k in 0..800u64 {
+                for key in [k, tail] {
+                    let a = lhd.access(key, 1);
+                    let b = lru.access(key, 1);
+                    if round >= 100 {
+                        h_lhd += a as u64;
+                        h_lru += b as u64;
+                    }
+                }
+                tail += 1;
+            }
+        }
+        // 800 scan keys + 800 tail keys per round, cache of 1000: LRU gets nothing,
+        // LHD keeps most of the scan.
+        assert_eq!(h_lru, 0);
+        assert!(h_lhd > 200 * 800 / 2, "LHD hits {h_lhd}");
+    }
+}
