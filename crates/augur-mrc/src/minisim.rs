@@ -105,7 +105,8 @@ impl MiniSim {
         });
     }
 
-    /// Adds a policy built by `augur_sim::build` (every size seeded with `seed`).
+    /// Adds a policy built by `augur_sim::build_miniature` (every size seeded with
+    /// `seed`; time constants scaled to the sample).
     pub fn add_spec(&mut self, spec: PolicySpec, seed: u64) {
         let unit = match self.unit {
             SizeUnit::Objects => Unit::Objects,
@@ -116,8 +117,9 @@ impl MiniSim {
             PolicySpec::Random => Some(1),
             PolicySpec::Lru | PolicySpec::Fifo | PolicySpec::Lhd { .. } => None,
         };
+        let rate = self.rate();
         self.add_policy(format!("minisim-{spec}"), k, |c| {
-            augur_sim::build(spec, c, unit, seed)
+            augur_sim::build_miniature(spec, c, unit, seed, rate)
         });
     }
 

@@ -36,7 +36,7 @@ pub use run::{
     SimResult, TraceOp, WorkingSet, WorkingSetCounter,
 };
 pub use sampled::{SampledCache, Sampling};
-pub use spec::{build, ParsePolicyError, PolicySpec, Unit};
+pub use spec::{build, build_miniature, ParsePolicyError, PolicySpec, Unit};
 
 /// A cache simulator fed one request at a time: the exact ground truth the MRC models
 /// are judged against, and the engine of miniature simulation.

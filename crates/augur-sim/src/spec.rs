@@ -182,6 +182,39 @@ pub fn build(policy: PolicySpec, capacity: u64, unit: Unit, seed: u64) -> Box<dy
     }
 }
 
+/// [`build`] for a miniature cache that sees a spatial sample of rate `rate` of the
+/// references (miniature simulation, Waldspurger et al. ATC'17; DLRU §3.3). Sizes are
+/// scaled by the caller; time constants counted in accesses must shrink by the same
+/// factor so that the miniature adapts as often, relative to its own stream, as the full
+/// cache: LHD reconfigures every `rate` × 2^20 sampled accesses (at least 1 000, so that
+/// its histograms hold something). Policies without such constants are built as by
+/// [`build`].
+pub fn build_miniature(
+    policy: PolicySpec,
+    capacity: u64,
+    unit: Unit,
+    seed: u64,
+    rate: f64,
+) -> Box<dyn CacheSim> {
+    match policy {
+        PolicySpec::Lhd { k } => {
+            let full = LhdConfig::default().reconfigure_every;
+            let every = ((full as f64 * rate.clamp(0.0, 1.0)) as u64).max(1000);
+            Box::new(LhdCache::new(
+                LhdConfig {
+                    associativity: k,
+                    reconfigure_every: every,
+                    ..LhdConfig::default()
+                },
+                capacity,
+                unit,
+                seed,
+            ))
+        }
+        _ => build(policy, capacity, unit, seed),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,6 +60,11 @@ pub struct ModelArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
     pub k: Vec<u32>,
 
+    /// minisim: the policies to run in miniature instead of `redis-lru:K` for each K,
+    /// e.g. `lhd` or `lru,klru:5,lhd` (names as `augur sim --policy`); one curve each.
+    #[arg(long = "policy", value_delimiter = ',')]
+    pub policies: Vec<PolicySpec>,
+
     /// Spatial sampling rate R in (0, 1] (krr, shards, minisim); default 1 for krr (every
     /// key), 0.01 for shards and minisim.
     #[arg(long)]
@@ -157,6 +162,7 @@ impl ModelArgs {
         ModelSpec {
             name: self.model,
             ks: &self.k,
+            policies: &self.policies,
             rate: self.rate,
             unit: self.unit(),
             k_exponent: (!self.no_k_correction).then_some(self.k_exponent),
@@ -231,6 +237,8 @@ struct ModelSpec<'a> {
     mimir_aging: augur_mrc::mimir::Aging,
     mimir_ghosts: augur_mrc::mimir::GhostMode,
     seed: u64,
+    /// minisim's policies (empty: Redis's pooled K-LRU for each K).
+    policies: &'a [PolicySpec],
     /// Full-scale cache sizes (for minisim, which simulates a fixed grid) and the
     /// working set (for MIMIR, which profiles a cache plus ghosts covering it).
     sizes: &'a [u64],
@@ -314,8 +322,8 @@ fn build_model(spec: &ModelSpec) -> Result<Box<dyn MrcModel>> {
                 spec.unit,
                 spec.sizes,
             );
-            for &k in spec.ks {
-                m.add_spec(PolicySpec::RedisLru { k: k as usize }, spec.seed);
+            for (_, policy) in minisim_policies(spec.ks, spec.policies) {
+                m.add_spec(policy, spec.seed);
             }
             Box::new(m)
         }
@@ -672,15 +680,36 @@ pub(crate) fn plot_svg(curves: &[Curve], title: &str) -> String {
     s
 }
 
+/// What minisim runs in miniature: the `--policy` list, or Redis's pooled K-LRU per K.
+fn minisim_policies(ks: &[u32], policies: &[PolicySpec]) -> Vec<(Option<u32>, PolicySpec)> {
+    if policies.is_empty() {
+        return ks
+            .iter()
+            .map(|&k| (Some(k), PolicySpec::RedisLru { k: k as usize }))
+            .collect();
+    }
+    policies
+        .iter()
+        .map(|&p| {
+            let k = match p {
+                PolicySpec::RedisLru { k } | PolicySpec::KLru { k } => Some(k as u32),
+                _ => None,
+            };
+            (k, p)
+        })
+        .collect()
+}
+
 /// The simulators that are a model's ground truth: plain K-LRU (KRR Eq. 1) and Redis's
 /// pooled K-LRU for each K of KRR; exact LRU for the LRU models; for miniature
 /// simulation the very policy it miniaturises (Redis's pooled K-LRU per K).
-fn reference_policies(model: ModelName, ks: &[u32]) -> Vec<(Option<u32>, PolicySpec)> {
+fn reference_policies(
+    model: ModelName,
+    ks: &[u32],
+    policies: &[PolicySpec],
+) -> Vec<(Option<u32>, PolicySpec)> {
     match model {
-        ModelName::Minisim => ks
-            .iter()
-            .map(|&k| (Some(k), PolicySpec::RedisLru { k: k as usize }))
-            .collect(),
+        ModelName::Minisim => minisim_policies(ks, policies),
         ModelName::Krr => ks
             .iter()
             .flat_map(|&k| {
@@ -735,7 +764,7 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
         }
     }
     let t_model = t0.elapsed().as_secs_f64();
-    let refs = reference_policies(args.common.model, &args.common.k);
+    let refs = reference_policies(args.common.model, &args.common.k, &args.common.policies);
     let policies: Vec<PolicySpec> = refs.iter().map(|r| r.1).collect();
     let pb = progress_bar(Some((policies.len() * sizes.len() * trace.len()) as u64));
     pb.set_message("simulating");
@@ -762,8 +791,15 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
             })
             .collect();
         let sim = Curve::new(policy.to_string(), *k, unit, sim_pts);
-        let Some(mc) = curves.iter().find(|c| c.k == *k || k.is_none()) else {
-            bail!("model produced no curve for K = {k:?}");
+        // minisim's curves are its policies', in the order of `refs`; the other models'
+        // are found by K (KRR has two references per K, the LRU models one curve).
+        let found = if args.common.model == ModelName::Minisim {
+            curves.get(pi)
+        } else {
+            curves.iter().find(|c| c.k == *k || k.is_none())
+        };
+        let Some(mc) = found else {
+            bail!("model produced no curve for {policy} (K = {k:?})");
         };
         let at = |c: &Curve| [0.25, 0.5, 0.75].map(|f| c.miss_ratio_at(f * ws as f64));
         rows.push(CompareRow {

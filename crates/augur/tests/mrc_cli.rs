@@ -159,3 +159,46 @@ fn mimir_options_change_the_model() {
         assert!(!run(bad).status.success(), "{bad:?} accepted");
     }
 }
+
+/// `augur mrc-compare --model minisim --policy lhd,lru`: each policy's miniature curve is
+/// compared with the full simulation of the same policy; at R = 1 the "miniature" is the
+/// full cache with the same seed, so every MAE is exactly 0 (and the curves differ from
+/// each other: LHD is not LRU on cloudphysics).
+#[test]
+fn minisim_runs_the_named_policies_and_equals_full_simulation_at_rate_one() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/traces/cloudphysics.oracleGeneral.bin.zst"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_augur"))
+        .args(["mrc-compare", trace, "--model", "minisim"])
+        .args([
+            "--policy", "lhd,lru", "--rate", "1", "--sizes", "8", "--json",
+        ])
+        .output()
+        .expect("run augur");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let names: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["model"].as_str().unwrap(),
+                r["simulator"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [("minisim-lhd:64", "lhd:64"), ("minisim-lru", "lru")]
+    );
+    for r in rows {
+        assert_eq!(r["mae"].as_f64(), Some(0.0), "{r}");
+    }
+    assert_ne!(rows[0]["sim_at"], rows[1]["sim_at"]);
+}
