@@ -313,16 +313,21 @@ thread_local! {
 }
 
 impl CommandStats {
-    fn my_table(&self) -> Arc<Mutex<Table>> {
+    /// Runs `f` on this thread's table, registering it on first use.
+    fn with_my_table<R>(&self, f: impl FnOnce(&mut Table) -> R) -> R {
         MINE.with(|m| {
             let mut m = m.borrow_mut();
-            if let Some((_, t)) = m.iter().find(|(id, _)| *id == self.id) {
-                return t.clone();
-            }
-            let t = Arc::new(Mutex::new(Table::default()));
-            self.threads.lock().push(t.clone());
-            m.push((self.id, t.clone()));
-            t
+            let i = match m.iter().position(|(id, _)| *id == self.id) {
+                Some(i) => i,
+                None => {
+                    let t = Arc::new(Mutex::new(Table::default()));
+                    self.threads.lock().push(t.clone());
+                    m.push((self.id, t));
+                    m.len() - 1
+                }
+            };
+            let mut t = m[i].1.lock();
+            f(&mut t)
         })
     }
 
@@ -332,8 +337,10 @@ impl CommandStats {
             return;
         }
         let track = self.latency_tracking.load(Relaxed);
-        let table = self.my_table();
-        let mut t = table.lock();
+        self.with_my_table(|t| Self::fold(t, p, track));
+    }
+
+    fn fold(t: &mut Table, p: &mut Pending, track: bool) {
         for r in p.recs.drain(..) {
             let s = t.slot(r.slot as usize);
             if r.rejected {

@@ -180,7 +180,11 @@ impl Host<'_> {
     /// error counts in errorstats now and the command (if any) as rejected; the error
     /// the script then raises is not counted again.
     fn refuse(&mut self, slot: Option<u16>, err: String) -> String {
-        self.c.out.stats.error(err.as_bytes());
+        // "-CODE msg", or a bare message whose code is ERR (afterErrorReply).
+        match err.strip_prefix('-') {
+            Some(coded) => self.c.out.stats.error(coded.as_bytes()),
+            None => self.c.out.stats.error(format!("ERR {err}").as_bytes()),
+        }
         if let Some(slot) = slot {
             self.c.out.stats.reject(slot);
         }
