@@ -257,6 +257,7 @@ commands! {
     EvalSha b"EVALSHA" "evalsha" -3 [NOSCRIPT|STALE] 0 0 0 "scripting" "Executes a server-side Lua script by SHA1 digest." NONE;
     EvalShaRo b"EVALSHA_RO" "evalsha_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Executes a read-only server-side Lua script by SHA1 digest." NONE;
     Script b"SCRIPT" "script" -2 [] 0 0 0 "scripting" "A container for Lua scripts management commands." SCRIPT_SUBS;
+    Cluster b"CLUSTER" "cluster" -2 [] 0 0 0 "cluster" "A container for cluster commands. Augur runs standalone: every subcommand answers as Redis does with cluster support disabled." CLUSTER_SUBS;
 }
 
 const ACL_SUBS: &[SubSpec] = &[
@@ -401,6 +402,18 @@ const COMMAND_SUBS: &[SubSpec] = &[
         arity: -2,
         flags: LOADING | STALE,
         summary: "Returns a list of command names.",
+    },
+    SubSpec {
+        name: "command|getkeys",
+        arity: -4,
+        flags: LOADING | STALE,
+        summary: "Extracts the key names from an arbitrary command.",
+    },
+    SubSpec {
+        name: "command|getkeysandflags",
+        arity: -4,
+        flags: LOADING | STALE,
+        summary: "Extracts the key names and access flags for an arbitrary command.",
     },
     SubSpec {
         name: "command|help",
@@ -638,6 +651,538 @@ const OBJECT_SUBS: &[SubSpec] = &[
         summary: "Returns helpful text about the different subcommands.",
     },
 ];
+
+/// Redis 7.0's CLUSTER subcommands (from `redis_commands.rs`); Augur answers each as a
+/// standalone Redis does.
+const CLUSTER_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "cluster|addslots",
+        arity: -3,
+        flags: ADMIN | STALE,
+        summary: "Assign new hash slots to receiving node",
+    },
+    SubSpec {
+        name: "cluster|addslotsrange",
+        arity: -4,
+        flags: ADMIN | STALE,
+        summary: "Assign new hash slots to receiving node",
+    },
+    SubSpec {
+        name: "cluster|bumpepoch",
+        arity: 2,
+        flags: ADMIN | STALE,
+        summary: "Advance the cluster config epoch",
+    },
+    SubSpec {
+        name: "cluster|count-failure-reports",
+        arity: 3,
+        flags: ADMIN | STALE,
+        summary: "Return the number of failure reports active for a given node",
+    },
+    SubSpec {
+        name: "cluster|countkeysinslot",
+        arity: 3,
+        flags: STALE,
+        summary: "Return the number of local keys in the specified hash slot",
+    },
+    SubSpec {
+        name: "cluster|delslots",
+        arity: -3,
+        flags: ADMIN | STALE,
+        summary: "Set hash slots as unbound in receiving node",
+    },
+    SubSpec {
+        name: "cluster|delslotsrange",
+        arity: -4,
+        flags: ADMIN | STALE,
+        summary: "Set hash slots as unbound in receiving node",
+    },
+    SubSpec {
+        name: "cluster|failover",
+        arity: -2,
+        flags: ADMIN | STALE,
+        summary: "Forces a replica to perform a manual failover of its master.",
+    },
+    SubSpec {
+        name: "cluster|flushslots",
+        arity: 2,
+        flags: ADMIN | STALE,
+        summary: "Delete a node's own slots information",
+    },
+    SubSpec {
+        name: "cluster|forget",
+        arity: 3,
+        flags: ADMIN | STALE,
+        summary: "Remove a node from the nodes table",
+    },
+    SubSpec {
+        name: "cluster|getkeysinslot",
+        arity: 4,
+        flags: STALE,
+        summary: "Return local key names in the specified hash slot",
+    },
+    SubSpec {
+        name: "cluster|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Show helpful text about the different subcommands",
+    },
+    SubSpec {
+        name: "cluster|info",
+        arity: 2,
+        flags: STALE,
+        summary: "Provides info about Redis Cluster node state",
+    },
+    SubSpec {
+        name: "cluster|keyslot",
+        arity: 3,
+        flags: STALE,
+        summary: "Returns the hash slot of the specified key",
+    },
+    SubSpec {
+        name: "cluster|links",
+        arity: 2,
+        flags: STALE,
+        summary: "Returns a list of all TCP links to and from peer nodes in cluster",
+    },
+    SubSpec {
+        name: "cluster|meet",
+        arity: -4,
+        flags: ADMIN | STALE,
+        summary: "Force a node cluster to handshake with another node",
+    },
+    SubSpec {
+        name: "cluster|myid",
+        arity: 2,
+        flags: STALE,
+        summary: "Return the node id",
+    },
+    SubSpec {
+        name: "cluster|nodes",
+        arity: 2,
+        flags: STALE,
+        summary: "Get Cluster config for the node",
+    },
+    SubSpec {
+        name: "cluster|replicas",
+        arity: 3,
+        flags: ADMIN | STALE,
+        summary: "List replica nodes of the specified master node",
+    },
+    SubSpec {
+        name: "cluster|replicate",
+        arity: 3,
+        flags: ADMIN | STALE,
+        summary: "Reconfigure a node as a replica of the specified master node",
+    },
+    SubSpec {
+        name: "cluster|reset",
+        arity: -2,
+        flags: ADMIN | NOSCRIPT | STALE,
+        summary: "Reset a Redis Cluster node",
+    },
+    SubSpec {
+        name: "cluster|saveconfig",
+        arity: 2,
+        flags: ADMIN | STALE,
+        summary: "Forces the node to save cluster state on disk",
+    },
+    SubSpec {
+        name: "cluster|set-config-epoch",
+        arity: 3,
+        flags: ADMIN | STALE,
+        summary: "Set the configuration epoch in a new node",
+    },
+    SubSpec {
+        name: "cluster|setslot",
+        arity: -4,
+        flags: ADMIN | STALE,
+        summary: "Bind a hash slot to a specific node",
+    },
+    SubSpec {
+        name: "cluster|shards",
+        arity: 2,
+        flags: STALE,
+        summary: "Get array of cluster slots to node mappings",
+    },
+    SubSpec {
+        name: "cluster|slaves",
+        arity: 3,
+        flags: ADMIN | STALE,
+        summary: "List replica nodes of the specified master node",
+    },
+    SubSpec {
+        name: "cluster|slots",
+        arity: 2,
+        flags: STALE,
+        summary: "Get array of Cluster slot to node mappings",
+    },
+];
+
+// ---------------------------------------------------------------------------------------
+// Redis 7.0's command metadata: ACL categories, key specs, movable keys.
+// ---------------------------------------------------------------------------------------
+
+/// One command (or `container|sub` subcommand) of Redis 7.0's command table, as Debian's
+/// redis-server 7.0.15 answers COMMAND. The data is generated into `redis_commands.rs`
+/// (`scripts/gen_redis_commands.py`) and is the one place Augur keeps:
+///
+/// - **ACL categories** (`acl_categories`, with the `@`): Redis's explicit categories plus
+///   the ones implied by flags (setImplicitACLCategories). [`acl_categories`] answers by
+///   full name; ACL rules (`+@string`) and `COMMAND LIST FILTERBY ACLCAT` use it.
+/// - **Key specs** ([`KeySpec`]) from which [`get_keys`] computes key positions and flags
+///   (COMMAND GETKEYS / GETKEYSANDFLAGS), as db.c's getKeysUsingKeySpecs does, and the
+///   `movablekeys` flag in `flags`.
+/// - Flags and arity as Redis reports them (COMMAND INFO).
+///
+/// It also covers commands Augur does not serve (lists, sorted sets, streams, ...):
+/// COMMAND INFO and COMMAND GETKEYS answer for them from metadata alone (cluster-aware
+/// clients ask key positions that way); COMMAND, COMMAND COUNT, LIST and DOCS enumerate
+/// only the commands Augur serves ([`COMMANDS`]).
+#[derive(Debug)]
+pub struct RedisCommand {
+    /// Lower case; `container|sub` for subcommands.
+    pub name: &'static str,
+    pub arity: i32,
+    pub flags: &'static [&'static str],
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub acl_categories: &'static [&'static str],
+    pub tips: &'static [&'static str],
+    pub key_specs: &'static [KeySpec],
+    pub subcommands: &'static [RedisCommand],
+}
+
+/// A key spec (Redis 7's `keySpec`): where the keys start and how many there are.
+#[derive(Debug)]
+pub struct KeySpec {
+    pub notes: &'static str,
+    /// `RW`/`RO`/`OW`/`RM`, `access`, `update`, `insert`, `delete`, `not_key`,
+    /// `incomplete`, `variable_flags`.
+    pub flags: &'static [&'static str],
+    pub begin: Begin,
+    pub find: Find,
+}
+
+/// begin_search of a key spec.
+#[derive(Debug)]
+pub enum Begin {
+    /// The first key is at this argument index.
+    Index(i32),
+    /// The first key follows this keyword, searched from `startfrom` (negative: from the
+    /// end, backwards).
+    Keyword(&'static str, i32),
+    Unknown,
+}
+
+/// find_keys of a key spec.
+#[derive(Debug)]
+pub enum Find {
+    /// `lastkey` relative to the first key (negative: from the end); with `limit`, the
+    /// keys are 1/limit of what remains.
+    Range {
+        lastkey: i32,
+        keystep: i32,
+        limit: i32,
+    },
+    /// The number of keys is the argument at `keynumidx` (relative to the begin), the
+    /// keys start `firstkey` after the begin.
+    Keynum {
+        keynumidx: i32,
+        firstkey: i32,
+        keystep: i32,
+    },
+    Unknown,
+}
+
+impl RedisCommand {
+    /// The subcommand `sub` (case-insensitive) of this container.
+    pub fn sub(&self, sub: &[u8]) -> Option<&'static RedisCommand> {
+        self.subcommands.iter().find(|s| {
+            s.name
+                .split_once('|')
+                .is_some_and(|(_, n)| n.as_bytes().eq_ignore_ascii_case(sub))
+        })
+    }
+
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+}
+
+/// Redis 7.0's metadata for a command by name (case-insensitive; `container|sub` finds a
+/// subcommand). None for names Redis 7.0 does not have (Augur's TENANT among them).
+pub fn redis_command(name: &[u8]) -> Option<&'static RedisCommand> {
+    let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+    let (base, sub) = match lower.split_once('|') {
+        Some((b, s)) => (b, Some(s)),
+        None => (lower.as_str(), None),
+    };
+    let table = crate::redis_commands::REDIS_COMMANDS;
+    let c = &table[table.binary_search_by(|c| c.name.cmp(base)).ok()?];
+    match sub {
+        None => Some(c),
+        Some(s) if !s.contains('|') => c.sub(s.as_bytes()),
+        Some(_) => None,
+    }
+}
+
+/// The ACL categories of a command or `container|sub` subcommand, with their `@`, as
+/// Redis 7.0 declares them. Augur's own commands (TENANT) are `@slow` and, for the
+/// administrative subcommands, `@admin @dangerous`.
+pub fn acl_categories(name: &str) -> &'static [&'static str] {
+    if let Some(c) = redis_command(name.as_bytes()) {
+        return c.acl_categories;
+    }
+    match name {
+        "tenant|set" => &["@admin", "@slow", "@dangerous"],
+        _ => &["@slow"],
+    }
+}
+
+/// Every ACL category name Redis 7.0 has (ACL CAT), without the `@`.
+pub const ACL_CATEGORY_NAMES: &[&str] = &[
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
+];
+
+/// A key COMMAND GETKEYS found: its argument index and the key spec's flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRef {
+    pub pos: usize,
+    pub flags: &'static [&'static str],
+}
+
+/// Why [`get_keys`] found no keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GetKeysError {
+    /// "Invalid arguments specified for command".
+    InvalidArguments,
+}
+
+/// The keys of `args` (command name first) for command `cmd`, with their flags, as
+/// Redis 7.0's getKeysFromCommandWithSpecs finds them (db.c): the key specs when they
+/// are complete and their flags fixed, else the command's own getkeys procedure (SET,
+/// BITFIELD, SORT, SORT_RO, MIGRATE are the commands whose specs need one).
+pub fn get_keys(cmd: &RedisCommand, args: &[&[u8]]) -> Result<Vec<KeyRef>, GetKeysError> {
+    let base = cmd.name.split('|').next().unwrap_or(cmd.name);
+    let varflags = cmd
+        .key_specs
+        .iter()
+        .any(|k| k.flags.contains(&"variable_flags"));
+    if !varflags {
+        if let Some(keys) = keys_from_specs(cmd, args) {
+            return Ok(keys);
+        }
+    }
+    match native_get_keys(base, args) {
+        Some(keys) => Ok(keys),
+        // EVAL, FCALL and the like with numkeys 0: no keys, and that is valid.
+        None if cmd.has_flag("no_mandatory_keys") => Ok(Vec::new()),
+        None => Err(GetKeysError::InvalidArguments),
+    }
+}
+
+/// db.c's getKeysUsingKeySpecs; None where a spec is invalid for these arguments (or
+/// unknown / incomplete, which then needs the command's own procedure).
+fn keys_from_specs(cmd: &RedisCommand, args: &[&[u8]]) -> Option<Vec<KeyRef>> {
+    let argc = args.len() as i64;
+    let mut keys = Vec::new();
+    for spec in cmd.key_specs {
+        if spec.flags.contains(&"not_key") {
+            continue;
+        }
+        if spec.flags.contains(&"incomplete") {
+            return None;
+        }
+        let mut first: i64 = match spec.begin {
+            Begin::Index(pos) => pos as i64,
+            Begin::Keyword(word, startfrom) => {
+                let startfrom = startfrom as i64;
+                let (start, end) = if startfrom > 0 {
+                    (startfrom, argc - 1)
+                } else {
+                    (argc + startfrom, 0)
+                };
+                let mut found = 0;
+                let mut i = start;
+                while i != end {
+                    if i >= argc || i < 1 {
+                        break;
+                    }
+                    if args[i as usize].eq_ignore_ascii_case(word.as_bytes()) {
+                        found = i + 1;
+                        break;
+                    }
+                    i += if start <= end { 1 } else { -1 };
+                }
+                if found == 0 {
+                    continue;
+                }
+                found
+            }
+            Begin::Unknown => return None,
+        };
+        let (last, step) = match spec.find {
+            Find::Range {
+                lastkey,
+                keystep,
+                limit,
+            } => {
+                let last = if lastkey >= 0 {
+                    first + lastkey as i64
+                } else if limit == 0 {
+                    argc + lastkey as i64
+                } else {
+                    first + ((argc - first) / limit as i64 + lastkey as i64)
+                };
+                (last, keystep as i64)
+            }
+            Find::Keynum {
+                keynumidx,
+                firstkey,
+                keystep,
+            } => {
+                let idx = first + keynumidx as i64;
+                if keynumidx as i64 >= argc || idx >= argc {
+                    return None;
+                }
+                let numkeys = crate::resp::parse_i64(args[idx as usize]).filter(|n| *n >= 0)?;
+                first += firstkey as i64;
+                (first + numkeys - 1, keystep as i64)
+            }
+            Find::Unknown => return None,
+        };
+        if last >= argc || last < first || first >= argc {
+            return None;
+        }
+        let mut i = first;
+        while i <= last {
+            keys.push(KeyRef {
+                pos: i as usize,
+                flags: spec.flags,
+            });
+            i += step.max(1);
+        }
+    }
+    Some(keys)
+}
+
+const F_OW_UPDATE: &[&str] = &["OW", "update"];
+const F_RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
+const F_RO_ACCESS: &[&str] = &["RO", "access"];
+const F_RW_ACCESS_DELETE: &[&str] = &["RW", "access", "delete"];
+
+/// The getkeys procedures of db.c for commands whose specs are not enough.
+fn native_get_keys(base: &str, args: &[&[u8]]) -> Option<Vec<KeyRef>> {
+    let argc = args.len();
+    let eq = |i: usize, w: &str| args[i].eq_ignore_ascii_case(w.as_bytes());
+    let key = |pos, flags| KeyRef { pos, flags };
+    match base {
+        // setGetKeys: GET makes the write a read-modify-write.
+        "set" => {
+            let get = (3..argc).any(|i| eq(i, "get"));
+            Some(vec![key(
+                1,
+                if get { F_RW_ACCESS_UPDATE } else { F_OW_UPDATE },
+            )])
+        }
+        // bitfieldGetKeys: read-only while every operation is a GET.
+        "bitfield" => {
+            let mut readonly = true;
+            let mut i = 2;
+            while i < argc {
+                let rem = argc - i - 1;
+                if eq(i, "get") && rem >= 2 {
+                    i += 2;
+                } else if (eq(i, "set") || eq(i, "incrby")) && rem >= 3 {
+                    readonly = false;
+                    break;
+                } else if eq(i, "overflow") && rem >= 1 {
+                    i += 1;
+                } else {
+                    readonly = false;
+                    break;
+                }
+                i += 1;
+            }
+            Some(vec![key(
+                1,
+                if readonly {
+                    F_RO_ACCESS
+                } else {
+                    F_RW_ACCESS_UPDATE
+                },
+            )])
+        }
+        "sort_ro" => Some(vec![key(1, F_RO_ACCESS)]),
+        // sortGetKeys: the sorted key, and the last STORE's destination.
+        "sort" => {
+            let mut keys = vec![key(1, F_RO_ACCESS)];
+            let mut store = None;
+            let mut i = 2;
+            while i < argc {
+                if eq(i, "limit") {
+                    i += 2;
+                } else if eq(i, "get") || eq(i, "by") {
+                    i += 1;
+                } else if eq(i, "store") && i + 1 < argc {
+                    store = Some(i + 1);
+                }
+                i += 1;
+            }
+            keys.extend(store.map(|p| key(p, F_OW_UPDATE)));
+            Some(keys)
+        }
+        // migrateGetKeys: the key argument, or the keys after KEYS.
+        "migrate" => {
+            let (mut first, mut num) = (3, 1);
+            let mut i = 6;
+            while i < argc {
+                if eq(i, "keys") {
+                    if !args[3].is_empty() {
+                        return None;
+                    }
+                    first = i + 1;
+                    num = argc - first;
+                    break;
+                }
+                if eq(i, "auth") {
+                    i += 1;
+                } else if eq(i, "auth2") {
+                    i += 2;
+                }
+                i += 1;
+            }
+            Some(
+                (first..first + num)
+                    .map(|p| key(p, F_RW_ACCESS_DELETE))
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
+}
 
 /// Upper-cases a command name into `buf` without allocating; None if it is too long to
 /// be any command (the caller then answers "unknown command").

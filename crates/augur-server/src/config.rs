@@ -118,6 +118,20 @@ pub struct ServerConfig {
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
     pub set_max_intset_entries: usize,
+    /// Per-command latency histograms for INFO latencystats (`latency-tracking`).
+    pub latency_tracking: bool,
+    /// The percentiles INFO latencystats reports (`latency-tracking-info-percentiles`).
+    pub latency_tracking_info_percentiles: Vec<f64>,
+    /// `maxmemory-clients`: bytes, or a percentage of maxmemory stored negated (as
+    /// Redis stores it). Accepted and reported; Augur does not evict clients for memory.
+    pub maxmemory_clients: i64,
+    /// Accepted and reported for compatibility (tools and Redis's tests set them); they
+    /// change nothing in Augur, which has no replication and no persistence:
+    /// `repl-backlog-size`, `save` (the snapshot points, kept as given) and the hidden
+    /// `key-load-delay`.
+    pub repl_backlog_size: u64,
+    pub save: String,
+    pub key_load_delay: i64,
 }
 
 /// The kRedis tuner's objective (`tenant-objective`).
@@ -181,6 +195,12 @@ impl Default for ServerConfig {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
+            maxmemory_clients: 0,
+            repl_backlog_size: 1024 * 1024,
+            save: String::new(),
+            key_load_delay: 0,
         }
     }
 }
@@ -235,7 +255,27 @@ pub const PARAMS: &[&str] = &[
     "hash-max-ziplist-entries",
     "hash-max-ziplist-value",
     "set-max-intset-entries",
+    "latency-tracking",
+    "latency-tracking-info-percentiles",
+    "maxmemory-clients",
+    "repl-backlog-size",
+    "daemonize",
+    "replicaof",
+    "slaveof",
+    "key-load-delay",
 ];
+
+/// Parameters `CONFIG GET` with a pattern (`*`) does not list; only their exact name
+/// returns them (Redis's HIDDEN_CONFIG).
+pub const HIDDEN_PARAMS: &[&str] = &["key-load-delay"];
+
+/// Parameters Redis declares IMMUTABLE_CONFIG: CONFIG SET refuses them whatever the
+/// value, with Redis's text. Other parameters Augur cannot change at run time (port,
+/// bind, threads, shards, metrics-port) accept their current value as a no-op, so that
+/// a client setting back what CONFIG GET * returned (Redis's "CONFIG sanity") works,
+/// and refuse any other value the same way.
+pub const IMMUTABLE_PARAMS: &[&str] =
+    &["databases", "logfile", "daemonize", "replicaof", "slaveof"];
 
 /// Parameters CONFIG SET may change while running.
 pub const LIVE_PARAMS: &[&str] = &[
@@ -267,6 +307,11 @@ pub const LIVE_PARAMS: &[&str] = &[
     "hash-max-ziplist-entries",
     "hash-max-ziplist-value",
     "set-max-intset-entries",
+    "latency-tracking",
+    "latency-tracking-info-percentiles",
+    "maxmemory-clients",
+    "repl-backlog-size",
+    "key-load-delay",
 ];
 
 /// Parses a memory amount as Redis's `memtoull`: digits with an optional unit
@@ -467,13 +512,8 @@ impl ServerConfig {
             }
             "metrics-port" => self.metrics_port = parse_int(value)?,
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = parse_int(value)?,
-            // Persistence is not implemented: accept only the "off" settings, so configs
+            // Persistence is not implemented: accept only the "off" setting, so configs
             // and tools that turn persistence off keep working.
-            "save" => {
-                if !value.trim().is_empty() {
-                    return Err("persistence is not supported (only save \"\" is accepted)".into());
-                }
-            }
             "appendonly" => {
                 if parse_bool(value)? {
                     return Err("persistence is not supported (only appendonly no is accepted)".into());
@@ -488,6 +528,67 @@ impl ServerConfig {
                     .ok_or("argument must be a memory value")?
             }
             "set-max-intset-entries" => self.set_max_intset_entries = parse_int(value)?,
+            "latency-tracking" => self.latency_tracking = parse_bool(value)?,
+            "latency-tracking-info-percentiles" => {
+                // config.c's setConfigLatencyTrackingInfoPercentilesOutputOption.
+                let mut ps = Vec::new();
+                for w in value.split_whitespace() {
+                    let p: f64 = w
+                        .parse()
+                        .ok()
+                        .filter(|p: &f64| p.is_finite())
+                        .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+                    if !(0.0..=100.0).contains(&p) {
+                        return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
+                    }
+                    ps.push(p);
+                }
+                self.latency_tracking_info_percentiles = ps;
+            }
+            "maxmemory-clients" => {
+                // A memory value, or a percentage of maxmemory (stored negated).
+                self.maxmemory_clients = match value.strip_suffix('%') {
+                    Some(pct) if !pct.is_empty() => {
+                        let n: i64 = pct.parse().map_err(|_| "argument must be a memory or percent value".to_string())?;
+                        if n < 0 {
+                            return Err("argument must be a memory or percent value".into());
+                        }
+                        if n > 100 {
+                            return Err("percentage argument must be less or equal to 100".into());
+                        }
+                        -n
+                    }
+                    _ => parse_memory(value)
+                        .and_then(|n| i64::try_from(n).ok())
+                        .ok_or("argument must be a memory or percent value")?,
+                }
+            }
+            "repl-backlog-size" => {
+                let n = parse_memory(value).ok_or("argument must be a memory value")?;
+                if n < 1 {
+                    return Err("argument must be a memory value greater than or equal to 1".into());
+                }
+                self.repl_backlog_size = n;
+            }
+            "save" => {
+                // Pairs of <seconds> <changes>, or "" (config.c's setConfigSaveOption).
+                let words: Vec<&str> = value.split_whitespace().collect();
+                if words.len() % 2 != 0 || words.iter().any(|w| w.parse::<u64>().is_err()) {
+                    return Err("Invalid save parameters".into());
+                }
+                self.save = words.join(" ");
+            }
+            "daemonize" => {
+                if parse_bool(value)? {
+                    return Err("Augur does not daemonize (run it under a supervisor)".into());
+                }
+            }
+            "replicaof" | "slaveof" => {
+                if !value.trim().is_empty() && !value.eq_ignore_ascii_case("no one") {
+                    return Err("replication is not supported".into());
+                }
+            }
+            "key-load-delay" => self.key_load_delay = parse_int(value)?,
             _ => return Err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")),
         }
         Ok(())
@@ -529,7 +630,22 @@ impl ServerConfig {
             "tenant-default-miss-penalty" => format!("{}us", self.tenant_default_miss_penalty_us),
             "metrics-port" => self.metrics_port.to_string(),
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),
-            "save" => String::new(),
+            "save" => self.save.clone(),
+            "latency-tracking" => if self.latency_tracking { "yes" } else { "no" }.to_string(),
+            "latency-tracking-info-percentiles" => self
+                .latency_tracking_info_percentiles
+                .iter()
+                .map(|p| crate::stats::format_percentile(*p))
+                .collect::<Vec<_>>()
+                .join(" "),
+            "maxmemory-clients" if self.maxmemory_clients < 0 => {
+                format!("{}%", -self.maxmemory_clients)
+            }
+            "maxmemory-clients" => self.maxmemory_clients.to_string(),
+            "repl-backlog-size" => self.repl_backlog_size.to_string(),
+            "daemonize" => "no".to_string(),
+            "replicaof" | "slaveof" => String::new(),
+            "key-load-delay" => self.key_load_delay.to_string(),
             "appendonly" => "no".to_string(),
             "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
                 self.hash_max_listpack_entries.to_string()
@@ -625,6 +741,9 @@ mod tests {
         assert!(err.starts_with("line 2:"), "{err}");
         assert!(c.apply_file_contents("nosuchthing 1\n").is_err());
         assert!(c.apply_file_contents("appendonly yes\n").is_err());
+        assert!(c.apply_file_contents("save 3600\n").is_err());
+        c.apply_file_contents("save \"3600 1 300 100\"\n").unwrap();
+        assert_eq!(c.get("save").unwrap(), "3600 1 300 100");
     }
 
     #[test]
@@ -646,5 +765,21 @@ mod tests {
         c.apply("loglevel", "WARNING").unwrap();
         assert_eq!(c.get("loglevel").unwrap(), "warning");
         assert!(c.apply("maxmemory-policy", "lfu").is_err());
+        c.apply("latency-tracking-info-percentiles", "0.0 50.0 100.0")
+            .unwrap();
+        assert_eq!(
+            c.get("latency-tracking-info-percentiles").unwrap(),
+            "0 50 100"
+        );
+        assert!(c
+            .apply("latency-tracking-info-percentiles", "10 a")
+            .is_err());
+        assert!(c.apply("latency-tracking-info-percentiles", "101").is_err());
+        assert_eq!(
+            c.apply("maxmemory-clients", "200%").unwrap_err(),
+            "percentage argument must be less or equal to 100"
+        );
+        c.apply("maxmemory-clients", "10%").unwrap();
+        assert_eq!(c.get("maxmemory-clients").unwrap(), "10%");
     }
 }

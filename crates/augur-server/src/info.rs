@@ -7,6 +7,27 @@ use augur_store::TenantId;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
+/// Every section, in the order Redis 7.0's genRedisInfoString writes them (Augur's
+/// `tenants` last). `INFO all` and `INFO everything` (there are no module sections)
+/// render all of them.
+const ALL: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "latencystats",
+    "cluster",
+    "keyspace",
+    "tenants",
+];
+
+/// `INFO` and `INFO default`: all but the per-command sections, as in Redis 7.0.
 const DEFAULT: &[&str] = &[
     "server",
     "clients",
@@ -15,15 +36,20 @@ const DEFAULT: &[&str] = &[
     "stats",
     "replication",
     "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
     "keyspace",
     "tenants",
 ];
 
-/// Renders the sections INFO's arguments ask for (none, `default`, `all`, `everything`,
-/// or section names, case-insensitive; unknown names add nothing, as in Redis).
+/// Renders the sections INFO's arguments ask for: none or `default`, `all`,
+/// `everything`, and section names, case-insensitive, any number of them (7.0's
+/// genInfoSectionDict); each section once, in Redis's order; unknown names add nothing.
 ///
 /// `tenant` is the caller's: `keyspace` shows its databases only, and `tenants` shows
-/// every tenant to the default user and only itself to any other.
+/// every tenant to the default user and only itself to any other. The per-command
+/// sections are the server's, for every tenant (see `stats`).
 pub fn render(shared: &Shared, tenant: TenantId, args: Args<'_>) -> String {
     let mut wanted: Vec<&str> = Vec::new();
     if args.len() == 1 {
@@ -32,16 +58,17 @@ pub fn render(shared: &Shared, tenant: TenantId, args: Args<'_>) -> String {
     for a in args.iter().skip(1) {
         let a = String::from_utf8_lossy(a).to_ascii_lowercase();
         match a.as_str() {
-            "default" | "all" | "everything" => wanted.extend_from_slice(DEFAULT),
+            "default" => wanted.extend_from_slice(DEFAULT),
+            "all" | "everything" => wanted.extend_from_slice(ALL),
             s => {
-                if let Some(known) = DEFAULT.iter().find(|d| **d == s) {
+                if let Some(known) = ALL.iter().find(|d| **d == s) {
                     wanted.push(known);
                 }
             }
         }
     }
     let mut out = String::new();
-    for section in DEFAULT {
+    for section in ALL {
         if !wanted.contains(section) {
             continue;
         }
@@ -158,17 +185,54 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("pubsub_channels:{}", ps.channels);
             line!("pubsub_patterns:{}", ps.patterns);
             line!("pubsubshard_channels:{}", ps.shard_channels);
+            line!("total_error_replies:{}", shared.stats.total_error_replies());
+            line!(
+                "unexpected_error_replies:{}",
+                shared.stats.unexpected_error_replies.load(Relaxed)
+            );
         }
         "replication" => {
             line!("# Replication");
             line!("role:master");
             line!("connected_slaves:0");
+            // No replication: the offsets a master without replicas reports.
+            line!("master_failover_state:no-failover");
+            line!("master_replid:{}", shared.run_id);
+            line!("master_replid2:0000000000000000000000000000000000000000");
+            line!("master_repl_offset:0");
+            line!("second_repl_offset:-1");
+            line!("repl_backlog_active:0");
+            line!("repl_backlog_size:{}", cfg.repl_backlog_size);
+            line!("repl_backlog_first_byte_offset:0");
+            line!("repl_backlog_histlen:0");
         }
         "cpu" => {
             line!("# CPU");
             let (user, sys) = cpu_times();
             line!("used_cpu_sys:{sys:.6}");
             line!("used_cpu_user:{user:.6}");
+            // Augur forks no children.
+            line!("used_cpu_sys_children:0.000000");
+            line!("used_cpu_user_children:0.000000");
+        }
+        "modules" => line!("# Modules"),
+        "commandstats" => {
+            line!("# Commandstats");
+            shared.stats.commandstats(o);
+        }
+        "errorstats" => {
+            line!("# Errorstats");
+            shared.stats.errorstats(o);
+        }
+        "latencystats" => {
+            line!("# Latencystats");
+            shared
+                .stats
+                .latencystats(&cfg.latency_tracking_info_percentiles, o);
+        }
+        "cluster" => {
+            line!("# Cluster");
+            line!("cluster_enabled:0");
         }
         "keyspace" => {
             line!("# Keyspace");

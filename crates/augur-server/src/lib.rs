@@ -12,10 +12,12 @@ pub mod info;
 pub mod metrics;
 pub mod profiler;
 pub mod pubsub;
+mod redis_commands;
 pub mod resp;
 pub mod scripting;
 pub mod server;
 pub mod state;
+pub mod stats;
 pub mod tenants;
 
 pub use config::{parse_memory, LogLevel, ServerConfig};

@@ -467,6 +467,9 @@ fn hex_val(b: u8) -> u8 {
 pub struct Out {
     pub buf: BytesMut,
     pub resp3: bool,
+    /// The connection's command statistics since their last flush; error replies are
+    /// counted here as they are written (server.c's afterErrorReply). See `stats`.
+    pub stats: crate::stats::Pending,
 }
 
 impl Out {
@@ -474,6 +477,7 @@ impl Out {
         Self {
             buf: BytesMut::with_capacity(16 * 1024),
             resp3: false,
+            stats: Default::default(),
         }
     }
 
@@ -502,6 +506,19 @@ impl Out {
     /// `-text`: text includes the code (`ERR ...`, `WRONGTYPE ...`). CR and LF are replaced
     /// by spaces, as Redis's addReplyErrorLength does, so client data cannot break framing.
     pub fn error(&mut self, s: &str) {
+        self.stats.error(s.as_bytes());
+        self.error_uncounted(s);
+    }
+
+    /// An error reply already counted in the error statistics: a script's error that a
+    /// command inside it produced (Redis's ERR_REPLY_FLAG_NO_STATS_UPDATE). The command
+    /// replying it still counts as failed.
+    pub fn error_counted_before(&mut self, s: &str) {
+        self.stats.failed_uncounted();
+        self.error_uncounted(s);
+    }
+
+    fn error_uncounted(&mut self, s: &str) {
         self.buf.reserve(s.len() + 3);
         self.buf.put_u8(b'-');
         for &b in s.as_bytes() {

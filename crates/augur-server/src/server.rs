@@ -362,6 +362,7 @@ async fn serve(
             counters.total_commands_processed.add(client.commands);
             client.commands = 0;
         }
+        shared.stats.flush(&mut client.out.stats);
         if !client.out.buf.is_empty() {
             counters.net_output_bytes.add(client.out.buf.len() as u64);
             if client.pubsub.is_some() {

@@ -177,6 +177,8 @@ pub struct Shared {
     pub run_id: String,
     /// Pub/Sub subscriptions, per tenant.
     pub pubsub: Arc<crate::pubsub::Registry>,
+    /// INFO commandstats / errorstats / latencystats (see `stats`).
+    pub stats: crate::stats::CommandStats,
 }
 
 impl Shared {
@@ -200,6 +202,10 @@ impl Shared {
                 .collect()
         };
         let tenants = crate::tenants::Registry::new(config.requirepass.as_deref());
+        let stats = crate::stats::CommandStats::default();
+        stats
+            .latency_tracking
+            .store(config.latency_tracking, Relaxed);
         Self {
             store,
             gate: crate::gate::ExecGate::default(),
@@ -224,6 +230,7 @@ impl Shared {
             listen_addrs: Mutex::new(Vec::new()),
             run_id,
             pubsub: Arc::default(),
+            stats,
         }
     }
 
@@ -249,6 +256,9 @@ impl Shared {
         self.timeout_secs.store(new.timeout, Relaxed);
         self.hz.store(new.hz, Relaxed);
         self.pass_required.store(new.requirepass.is_some(), Relaxed);
+        self.stats
+            .latency_tracking
+            .store(new.latency_tracking, Relaxed);
         let old = self.config.read().clone();
         if old.requirepass != new.requirepass {
             // requirepass is the default user's password, as in Redis.

@@ -511,7 +511,14 @@ async fn config_clients_and_limits() {
     let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "maxmemory-*"]).await.unwrap();
     assert_eq!(
         got,
-        vec!["maxmemory-policy", "noeviction", "maxmemory-samples", "5"]
+        vec![
+            "maxmemory-policy",
+            "noeviction",
+            "maxmemory-samples",
+            "5",
+            "maxmemory-clients",
+            "0"
+        ]
     );
     q::<()>(
         &mut c,

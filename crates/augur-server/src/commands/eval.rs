@@ -99,6 +99,7 @@ pub(super) fn eval_command(
     let mut reply = Out {
         buf: BytesMut::new(),
         resp3: c.out.resp3,
+        stats: Default::default(),
     };
     {
         let mut host = Host {
@@ -112,6 +113,7 @@ pub(super) fn eval_command(
             out: Out {
                 buf: BytesMut::new(),
                 resp3: false,
+                stats: Default::default(),
             },
             start: Instant::now(),
             threshold,
@@ -137,6 +139,9 @@ pub(super) fn eval_command(
     scripting.write_dirty.store(false, Relaxed);
     *scripting.started.lock() = None;
     c.out.buf.extend_from_slice(&reply.buf);
+    // The script's own reply: an error it raised counts as EVAL's (once: an error a
+    // command inside it replied was counted then).
+    c.out.stats.absorb_reply(&mut reply.stats);
 }
 
 /// What the running script's commands see (script.c's run context).
@@ -170,25 +175,56 @@ fn resolve(args: Args<'_>) -> Option<(&'static CommandSpec, u32, i32)> {
     Some((spec, spec.flags, spec.arity))
 }
 
+impl Host<'_> {
+    /// A command the script may not run: like script.c's scriptCall error path, the
+    /// error counts in errorstats now and the command (if any) as rejected; the error
+    /// the script then raises is not counted again.
+    fn refuse(&mut self, slot: Option<u16>, err: String) -> String {
+        // "-CODE msg", or a bare message whose code is ERR (afterErrorReply).
+        match err.strip_prefix('-') {
+            Some(coded) => self.c.out.stats.error(coded.as_bytes()),
+            None => self.c.out.stats.error(format!("ERR {err}").as_bytes()),
+        }
+        if let Some(slot) = slot {
+            self.c.out.stats.reject(slot);
+        }
+        self.c
+            .out
+            .stats
+            .absorb(&mut crate::stats::Pending::default());
+        err
+    }
+}
+
 impl ScriptHost for Host<'_> {
     fn call(&mut self, args: Args<'_>, resp3: bool) -> Result<(), String> {
         self.out.buf.clear();
         let Some((spec, flags, arity)) = resolve(args) else {
-            return Err("Unknown Redis command called from script".into());
+            return Err(self.refuse(None, "Unknown Redis command called from script".into()));
         };
+        let slot = crate::stats::resolve(spec, (args.len() >= 2).then(|| args.get(1))).0;
         if !cmdtable::arity_ok(arity, args.len()) {
-            return Err("Wrong number of args calling Redis command from script".into());
+            return Err(self.refuse(
+                Some(slot),
+                "Wrong number of args calling Redis command from script".into(),
+            ));
         }
         if flags & NOSCRIPT != 0 {
-            return Err("This Redis command is not allowed from script".into());
+            return Err(self.refuse(
+                Some(slot),
+                "This Redis command is not allowed from script".into(),
+            ));
         }
         if self.readonly && flags & WRITE != 0 {
-            return Err("Write commands are not allowed from read-only scripts.".into());
+            return Err(self.refuse(
+                Some(slot),
+                "Write commands are not allowed from read-only scripts.".into(),
+            ));
         }
         // Only the first write may be refused for memory: after it the script cannot be
         // stopped half way.
         if !self.allow_oom && !self.write_dirty && self.oom_at_start && flags & DENYOOM != 0 {
-            return Err(format!("-{ERR_OOM}"));
+            return Err(self.refuse(Some(slot), format!("-{ERR_OOM}")));
         }
         if flags & WRITE != 0 {
             self.write_dirty = true;
@@ -197,8 +233,13 @@ impl ScriptHost for Host<'_> {
         self.out.resp3 = resp3;
         std::mem::swap(&mut self.c.out, &mut self.out);
         self.c.commands += 1;
+        // A command a script runs is a call of its own (script.c's scriptCall -> call()).
+        let t0 = Instant::now();
+        self.c.out.stats.begin();
         dispatch(self.shared, self.c, spec, args, self.now);
+        self.c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
         std::mem::swap(&mut self.c.out, &mut self.out);
+        self.c.out.stats.absorb(&mut self.out.stats);
         Ok(())
     }
 

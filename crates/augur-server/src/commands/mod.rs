@@ -32,10 +32,12 @@ use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH, NO_MULTI};
 use crate::pubsub::Kind as PsKind;
 use crate::resp::{Args, Out};
 use crate::state::{ClientMeta, Shared};
+use crate::stats;
 use augur_store::WatchFlag;
 use augur_store::{Ns, TenantId, WriteError};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::Instant;
 pub use tenant::{merged_curve, tenant_info_fields};
 
 const ERR_SYNTAX: &str = "ERR syntax error";
@@ -122,31 +124,38 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
             return unknown_command(&mut c.out, args);
         }
     };
+    // The statistics slot (a container's subcommand has its own) and the arity that
+    // applies; an unknown subcommand has neither and is answered by its container.
+    let (slot, sub_arity) = stats::resolve(spec, (args.len() >= 2).then(|| args.get(1)));
     if !spec.arity_ok(args.len()) {
-        flag_transaction(c);
-        return arity_error(&mut c.out, spec.name);
+        return reject(c, slot, |out| arity_error(out, spec.name));
+    }
+    if let Some(arity) = sub_arity.filter(|_| !spec.subcommands.is_empty()) {
+        if !cmdtable::arity_ok(arity, args.len()) {
+            let sub = spec.sub(args.get(1)).map_or(spec.name, |s| s.name);
+            return reject(c, slot, |out| arity_error(out, sub));
+        }
     }
     if spec.flags & NO_AUTH == 0 && c.auth_required(shared) {
-        flag_transaction(c);
-        return c.out.error(ERR_NOAUTH);
+        return reject(c, slot, |out| out.error(ERR_NOAUTH));
     }
     if spec.flags & DENYOOM != 0 && shared.store.over_limit_for_writes() {
-        flag_transaction(c);
-        return c.out.error(ERR_OOM);
+        return reject(c, slot, |out| out.error(ERR_OOM));
     }
     if c.pubsub.is_some() && !c.out.resp3 && !pubsub::resp2_context_allows(c, spec, args) {
+        c.out.stats.reject(slot);
         return;
     }
     c.meta.last_cmd.store(spec.cmd as u32, Relaxed);
     // While a script has run past busy-reply-threshold, only what Redis allows runs.
     if shared.scripting.busy() && !eval::allow_busy(spec, args) {
-        flag_transaction(c);
-        return c.out.error(eval::ERR_BUSY);
+        return reject(c, slot, |out| out.error(eval::ERR_BUSY));
     }
     if let Some(m) = &mut c.multi {
         if spec.flags & NO_MULTI != 0 {
-            m.flag_error();
-            return c.out.error("ERR Command not allowed inside a transaction");
+            return reject(c, slot, |out| {
+                out.error("ERR Command not allowed inside a transaction")
+            });
         }
         if !matches!(
             spec.cmd,
@@ -156,6 +165,26 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
             return c.out.simple("QUEUED");
         }
     }
+    // From here the command runs: it is a call (server.c's call()), timed, and failed if
+    // it replied an error that no command nested in it (EXEC, scripts) accounted for.
+    let t0 = Instant::now();
+    c.out.stats.begin();
+    run(shared, c, spec, args, now);
+    if sub_arity.is_some() {
+        c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
+    }
+}
+
+/// A command refused before it runs (processCommand's rejectCommand): its error, a
+/// rejected call in the statistics, and a failed transaction if one is open.
+fn reject(c: &mut Client, slot: u16, reply: impl FnOnce(&mut Out)) {
+    flag_transaction(c);
+    c.out.stats.reject(slot);
+    reply(&mut c.out);
+}
+
+/// Runs a command that passed the checks: under the gate (see `gate`).
+fn run(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: Args<'_>, now: u64) {
     if spec.cmd == Cmd::Exec {
         // Takes the gate exclusively itself.
         return multi::exec_command(shared, c, now);
@@ -179,6 +208,24 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
             flag_transaction(c);
             c.out.error(eval::ERR_BUSY)
         }
+    }
+}
+
+/// Runs a queued command inside EXEC as a call of its own (multi.c's execCommand calls
+/// call() for each): timed and counted like a command run directly.
+fn dispatch_call(
+    shared: &Shared,
+    c: &mut Client,
+    spec: &'static CommandSpec,
+    args: Args<'_>,
+    now: u64,
+) {
+    let (slot, sub_arity) = stats::resolve(spec, (args.len() >= 2).then(|| args.get(1)));
+    let t0 = Instant::now();
+    c.out.stats.begin();
+    dispatch(shared, c, spec, args, now);
+    if sub_arity.is_some() {
+        c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
     }
 }
 
@@ -305,6 +352,13 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
             eval::eval_command(shared, c, spec, args, now)
         }
         Cmd::Script => eval::script_command(shared, c, spec, args),
+        // cluster.c's clusterCommand with cluster-enabled no.
+        Cmd::Cluster => {
+            if subcommand(&mut c.out, spec, args).is_some() {
+                c.out
+                    .error("ERR This instance has cluster support disabled")
+            }
+        }
     }
 }
 

@@ -14,7 +14,7 @@
 //!   by EXEC also aborts it (7.0's `isWatchedKeyExpired`). EXEC, DISCARD, UNWATCH, RESET
 //!   and disconnecting drop the connection's watches.
 
-use super::{dispatch, Client, ERR_OOM};
+use super::{dispatch_call, Client, ERR_OOM};
 use crate::cmdtable::{CommandSpec, DENYOOM};
 use crate::resp::Args;
 use crate::state::Shared;
@@ -114,7 +114,7 @@ pub(super) fn exec_command(shared: &Shared, c: &mut Client, now: u64) {
     for q in &m.queue {
         let args = Args::from_parts(&q.bytes, &q.ranges);
         c.commands += 1;
-        dispatch(shared, c, q.spec, args, now);
+        dispatch_call(shared, c, q.spec, args, now);
     }
 }
 

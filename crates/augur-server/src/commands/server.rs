@@ -3,7 +3,7 @@
 
 use super::{arity_error, eq, help_reply, lossy, subcommand, Client, ERR_SYNTAX};
 use crate::cmdtable::{self, CommandSpec};
-use crate::config::{ServerConfig, LIVE_PARAMS, PARAMS};
+use crate::config::{ServerConfig, HIDDEN_PARAMS, IMMUTABLE_PARAMS, LIVE_PARAMS, PARAMS};
 use crate::resp::{Args, Out};
 use crate::state::Shared;
 use augur_store::glob_match;
@@ -19,6 +19,8 @@ pub(super) fn time_command(c: &mut Client) {
 }
 
 pub(super) fn info_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
+    // What this connection ran earlier in its batch counts (a pipelined INFO sees it).
+    shared.stats.flush(&mut c.out.stats);
     let text = crate::info::render(shared, c.tenant, args);
     c.out.verbatim(text.as_bytes());
 }
@@ -33,59 +35,8 @@ pub(super) fn config_command(
         return;
     };
     match sub {
-        "get" => {
-            let cfg = shared.config.read();
-            let mut pairs: Vec<(&str, String)> = Vec::new();
-            for pat in args.iter().skip(2) {
-                let pat = pat.to_ascii_lowercase();
-                for name in PARAMS {
-                    if glob_match(&pat, name.as_bytes()) && !pairs.iter().any(|(n, _)| n == name) {
-                        pairs.push((name, cfg.get(name).unwrap_or_default()));
-                    }
-                }
-            }
-            drop(cfg);
-            c.out.map(pairs.len());
-            for (n, v) in pairs {
-                c.out.bulk(n.as_bytes());
-                c.out.bulk(v.as_bytes());
-            }
-        }
-        "set" => {
-            if !args.len().is_multiple_of(2) {
-                return arity_error(&mut c.out, "config|set");
-            }
-            let mut new: ServerConfig = shared.config.read().clone();
-            let mut seen: Vec<String> = Vec::new();
-            for i in (2..args.len()).step_by(2) {
-                let name = lossy(args.get(i)).to_ascii_lowercase();
-                let value = lossy(args.get(i + 1)).into_owned();
-                if !PARAMS.contains(&name.as_str()) {
-                    return c.out.error(&format!(
-                        "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-                        lossy(args.get(i))
-                    ));
-                }
-                if seen.contains(&name) {
-                    return c.out.error(&format!(
-                        "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
-                    ));
-                }
-                if !LIVE_PARAMS.contains(&name.as_str()) {
-                    return c.out.error(&format!(
-                        "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
-                    ));
-                }
-                if let Err(e) = new.apply(&name, &value) {
-                    return c.out.error(&format!(
-                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"
-                    ));
-                }
-                seen.push(name);
-            }
-            shared.install_config(new);
-            c.out.ok();
-        }
+        "get" => config_get(shared, c, args),
+        "set" => config_set(shared, c, args),
         "resetstat" => {
             shared.store.reset_stats();
             let k = &shared.counters;
@@ -94,6 +45,10 @@ pub(super) fn config_command(
             k.rejected_connections.store(0, Relaxed);
             k.net_input_bytes.reset();
             k.net_output_bytes.reset();
+            // This connection's unflushed records go too; CONFIG RESETSTAT itself is
+            // then the first call counted, as in Redis.
+            c.out.stats.clear();
+            shared.stats.reset();
             c.out.ok();
         }
         "rewrite" => c
@@ -112,71 +67,252 @@ pub(super) fn config_command(
     }
 }
 
-fn command_entry(out: &mut Out, spec: &CommandSpec) {
-    out.array(10);
-    out.bulk(spec.name.as_bytes());
-    out.int(spec.arity as i64);
-    let flags: Vec<&str> = cmdtable::flag_names(spec.flags).collect();
-    out.set(flags.len());
-    for f in flags {
-        out.simple(f);
+/// CONFIG GET with one or more names or glob patterns (config.c's configGetCommand):
+/// each parameter once, hidden ones only by exact name.
+fn config_get(shared: &Shared, c: &mut Client, args: Args<'_>) {
+    let cfg = shared.config.read();
+    let mut pairs: Vec<(&str, String)> = Vec::new();
+    for pat in args.iter().skip(2) {
+        let pat = pat.to_ascii_lowercase();
+        let is_pattern = pat.iter().any(|b| matches!(b, b'*' | b'?' | b'['));
+        for name in PARAMS {
+            if pairs.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            let hit = if is_pattern {
+                !HIDDEN_PARAMS.contains(name) && glob_match(&pat, name.as_bytes())
+            } else {
+                pat == name.as_bytes()
+            };
+            if hit {
+                pairs.push((name, cfg.get(name).unwrap_or_default()));
+            }
+        }
     }
-    out.int(spec.first_key as i64);
-    out.int(spec.last_key as i64);
-    out.int(spec.step as i64);
-    let cats = categories(spec.flags, spec.group);
+    drop(cfg);
+    c.out.map(pairs.len());
+    for (n, v) in pairs {
+        c.out.bulk(n.as_bytes());
+        c.out.bulk(v.as_bytes());
+    }
+}
+
+/// CONFIG SET with one or more parameter/value pairs, atomically (config.c's
+/// configSetCommand): every name is checked first (unknown, immutable, duplicate), then
+/// every value is set into a copy of the configuration, and the copy is installed only
+/// if all of them succeed; on any error nothing changes and the error names the first
+/// parameter that failed, in Redis's words.
+fn config_set(shared: &Shared, c: &mut Client, args: Args<'_>) {
+    if !args.len().is_multiple_of(2) {
+        return arity_error(&mut c.out, "config|set");
+    }
+    let old: ServerConfig = shared.config.read().clone();
+    let mut names: Vec<(String, String)> = Vec::new();
+    // Phase 1: the names (the first unknown one wins over every other error).
+    let mut failure: Option<String> = None;
+    for i in (2..args.len()).step_by(2) {
+        let typed = lossy(args.get(i));
+        let name = typed.to_ascii_lowercase();
+        if !PARAMS.contains(&name.as_str()) {
+            return c.out.error(&format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{typed}'"
+            ));
+        }
+        if failure.is_some() {
+            continue;
+        }
+        let value = lossy(args.get(i + 1)).into_owned();
+        let fixed = !LIVE_PARAMS.contains(&name.as_str());
+        let same_value = old.get(&name).is_some_and(|v| v == value);
+        if IMMUTABLE_PARAMS.contains(&name.as_str()) || (fixed && !same_value) {
+            failure = Some(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{typed}') - can't set immutable config"
+            ));
+        } else if names.iter().any(|(n, _)| *n == name) {
+            failure = Some(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{typed}') - duplicate parameter"
+            ));
+        }
+        names.push((name, value));
+    }
+    if let Some(e) = failure {
+        return c.out.error(&e);
+    }
+    // Phase 2: set every value into the copy.
+    let mut new = old.clone();
+    for (name, value) in &names {
+        if let Err(e) = new.apply(name, value) {
+            return c.out.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"
+            ));
+        }
+    }
+    // Phase 3: apply. Installing pushes the values to the store and the hot copies,
+    // which cannot fail; a setting whose apply can fail must check before this point.
+    shared.install_config(new);
+    c.out.ok();
+}
+
+/// One COMMAND INFO entry (server.c's addReplyCommandInfo) for a command or subcommand
+/// Augur serves: Redis 7.0's metadata where Redis has the command (flags, key positions,
+/// ACL categories, tips, key specs), else Augur's own table (TENANT).
+fn served_entry(out: &mut Out, name: &str, arity: i32, flags: u32, subs: &[cmdtable::SubSpec]) {
+    let meta = cmdtable::redis_command(name.as_bytes());
+    out.array(10);
+    out.bulk(name.as_bytes());
+    out.int(arity as i64);
+    match meta {
+        Some(m) => {
+            out.set(m.flags.len());
+            for f in m.flags {
+                out.simple(f);
+            }
+            out.int(m.first_key as i64);
+            out.int(m.last_key as i64);
+            out.int(m.step as i64);
+        }
+        None => {
+            let names: Vec<&str> = cmdtable::flag_names(flags).collect();
+            out.set(names.len());
+            for f in names {
+                out.simple(f);
+            }
+            out.int(0);
+            out.int(0);
+            out.int(0);
+        }
+    }
+    let cats = cmdtable::acl_categories(name);
     out.set(cats.len());
     for cat in cats {
         out.simple(cat);
     }
-    out.set(0); // tips
-    out.set(0); // key specs
-    out.set(spec.subcommands.len());
-    for s in spec.subcommands {
-        out.array(10);
-        out.bulk(s.name.as_bytes());
-        out.int(s.arity as i64);
-        let flags: Vec<&str> = cmdtable::flag_names(s.flags).collect();
-        out.set(flags.len());
-        for f in flags {
-            out.simple(f);
-        }
-        out.int(0);
-        out.int(0);
-        out.int(0);
-        out.set(0);
-        out.set(0);
-        out.set(0);
-        out.set(0);
+    let (tips, specs): (&[&str], &[cmdtable::KeySpec]) =
+        meta.map_or((&[], &[]), |m| (m.tips, m.key_specs));
+    out.set(tips.len());
+    for t in tips {
+        out.simple(t);
+    }
+    key_specs(out, specs);
+    out.array(subs.len());
+    for s in subs {
+        served_entry(out, s.name, s.arity, s.flags, &[]);
     }
 }
 
-fn categories(flags: u32, group: &str) -> Vec<&'static str> {
-    let mut v = Vec::new();
-    if flags & cmdtable::WRITE != 0 {
-        v.push("@write");
+/// A COMMAND INFO entry from Redis 7.0's metadata alone (a command Augur does not serve).
+fn meta_entry(out: &mut Out, m: &cmdtable::RedisCommand) {
+    out.array(10);
+    out.bulk(m.name.as_bytes());
+    out.int(m.arity as i64);
+    out.set(m.flags.len());
+    for f in m.flags {
+        out.simple(f);
     }
-    if flags & cmdtable::READONLY != 0 {
-        v.push("@read");
+    out.int(m.first_key as i64);
+    out.int(m.last_key as i64);
+    out.int(m.step as i64);
+    out.set(m.acl_categories.len());
+    for cat in m.acl_categories {
+        out.simple(cat);
     }
-    match group {
-        "string" => v.push("@string"),
-        "hash" => v.push("@hash"),
-        "set" => v.push("@set"),
-        "generic" => v.push("@keyspace"),
-        "connection" => v.push("@connection"),
-        _ => {}
+    out.set(m.tips.len());
+    for t in m.tips {
+        out.simple(t);
     }
-    if flags & cmdtable::ADMIN != 0 {
-        v.push("@admin");
-        v.push("@dangerous");
+    key_specs(out, m.key_specs);
+    out.array(m.subcommands.len());
+    for s in m.subcommands {
+        meta_entry(out, s);
     }
-    v.push(if flags & cmdtable::FAST != 0 {
-        "@fast"
-    } else {
-        "@slow"
-    });
-    v
+}
+
+/// addReplyCommandKeySpecs.
+fn key_specs(out: &mut Out, specs: &[cmdtable::KeySpec]) {
+    use cmdtable::{Begin, Find};
+    out.array(specs.len());
+    for k in specs {
+        out.map(if k.notes.is_empty() { 3 } else { 4 });
+        if !k.notes.is_empty() {
+            out.bulk(b"notes");
+            out.bulk(k.notes.as_bytes());
+        }
+        out.bulk(b"flags");
+        out.set(k.flags.len());
+        for f in k.flags {
+            out.simple(f);
+        }
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        match k.begin {
+            Begin::Index(i) => {
+                out.bulk(b"index");
+                out.bulk(b"spec");
+                out.map(1);
+                out.bulk(b"index");
+                out.int(i as i64);
+            }
+            Begin::Keyword(word, from) => {
+                out.bulk(b"keyword");
+                out.bulk(b"spec");
+                out.map(2);
+                out.bulk(b"keyword");
+                out.bulk(word.as_bytes());
+                out.bulk(b"startfrom");
+                out.int(from as i64);
+            }
+            Begin::Unknown => {
+                out.bulk(b"unknown");
+                out.bulk(b"spec");
+                out.map(0);
+            }
+        }
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        match k.find {
+            Find::Range {
+                lastkey,
+                keystep,
+                limit,
+            } => {
+                out.bulk(b"range");
+                out.bulk(b"spec");
+                out.map(3);
+                out.bulk(b"lastkey");
+                out.int(lastkey as i64);
+                out.bulk(b"keystep");
+                out.int(keystep as i64);
+                out.bulk(b"limit");
+                out.int(limit as i64);
+            }
+            Find::Keynum {
+                keynumidx,
+                firstkey,
+                keystep,
+            } => {
+                out.bulk(b"keynum");
+                out.bulk(b"spec");
+                out.map(3);
+                out.bulk(b"keynumidx");
+                out.int(keynumidx as i64);
+                out.bulk(b"firstkey");
+                out.int(firstkey as i64);
+                out.bulk(b"keystep");
+                out.int(keystep as i64);
+            }
+            Find::Unknown => {
+                out.bulk(b"unknown");
+                out.bulk(b"spec");
+                out.map(0);
+            }
+        }
+    }
+}
+
+fn command_entry(out: &mut Out, spec: &CommandSpec) {
+    served_entry(out, spec.name, spec.arity, spec.flags, spec.subcommands);
 }
 
 fn command_doc(out: &mut Out, summary: &str, group: &str, subs: &[cmdtable::SubSpec]) {
@@ -225,9 +361,12 @@ pub(super) fn command_command(c: &mut Client, spec: &'static CommandSpec, args: 
             } else {
                 c.out.array(args.len() - 2);
                 for name in args.iter().skip(2) {
-                    match find(name) {
-                        Some(s) => command_entry(&mut c.out, s),
-                        None => c.out.null_array(),
+                    // A command Augur serves; else what Redis 7.0 says of it (key
+                    // positions, for clients that route by them); else nil.
+                    match (find(name), cmdtable::redis_command(name)) {
+                        (Some(s), _) => command_entry(&mut c.out, s),
+                        (None, Some(m)) => meta_entry(&mut c.out, m),
+                        (None, None) => c.out.null_array(),
                     }
                 }
             }
@@ -244,23 +383,128 @@ pub(super) fn command_command(c: &mut Client, spec: &'static CommandSpec, args: 
                 command_doc(&mut c.out, s.summary, s.group, s.subcommands);
             }
         }
-        "list" => {
-            c.out.array(cmdtable::COMMANDS.len());
-            for s in cmdtable::COMMANDS {
-                c.out.bulk(s.name.as_bytes());
-            }
-        }
+        "list" => command_list(c, args),
+        "getkeys" | "getkeysandflags" => getkeys(c, args, sub == "getkeysandflags"),
         _ => help_reply(
             &mut c.out,
             "COMMAND",
             &[
                 "(no subcommand)",
+                "    Return details about all Redis commands.",
                 "COUNT",
-                "DOCS [<command-name> ...]",
-                "INFO [<command-name> ...]",
+                "    Return the total number of commands in this Redis server.",
                 "LIST",
+                "    Return a list of all commands in this Redis server.",
+                "INFO [<command-name> ...]",
+                "    Return details about multiple Redis commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "DOCS [<command-name> ...]",
+                "    Return documentation details about multiple Redis commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "GETKEYS <full-command>",
+                "    Return the keys from a full Redis command.",
+                "GETKEYSANDFLAGS <full-command>",
+                "    Return the keys and the access flags from a full Redis command.",
             ],
         ),
+    }
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]
+/// (server.c's commandListCommand): commands and subcommands Augur serves, by full name.
+fn command_list(c: &mut Client, args: Args<'_>) {
+    enum Filter<'a> {
+        All,
+        Module,
+        AclCat(&'a [u8]),
+        Pattern(Vec<u8>),
+    }
+    let filter = match args.len() {
+        2 => Filter::All,
+        5 if eq(args.get(2), "filterby") => {
+            let (kind, arg) = (args.get(3), args.get(4));
+            if eq(kind, "module") {
+                Filter::Module
+            } else if eq(kind, "aclcat") {
+                Filter::AclCat(arg)
+            } else if eq(kind, "pattern") {
+                Filter::Pattern(arg.to_ascii_lowercase())
+            } else {
+                return c.out.error(ERR_SYNTAX);
+            }
+        }
+        _ => return c.out.error(ERR_SYNTAX),
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for spec in cmdtable::COMMANDS {
+        let all = std::iter::once(spec.name).chain(spec.subcommands.iter().map(|s| s.name));
+        for name in all {
+            let keep = match &filter {
+                Filter::All => true,
+                // Augur loads no modules.
+                Filter::Module => false,
+                Filter::AclCat(cat) => cmdtable::acl_categories(name)
+                    .iter()
+                    .any(|c| c[1..].as_bytes().eq_ignore_ascii_case(cat)),
+                Filter::Pattern(p) => glob_match(p, name.as_bytes()),
+            };
+            if keep {
+                names.push(name);
+            }
+        }
+    }
+    c.out.array(names.len());
+    for n in names {
+        c.out.bulk(n.as_bytes());
+    }
+}
+
+/// COMMAND GETKEYS / GETKEYSANDFLAGS (server.c's getKeysSubcommandImpl): the keys of a
+/// full command line, from Redis 7.0's key specs, for any Redis 7.0 command (Augur
+/// serves it or not).
+fn getkeys(c: &mut Client, args: Args<'_>, with_flags: bool) {
+    let line: Vec<&[u8]> = args.iter().skip(2).collect();
+    // lookupCommand: a container's subcommand when there is one more argument.
+    let cmd = cmdtable::redis_command(line[0]).and_then(|m| {
+        if m.subcommands.is_empty() || line.len() == 1 {
+            Some(m)
+        } else {
+            m.sub(line[1])
+        }
+    });
+    let Some(cmd) = cmd else {
+        return c.out.error("ERR Invalid command specified");
+    };
+    let has_keys =
+        cmd.has_flag("movablekeys") || cmd.key_specs.iter().any(|k| !k.flags.contains(&"not_key"));
+    if !has_keys {
+        return c.out.error("ERR The command has no key arguments");
+    }
+    let argc = line.len() as i32;
+    if (cmd.arity > 0 && cmd.arity != argc) || argc < -cmd.arity {
+        return c
+            .out
+            .error("ERR Invalid number of arguments specified for command");
+    }
+    match cmdtable::get_keys(cmd, &line) {
+        Err(_) => c.out.error("ERR Invalid arguments specified for command"),
+        Ok(keys) => {
+            c.out.array(keys.len());
+            for k in keys {
+                if with_flags {
+                    c.out.array(2);
+                    c.out.bulk(line[k.pos]);
+                    c.out.set(k.flags.len());
+                    for f in k.flags {
+                        c.out.simple(f);
+                    }
+                } else {
+                    c.out.bulk(line[k.pos]);
+                }
+            }
+        }
     }
 }
 

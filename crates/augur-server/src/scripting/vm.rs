@@ -1016,7 +1016,7 @@ unsafe fn write_table(l: *mut ffi::lua_State, out: &mut Out, script_resp3: bool,
     if raw_field(l, cstr!("err")) == ffi::LUA_TSTRING {
         ffi::lua_pop(l, 1);
         let msg = error_info(l).0;
-        out.error(&String::from_utf8_lossy(&msg));
+        write_error(l, out, &String::from_utf8_lossy(&msg));
         ffi::lua_pop(l, 1);
         return;
     }
@@ -1185,5 +1185,19 @@ unsafe fn write_run_error(l: *mut ffi::lua_State, out: &mut Out, sha: &str) {
             String::from_utf8_lossy(&line)
         ));
     }
-    out.error(&text);
+    write_error(l, out, &text);
+}
+
+/// Replies the error table at the top of the stack: an error a command replied inside
+/// the script (`ignore_error_stats_update`) was counted in the error statistics then, so
+/// it is not counted again (luaCallFunction's ERR_REPLY_FLAG_NO_STATS_UPDATE).
+unsafe fn write_error(l: *mut ffi::lua_State, out: &mut Out, text: &str) {
+    let counted = raw_field(l, cstr!("ignore_error_stats_update")) == ffi::LUA_TBOOLEAN
+        && ffi::lua_toboolean(l, -1) != 0;
+    ffi::lua_pop(l, 1);
+    if counted {
+        out.error_counted_before(text);
+    } else {
+        out.error(text);
+    }
 }
