@@ -257,6 +257,7 @@ commands! {
     EvalSha b"EVALSHA" "evalsha" -3 [NOSCRIPT|STALE] 0 0 0 "scripting" "Executes a server-side Lua script by SHA1 digest." NONE;
     EvalShaRo b"EVALSHA_RO" "evalsha_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Executes a read-only server-side Lua script by SHA1 digest." NONE;
     Script b"SCRIPT" "script" -2 [] 0 0 0 "scripting" "A container for Lua scripts management commands." SCRIPT_SUBS;
+    Monitor b"MONITOR" "monitor" 1 [ADMIN|NOSCRIPT|LOADING|STALE] 0 0 0 "server" "Listens for all requests received by the server in real-time." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[
@@ -465,6 +466,30 @@ const CLIENT_SUBS: &[SubSpec] = &[
         arity: 2,
         flags: LOADING | STALE,
         summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "client|kill",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Terminates open connections.",
+    },
+    SubSpec {
+        name: "client|reply",
+        arity: 3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Instructs the server whether to reply to commands.",
+    },
+    SubSpec {
+        name: "client|pause",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Suspends commands processing.",
+    },
+    SubSpec {
+        name: "client|unpause",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Resumes processing commands from paused clients.",
     },
 ];
 

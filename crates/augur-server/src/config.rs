@@ -63,6 +63,10 @@ pub struct ServerConfig {
     pub maxmemory: u64,
     pub maxmemory_policy: EvictionPolicy,
     pub maxmemory_samples: usize,
+    /// `maxmemory-clients`: bytes the connections may hold together before the largest
+    /// are closed; negative values are a percentage of maxmemory (as Redis stores it);
+    /// 0 = no limit.
+    pub maxmemory_clients: i64,
     pub databases: usize,
     pub proto_max_bulk_len: u64,
     pub client_query_buffer_limit: u64,
@@ -156,6 +160,7 @@ impl Default for ServerConfig {
             maxmemory: 0,
             maxmemory_policy: EvictionPolicy::NoEviction,
             maxmemory_samples: 5,
+            maxmemory_clients: 0,
             databases: 16,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
@@ -208,6 +213,7 @@ pub const PARAMS: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "maxmemory-clients",
     "databases",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
@@ -239,6 +245,9 @@ pub const PARAMS: &[&str] = &[
 
 /// Parameters CONFIG SET may change while running.
 pub const LIVE_PARAMS: &[&str] = &[
+    "port",
+    "bind",
+    "maxmemory-clients",
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
@@ -311,6 +320,26 @@ pub fn parse_duration_us(s: &str) -> Option<f64> {
     (v.is_finite() && v >= 0.0).then_some(v)
 }
 
+/// A MEMORY_CONFIG | PERCENT_CONFIG value (config.c): `N%` (stored negative) or a
+/// memory amount.
+fn parse_memory_or_percent(v: &str) -> Result<i64, String> {
+    if let Some(p) = v.strip_suffix('%') {
+        let n: i64 = p
+            .parse()
+            .map_err(|_| "argument must be a memory or percent value".to_string())?;
+        if n > 100 {
+            return Err("percentage argument must be less or equal to 100".into());
+        }
+        if n < 0 {
+            return Err("argument must be a memory or percent value".into());
+        }
+        return Ok(-n);
+    }
+    parse_memory(v)
+        .and_then(|n| i64::try_from(n).ok())
+        .ok_or_else(|| "argument must be a memory or percent value".to_string())
+}
+
 fn parse_int<T: std::str::FromStr>(v: &str) -> Result<T, String> {
     v.parse::<T>()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())
@@ -358,6 +387,7 @@ impl ServerConfig {
                 }
                 self.maxmemory_samples = n;
             }
+            "maxmemory-clients" => self.maxmemory_clients = parse_memory_or_percent(value)?,
             "databases" => {
                 let n: usize = parse_int(value)?;
                 if !(1..=256).contains(&n) {
@@ -504,6 +534,10 @@ impl ServerConfig {
             "maxmemory" => self.maxmemory.to_string(),
             "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
             "maxmemory-samples" => self.maxmemory_samples.to_string(),
+            "maxmemory-clients" if self.maxmemory_clients < 0 => {
+                format!("{}%", -self.maxmemory_clients)
+            }
+            "maxmemory-clients" => self.maxmemory_clients.to_string(),
             "databases" => self.databases.to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),

@@ -199,6 +199,9 @@ impl ScriptHost for Host<'_> {
         self.c.commands += 1;
         dispatch(self.shared, self.c, spec, args, self.now);
         std::mem::swap(&mut self.c.out, &mut self.out);
+        if self.shared.monitors.active() {
+            super::client::feed_script_monitors(self.shared, self.c, spec, args);
+        }
         Ok(())
     }
 

@@ -14,7 +14,7 @@
 //!   by EXEC also aborts it (7.0's `isWatchedKeyExpired`). EXEC, DISCARD, UNWATCH, RESET
 //!   and disconnecting drop the connection's watches.
 
-use super::{dispatch, Client, ERR_OOM};
+use super::{call, Client, ERR_OOM};
 use crate::cmdtable::{CommandSpec, DENYOOM};
 use crate::resp::Args;
 use crate::state::Shared;
@@ -42,6 +42,34 @@ impl MultiState {
     /// Remembers that a command was refused while queueing (Redis's `flagTransaction`).
     pub fn flag_error(&mut self) {
         self.aborted = true;
+    }
+
+    /// Queued commands (CLIENT LIST `multi=`).
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Union of the queued commands' flags (CLIENT PAUSE WRITE holds an EXEC with a
+    /// write).
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
+    /// Bytes the queued commands take (CLIENT LIST `multi-mem=`, as multi.c's
+    /// multiStateMemOverhead: arguments plus per-command bookkeeping).
+    pub fn mem(&self) -> usize {
+        self.queue
+            .iter()
+            .map(|q| {
+                q.bytes.len()
+                    + q.ranges.len() * std::mem::size_of::<(usize, usize)>()
+                    + std::mem::size_of::<Queued>()
+            })
+            .sum()
     }
 
     pub fn queue(&mut self, spec: &'static CommandSpec, args: Args<'_>) {
@@ -114,7 +142,7 @@ pub(super) fn exec_command(shared: &Shared, c: &mut Client, now: u64) {
     for q in &m.queue {
         let args = Args::from_parts(&q.bytes, &q.ranges);
         c.commands += 1;
-        dispatch(shared, c, q.spec, args, now);
+        call(shared, c, q.spec, args, now);
     }
 }
 

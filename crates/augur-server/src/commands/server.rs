@@ -83,6 +83,18 @@ pub(super) fn config_command(
                 }
                 seen.push(name);
             }
+            let (old_port, old_bind) = {
+                let cfg = shared.config.read();
+                (cfg.port, cfg.bind.clone())
+            };
+            if new.port != old_port || new.bind != old_bind {
+                if let Err(e) = crate::server::change_listeners(shared, &new.bind, new.port) {
+                    let name = if new.port != old_port { "port" } else { "bind" };
+                    return c.out.error(&format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"
+                    ));
+                }
+            }
             shared.install_config(new);
             c.out.ok();
         }
