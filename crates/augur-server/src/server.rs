@@ -750,9 +750,6 @@ fn publish_stats(meta: &ClientMeta, client: &Client, rbuf: &Vec<u8>) {
     if client.multi.is_some() {
         f |= flag::MULTI;
     }
-    if client.watch_flag.load(Relaxed) {
-        f |= flag::DIRTY_CAS;
-    }
     if client.monitor.is_some() {
         f |= flag::MONITOR;
     }

@@ -123,6 +123,9 @@ pub struct ClientMeta {
     pub user: Mutex<String>,
     /// CLIENT NO-EVICT on: excluded from `maxmemory-clients` eviction (flag `e`).
     pub no_evict: AtomicBool,
+    /// The connection's WATCH flag (shared with its `Client`): raised by whoever touches
+    /// a watched key, so CLIENT LIST shows `d` at once, as Redis's CLIENT_DIRTY_CAS.
+    pub dirty_cas: augur_store::WatchFlag,
     /// Set by the cron when an idle connection's read buffer should be released; the
     /// connection is woken through `kill` and shrinks it (clientsCronResizeQueryBuffer).
     pub shrink_qbuf: AtomicBool,
@@ -160,8 +163,6 @@ pub struct ClientStats {
 pub mod flag {
     /// In MULTI (`x`).
     pub const MULTI: u32 = 1;
-    /// A WATCHed key was touched (`d`, CLIENT_DIRTY_CAS).
-    pub const DIRTY_CAS: u32 = 2;
     /// MONITOR (`O`).
     pub const MONITOR: u32 = 4;
     /// Closes once its replies are written (`c`, QUIT / CLIENT KILL of itself).
@@ -195,6 +196,7 @@ impl ClientMeta {
             fd: -1,
             user: Mutex::new("default".to_string()),
             no_evict: AtomicBool::new(false),
+            dirty_cas: augur_store::WatchFlag::default(),
             shrink_qbuf: AtomicBool::new(false),
         }
     }

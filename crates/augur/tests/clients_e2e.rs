@@ -81,14 +81,25 @@ async fn expect_closed(s: &mut TcpStream, within: Duration) {
 /// One bulk reply's payload (CLIENT LIST / INFO in RESP2).
 async fn bulk(s: &mut TcpStream, send: &[u8]) -> String {
     s.write_all(send).await.unwrap();
-    let head = read_until(s, b"\n").await;
-    let len: usize = head
-        .trim_start_matches('$')
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("not a bulk: {head:?}"));
-    let body = read_n(s, len + 2).await;
-    String::from_utf8_lossy(&body[..len]).into_owned()
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        if let Some(i) = got.windows(2).position(|w| w == b"\r\n") {
+            let head = String::from_utf8_lossy(&got[..i]).into_owned();
+            let len: usize = head
+                .strip_prefix('$')
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("not a bulk: {head:?}"));
+            if got.len() >= i + 2 + len + 2 {
+                return String::from_utf8_lossy(&got[i + 2..i + 2 + len]).into_owned();
+            }
+        }
+        match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+            Err(_) | Ok(Ok(0)) | Ok(Err(_)) => panic!("incomplete bulk: {got:?}"),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
 }
 
 /// `field=value` of one CLIENT LIST line.

@@ -533,7 +533,7 @@ fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: &mut String
     if bits & flag::MULTI != 0 {
         flags.push('x');
     }
-    if bits & flag::DIRTY_CAS != 0 {
+    if m.dirty_cas.load(Relaxed) {
         flags.push('d');
     }
     if bits & flag::CLOSE_AFTER_REPLY != 0 {

@@ -81,6 +81,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(meta: Arc<ClientMeta>, authenticated: bool) -> Self {
+        let watch_flag = meta.dirty_cas.clone();
         Self {
             meta,
             db: 0,
@@ -92,7 +93,7 @@ impl Client {
             commands: 0,
             multi: None,
             watched: Vec::new(),
-            watch_flag: WatchFlag::default(),
+            watch_flag,
             pubsub: None,
             reply: 0,
             monitor: None,
