@@ -258,6 +258,7 @@ commands! {
     EvalShaRo b"EVALSHA_RO" "evalsha_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Executes a read-only server-side Lua script by SHA1 digest." NONE;
     Script b"SCRIPT" "script" -2 [] 0 0 0 "scripting" "A container for Lua scripts management commands." SCRIPT_SUBS;
     Cluster b"CLUSTER" "cluster" -2 [] 0 0 0 "cluster" "A container for cluster commands. Augur runs standalone: every subcommand answers as Redis does with cluster support disabled." CLUSTER_SUBS;
+    Monitor b"MONITOR" "monitor" 1 [ADMIN|NOSCRIPT|LOADING|STALE] 0 0 0 "server" "Listens for all requests received by the server in real-time." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[
@@ -478,6 +479,30 @@ const CLIENT_SUBS: &[SubSpec] = &[
         arity: 2,
         flags: LOADING | STALE,
         summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "client|kill",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Terminates open connections.",
+    },
+    SubSpec {
+        name: "client|reply",
+        arity: 3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Instructs the server whether to reply to commands.",
+    },
+    SubSpec {
+        name: "client|pause",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Suspends commands processing.",
+    },
+    SubSpec {
+        name: "client|unpause",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Resumes processing commands from paused clients.",
     },
 ];
 

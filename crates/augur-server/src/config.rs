@@ -63,6 +63,10 @@ pub struct ServerConfig {
     pub maxmemory: u64,
     pub maxmemory_policy: EvictionPolicy,
     pub maxmemory_samples: usize,
+    /// `maxmemory-clients`: bytes the connections may hold together before the largest
+    /// are closed; negative values are a percentage of maxmemory (as Redis stores it);
+    /// 0 = no limit.
+    pub maxmemory_clients: i64,
     pub databases: usize,
     pub proto_max_bulk_len: u64,
     pub client_query_buffer_limit: u64,
@@ -122,9 +126,6 @@ pub struct ServerConfig {
     pub latency_tracking: bool,
     /// The percentiles INFO latencystats reports (`latency-tracking-info-percentiles`).
     pub latency_tracking_info_percentiles: Vec<f64>,
-    /// `maxmemory-clients`: bytes, or a percentage of maxmemory stored negated (as
-    /// Redis stores it). Accepted and reported; Augur does not evict clients for memory.
-    pub maxmemory_clients: i64,
     /// Accepted and reported for compatibility (tools and Redis's tests set them); they
     /// change nothing in Augur, which has no replication and no persistence:
     /// `repl-backlog-size`, `save` (the snapshot points, kept as given) and the hidden
@@ -170,6 +171,7 @@ impl Default for ServerConfig {
             maxmemory: 0,
             maxmemory_policy: EvictionPolicy::NoEviction,
             maxmemory_samples: 5,
+            maxmemory_clients: 0,
             databases: 16,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
@@ -197,7 +199,6 @@ impl Default for ServerConfig {
             set_max_intset_entries: 512,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
-            maxmemory_clients: 0,
             repl_backlog_size: 1024 * 1024,
             save: String::new(),
             key_load_delay: 0,
@@ -228,6 +229,7 @@ pub const PARAMS: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "maxmemory-clients",
     "databases",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
@@ -257,7 +259,6 @@ pub const PARAMS: &[&str] = &[
     "set-max-intset-entries",
     "latency-tracking",
     "latency-tracking-info-percentiles",
-    "maxmemory-clients",
     "repl-backlog-size",
     "daemonize",
     "replicaof",
@@ -270,8 +271,8 @@ pub const PARAMS: &[&str] = &[
 pub const HIDDEN_PARAMS: &[&str] = &["key-load-delay"];
 
 /// Parameters Redis declares IMMUTABLE_CONFIG: CONFIG SET refuses them whatever the
-/// value, with Redis's text. Other parameters Augur cannot change at run time (port,
-/// bind, threads, shards, metrics-port) accept their current value as a no-op, so that
+/// value, with Redis's text. Other parameters Augur cannot change at run time (threads,
+/// shards, metrics-port) accept their current value as a no-op, so that
 /// a client setting back what CONFIG GET * returned (Redis's "CONFIG sanity") works,
 /// and refuse any other value the same way.
 pub const IMMUTABLE_PARAMS: &[&str] =
@@ -279,6 +280,9 @@ pub const IMMUTABLE_PARAMS: &[&str] =
 
 /// Parameters CONFIG SET may change while running.
 pub const LIVE_PARAMS: &[&str] = &[
+    "port",
+    "bind",
+    "maxmemory-clients",
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
@@ -309,7 +313,6 @@ pub const LIVE_PARAMS: &[&str] = &[
     "set-max-intset-entries",
     "latency-tracking",
     "latency-tracking-info-percentiles",
-    "maxmemory-clients",
     "repl-backlog-size",
     "key-load-delay",
 ];
@@ -354,6 +357,26 @@ pub fn parse_duration_us(s: &str) -> Option<f64> {
     };
     let v = n * mul;
     (v.is_finite() && v >= 0.0).then_some(v)
+}
+
+/// A MEMORY_CONFIG | PERCENT_CONFIG value (config.c): `N%` (stored negative) or a
+/// memory amount.
+fn parse_memory_or_percent(v: &str) -> Result<i64, String> {
+    if let Some(p) = v.strip_suffix('%') {
+        let n: i64 = p
+            .parse()
+            .map_err(|_| "argument must be a memory or percent value".to_string())?;
+        if n > 100 {
+            return Err("percentage argument must be less or equal to 100".into());
+        }
+        if n < 0 {
+            return Err("argument must be a memory or percent value".into());
+        }
+        return Ok(-n);
+    }
+    parse_memory(v)
+        .and_then(|n| i64::try_from(n).ok())
+        .ok_or_else(|| "argument must be a memory or percent value".to_string())
 }
 
 fn parse_int<T: std::str::FromStr>(v: &str) -> Result<T, String> {
@@ -403,6 +426,7 @@ impl ServerConfig {
                 }
                 self.maxmemory_samples = n;
             }
+            "maxmemory-clients" => self.maxmemory_clients = parse_memory_or_percent(value)?,
             "databases" => {
                 let n: usize = parse_int(value)?;
                 if !(1..=256).contains(&n) {
@@ -545,24 +569,6 @@ impl ServerConfig {
                 }
                 self.latency_tracking_info_percentiles = ps;
             }
-            "maxmemory-clients" => {
-                // A memory value, or a percentage of maxmemory (stored negated).
-                self.maxmemory_clients = match value.strip_suffix('%') {
-                    Some(pct) if !pct.is_empty() => {
-                        let n: i64 = pct.parse().map_err(|_| "argument must be a memory or percent value".to_string())?;
-                        if n < 0 {
-                            return Err("argument must be a memory or percent value".into());
-                        }
-                        if n > 100 {
-                            return Err("percentage argument must be less or equal to 100".into());
-                        }
-                        -n
-                    }
-                    _ => parse_memory(value)
-                        .and_then(|n| i64::try_from(n).ok())
-                        .ok_or("argument must be a memory or percent value")?,
-                }
-            }
             "repl-backlog-size" => {
                 let n = parse_memory(value).ok_or("argument must be a memory value")?;
                 if n < 1 {
@@ -605,6 +611,10 @@ impl ServerConfig {
             "maxmemory" => self.maxmemory.to_string(),
             "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
             "maxmemory-samples" => self.maxmemory_samples.to_string(),
+            "maxmemory-clients" if self.maxmemory_clients < 0 => {
+                format!("{}%", -self.maxmemory_clients)
+            }
+            "maxmemory-clients" => self.maxmemory_clients.to_string(),
             "databases" => self.databases.to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
@@ -638,10 +648,6 @@ impl ServerConfig {
                 .map(|p| crate::stats::format_percentile(*p))
                 .collect::<Vec<_>>()
                 .join(" "),
-            "maxmemory-clients" if self.maxmemory_clients < 0 => {
-                format!("{}%", -self.maxmemory_clients)
-            }
-            "maxmemory-clients" => self.maxmemory_clients.to_string(),
             "repl-backlog-size" => self.repl_backlog_size.to_string(),
             "daemonize" => "no".to_string(),
             "replicaof" | "slaveof" => String::new(),

@@ -119,10 +119,12 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("# Memory");
             line!("used_memory:{used}");
             line!("used_memory_human:{}", human_bytes(used));
-            line!("used_memory_dataset:{used}");
+            let m = crate::memstats::MemStats::gather(shared, used);
+            m.write_head(o);
             line!("maxmemory:{}", cfg.maxmemory);
             line!("maxmemory_human:{}", human_bytes(cfg.maxmemory));
             line!("maxmemory_policy:{}", cfg.maxmemory_policy.name());
+            m.write_tail(o);
             let s = &shared.scripting;
             let lua = s.lua_memory.load(std::sync::atomic::Ordering::Relaxed);
             let scripts = s.scripts_memory.load(std::sync::atomic::Ordering::Relaxed);
@@ -178,6 +180,13 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             );
             line!("expired_keys:{}", s.expired_keys);
             line!("evicted_keys:{}", s.evicted_keys);
+            line!(
+                "evicted_clients:{}",
+                shared
+                    .counters
+                    .evicted_clients
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            );
             line!("keyspace_hits:{}", s.keyspace_hits);
             line!("keyspace_misses:{}", s.keyspace_misses);
             // The caller's tenant's channels and patterns (Pub/Sub is per tenant).
@@ -289,7 +298,7 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
 }
 
 /// Redis's bytesToHuman.
-fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     let n = n as f64;
     const K: f64 = 1024.0;
     if n < K {

@@ -8,10 +8,11 @@
 use crate::commands::{execute, Client};
 use crate::config::ServerConfig;
 use crate::resp::{Parsed, Parser};
-use crate::state::{now_ms, ClientMeta, Shared};
-use bytes::{Buf, BytesMut};
+use crate::state::{flag, now_ms, ClientMeta, Shared};
+use bytes::BytesMut;
+use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,10 +29,28 @@ const MAX_PRERESERVE: usize = 4 * 1024 * 1024;
 /// rest stay queued (and counted against its output-buffer limit) until the write ends.
 const PUSH_BATCH: usize = 64 * 1024;
 
-/// What woke a connection in Pub/Sub mode.
+/// Redis's PROTO_RESIZE_THRESHOLD: a read buffer larger than this is trimmed when its
+/// recent peak use is less than half of it.
+const PROTO_RESIZE_THRESHOLD: usize = 32 * 1024;
+/// Redis's reply_buffer_peak_reset_time: how long CLIENT LIST's `rbp=` covers.
+const RBP_RESET_MS: u64 = 5000;
+
+/// What woke a connection.
 enum Wake {
     Read(usize),
+    /// The socket became readable while the read buffer was released (idle).
+    Readable,
+    /// `meta.kill` was notified: closed, or asked to release its read buffer.
+    Nudge,
     Push(Option<crate::pubsub::Push>),
+    Monitor(Option<bytes::Bytes>),
+}
+
+/// A change of the client port's listeners (CONFIG SET port / bind): keep the
+/// listeners on `keep`, close the others, serve `add` (already bound and listening).
+pub struct ListenerChange {
+    pub keep: Vec<SocketAddr>,
+    pub add: Vec<std::net::TcpListener>,
 }
 
 /// A bound, not yet running server.
@@ -129,9 +148,9 @@ impl Server {
             );
         }
         let mut tasks = Vec::new();
-        for l in self.listeners {
-            tasks.push(tokio::spawn(accept_loop(l, shared.clone())));
-        }
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        *shared.listener_ctl.lock() = Some(tx);
+        tasks.push(tokio::spawn(listeners(self.listeners, rx, shared.clone())));
         tasks.push(tokio::spawn(cron(shared.clone())));
         for l in self.metrics_listeners {
             tracing::info!(addr = ?l.local_addr().ok(), "Prometheus metrics on /metrics");
@@ -150,6 +169,125 @@ impl Server {
         tracing::info!("Augur is now ready to exit, bye bye...");
         Ok(())
     }
+}
+
+/// Aborts the accept loops it holds when dropped (the supervisor's end).
+struct AcceptLoops(HashMap<SocketAddr, tokio::task::JoinHandle<()>>);
+
+impl Drop for AcceptLoops {
+    fn drop(&mut self) {
+        for t in self.0.values() {
+            t.abort();
+        }
+    }
+}
+
+/// Runs one accept loop per listener, and swaps them on CONFIG SET port / bind.
+async fn listeners(
+    initial: Vec<TcpListener>,
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<ListenerChange>,
+    shared: Arc<Shared>,
+) {
+    let mut loops = AcceptLoops(HashMap::new());
+    for l in initial {
+        if let Ok(a) = l.local_addr() {
+            loops
+                .0
+                .insert(a, tokio::spawn(accept_loop(l, shared.clone())));
+        }
+    }
+    while let Some(change) = changes.recv().await {
+        loops.0.retain(|a, t| {
+            let keep = change.keep.contains(a);
+            if !keep {
+                t.abort();
+            }
+            keep
+        });
+        for l in change.add {
+            match TcpListener::from_std(l) {
+                Ok(l) => {
+                    if let Ok(a) = l.local_addr() {
+                        tracing::info!(addr = %a, "listening");
+                        loops
+                            .0
+                            .insert(a, tokio::spawn(accept_loop(l, shared.clone())));
+                    }
+                }
+                Err(e) => tracing::warn!("could not serve a new listener: {e}"),
+            }
+        }
+    }
+}
+
+/// CONFIG SET port / bind (config.c's updatePort / updateBind, networking.c's
+/// changeListenPort): binds what the new `bind` and `port` need before anything is
+/// closed, so on failure the server keeps listening where it did and CONFIG SET fails;
+/// on success the accept loops switch over. Addresses bound before on the same port are
+/// kept as they are. Port 0 closes the TCP listeners, as in Redis. The error is
+/// Redis's reason text ("Unable to listen on this port", "Failed to bind to specified
+/// addresses.").
+pub fn change_listeners(shared: &Shared, bind: &[String], port: u16) -> Result<(), String> {
+    let port_changed = shared.config.read().port != port;
+    let fail = || -> String {
+        if port_changed {
+            "Unable to listen on this port".into()
+        } else {
+            "Failed to bind to specified addresses.".into()
+        }
+    };
+    let current: Vec<SocketAddr> = shared.listen_addrs.lock().clone();
+    let mut keep = Vec::new();
+    let mut add = Vec::new();
+    if port != 0 {
+        for host in bind {
+            // Redis's "-" prefix marks an optional address; "*" means every IPv4 one.
+            let optional = host.starts_with('-');
+            let h = match host.trim_start_matches('-') {
+                "*" => "0.0.0.0",
+                "::*" => "::",
+                h => h,
+            };
+            let addrs: Vec<SocketAddr> = match (h, port).to_socket_addrs() {
+                Ok(a) => a.collect(),
+                Err(e) if optional => {
+                    tracing::warn!("could not resolve optional bind address {host}: {e}");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!("could not resolve {host}: {e}");
+                    return Err(fail());
+                }
+            };
+            for a in addrs {
+                if current.contains(&a) {
+                    keep.push(a);
+                    continue;
+                }
+                match std::net::TcpListener::bind(a).and_then(|l| {
+                    l.set_nonblocking(true)?;
+                    Ok(l)
+                }) {
+                    Ok(l) => add.push(l),
+                    Err(e) if optional => tracing::warn!("could not bind optional {a}: {e}"),
+                    Err(e) => {
+                        tracing::warn!("Could not create server TCP listening socket {a}: {e}");
+                        // Dropping `add` closes what was bound so far.
+                        return Err(fail());
+                    }
+                }
+            }
+        }
+    }
+    let ctl = shared.listener_ctl.lock();
+    let Some(tx) = ctl.as_ref() else {
+        return Err(fail());
+    };
+    let mut now_listening = keep.clone();
+    now_listening.extend(add.iter().filter_map(|l| l.local_addr().ok()));
+    tx.send(ListenerChange { keep, add }).map_err(|_| fail())?;
+    *shared.listen_addrs.lock() = now_listening;
+    Ok(())
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
@@ -188,13 +326,30 @@ async fn cron(shared: Arc<Shared>) {
         // The cycle locks shards one by one; run it off the async workers' hot loop.
         // It holds the gate shared, so a key never expires in the middle of a
         // transaction.
-        let _ = tokio::task::spawn_blocking(move || {
-            let _hold = store_shared.gate.shared();
-            store_shared.store.active_expire_cycle(now_ms())
-        })
-        .await;
+        // While clients are paused nothing expires (Redis pauses active expiry too, so
+        // a paused dataset does not change).
+        if shared.pause.active(now_ms()).is_none() {
+            let _ = tokio::task::spawn_blocking(move || {
+                let _hold = store_shared.gate.shared();
+                store_shared.store.active_expire_cycle(now_ms())
+            })
+            .await;
+        }
+        shared
+            .counters
+            .used_memory_peak
+            .fetch_max(shared.store.used_memory(), Relaxed);
         ticks += 1;
         if ticks.is_multiple_of(hz as u64) {
+            // clientsCronResizeQueryBuffer's idle case: a connection idle for more than
+            // 2 s with more than 4 KB of unused read buffer releases it.
+            for c in shared.clients.lock().values() {
+                if c.stats.qbuf_free.load(Relaxed) > 4096 && c.idle_secs() > 2 {
+                    c.shrink_qbuf.store(true, Relaxed);
+                    c.kill.notify_one();
+                }
+            }
+            crate::commands::evict_clients(&shared);
             let timeout = shared.timeout_secs.load(Relaxed);
             if timeout > 0 {
                 for c in shared.clients.lock().values() {
@@ -232,7 +387,10 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
     sock.set_nodelay(true)?;
     let maxclients = shared.maxclients.load(Relaxed);
     let id = shared.next_client_id.fetch_add(1, Relaxed);
-    let meta = Arc::new(ClientMeta::new(id, addr, sock.local_addr()?));
+    let meta = Arc::new(ClientMeta::new(id, addr, sock.local_addr()?).with_fd({
+        use std::os::fd::AsRawFd;
+        sock.as_raw_fd()
+    }));
     let admitted = {
         let mut clients = shared.clients.lock();
         let room = (clients.len() as u64) < maxclients;
@@ -264,6 +422,12 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
 }
 
 /// Reads, runs and answers a connection's commands until it closes or is closed.
+///
+/// The read buffer is Redis's query buffer: CLIENT LIST reports its length and free room
+/// (`qbuf=`, `qbuf-free=`), and it is trimmed as networking.c / server.c do it
+/// (clientsCronResizeQueryBuffer): released when the connection has been idle for more
+/// than 2 s (the cron nudges it), and cut down to its recent peak when it is over 32 KB
+/// and more than twice that peak (checked at most every cron period, after a batch).
 async fn serve(
     sock: &mut TcpStream,
     addr: SocketAddr,
@@ -273,61 +437,125 @@ async fn serve(
 ) -> io::Result<()> {
     let id = meta.id;
     let mut parser = Parser::new(shared.proto_max_bulk_len.load(Relaxed) as usize);
-    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // The read buffer was released: reserve again only once the socket is readable.
+    let mut released = false;
+    // Redis's querybuf_peak: the most the read buffer held since the last resize check.
+    let mut qb_peak: usize = 0;
+    let mut next_resize_ms: u64 = 0;
+    // The largest reply batch since `rbp_since` (CLIENT LIST `rbp=`).
+    let mut rb_peak: usize = 0;
+    let mut rbp_since: u64 = 0;
+    // Commands are left in `rbuf` by a CLIENT PAUSE: run them before reading again.
+    let mut resume = false;
+    publish_stats(meta, client, &rbuf);
     // One kill notification future for the connection's life: creating one per read
     // would register and unregister a waiter (under Notify's lock) on every request.
     let mut killed = std::pin::pin!(meta.kill.notified());
 
     loop {
-        // Make room for the next read: at least a chunk, more for a big announced bulk.
-        let needed = parser.bytes_needed().saturating_sub(rbuf.len());
-        let want = needed.clamp(READ_CHUNK, MAX_PRERESERVE.max(READ_CHUNK));
-        if rbuf.capacity() - rbuf.len() < want / 4 {
-            rbuf.reserve(want);
-        }
-        let n = match client.pubsub.as_mut() {
-            None => tokio::select! {
-                biased;
-                r = sock.read_buf(&mut rbuf) => r?,
-                _ = &mut killed => 0,
-            },
-            // In Pub/Sub mode also wake for messages, so that they are written while the
-            // client is idle; the publisher never waits for this connection.
-            Some(subs) => {
-                let wake = tokio::select! {
+        let resumed = std::mem::take(&mut resume);
+        let n = if resumed {
+            0
+        } else {
+            if !released {
+                // Make room for the next read: at least a chunk, more for a big announced
+                // bulk.
+                let needed = parser.bytes_needed().saturating_sub(rbuf.len());
+                let want = needed.clamp(READ_CHUNK, MAX_PRERESERVE.max(READ_CHUNK));
+                if rbuf.capacity() - rbuf.len() < want / 4 {
+                    rbuf.reserve(want);
+                }
+            }
+            // Pub/Sub messages and MONITOR lines also wake the connection, so that they
+            // are written while the client is idle; the sender never waits for us.
+            let wake = if released {
+                let subs = client.pubsub.as_deref_mut();
+                let mon = client.monitor.as_deref_mut();
+                tokio::select! {
+                    biased;
+                    r = sock.readable() => { r?; Wake::Readable }
+                    _ = &mut killed => Wake::Nudge,
+                    p = next_push(subs) => Wake::Push(p),
+                    l = next_line(mon) => Wake::Monitor(l),
+                }
+            } else if client.pubsub.is_none() && client.monitor.is_none() {
+                tokio::select! {
                     biased;
                     r = sock.read_buf(&mut rbuf) => Wake::Read(r?),
-                    _ = &mut killed => Wake::Read(0),
-                    p = subs.recv() => Wake::Push(p),
-                };
-                match wake {
-                    Wake::Read(n) => n,
-                    Wake::Push(p) => {
-                        if let Some(p) = p {
-                            p.write(&mut client.out);
-                        }
-                        if let Some(subs) = client.pubsub.as_mut() {
-                            subs.drain(&mut client.out, PUSH_BATCH);
-                        }
-                        shared
-                            .counters
-                            .net_output_bytes
-                            .add(client.out.buf.len() as u64);
-                        tokio::select! {
-                            r = sock.write_all(&client.out.buf) => r?,
-                            _ = &mut killed => return Ok(()),
-                        }
-                        client.out.buf.clear();
-                        continue;
+                    _ = &mut killed => Wake::Nudge,
+                }
+            } else {
+                let subs = client.pubsub.as_deref_mut();
+                let mon = client.monitor.as_deref_mut();
+                tokio::select! {
+                    biased;
+                    r = sock.read_buf(&mut rbuf) => Wake::Read(r?),
+                    _ = &mut killed => Wake::Nudge,
+                    p = next_push(subs) => Wake::Push(p),
+                    l = next_line(mon) => Wake::Monitor(l),
+                }
+            };
+            match wake {
+                Wake::Read(n) => n,
+                Wake::Readable => {
+                    released = false;
+                    continue;
+                }
+                Wake::Nudge => {
+                    if meta.killed.load(Relaxed) {
+                        return Ok(());
                     }
+                    killed.set(meta.kill.notified());
+                    if meta.shrink_qbuf.swap(false, Relaxed)
+                        && meta.idle_secs() > 2
+                        && rbuf.capacity() - rbuf.len() > 4096
+                    {
+                        if rbuf.is_empty() {
+                            rbuf = Vec::new();
+                            released = true;
+                        } else {
+                            rbuf.shrink_to_fit();
+                        }
+                        qb_peak = rbuf.len();
+                        publish_stats(meta, client, &rbuf);
+                    }
+                    continue;
+                }
+                Wake::Push(p) => {
+                    if let Some(p) = p {
+                        p.write(&mut client.out);
+                    }
+                    if let Some(subs) = client.pubsub.as_mut() {
+                        subs.drain(&mut client.out, PUSH_BATCH);
+                    }
+                    write_pushed(sock, shared, meta, client, &mut killed).await?;
+                    continue;
+                }
+                Wake::Monitor(l) => {
+                    if let Some(l) = l {
+                        client.out.buf.extend_from_slice(&l);
+                    }
+                    if let Some(m) = client.monitor.as_mut() {
+                        m.drain(&mut client.out.buf, PUSH_BATCH);
+                    }
+                    write_pushed(sock, shared, meta, client, &mut killed).await?;
+                    continue;
                 }
             }
         };
-        if n == 0 || meta.killed.load(Relaxed) {
+        if (n == 0 && !resumed) || meta.killed.load(Relaxed) {
             return Ok(());
         }
-        meta.last_interaction_ms
-            .store(meta.created.elapsed().as_millis() as u64, Relaxed);
+        if n > 0 {
+            meta.last_interaction_ms
+                .store(meta.created.elapsed().as_millis() as u64, Relaxed);
+            qb_peak = qb_peak.max(rbuf.len());
+            meta.stats.qbuf.store(rbuf.len() as u64, Relaxed);
+            meta.stats
+                .qbuf_free
+                .store((rbuf.capacity() - rbuf.len()) as u64, Relaxed);
+        }
 
         parser.set_max_bulk_len(shared.proto_max_bulk_len.load(Relaxed) as usize);
         let now = now_ms();
@@ -335,13 +563,25 @@ async fn serve(
             // Messages queued before these commands arrived go out before their replies.
             subs.drain(&mut client.out, usize::MAX);
         }
+        if let Some(m) = client.monitor.as_mut() {
+            m.drain(&mut client.out.buf, usize::MAX);
+        }
         let mut consumed = 0;
         let mut fatal = None;
+        let mut paused = false;
         while !client.close_after_reply {
             parser.set_auth_required(client.auth_required(shared));
             match parser.parse(&rbuf[consumed..]) {
                 Ok(Parsed::Command(len)) => {
                     let args = parser.args(&rbuf[consumed..]);
+                    // CLIENT PAUSE: this command waits (with the rest of the buffer)
+                    // until the pause ends; the parser re-reads it then.
+                    if shared.pause.until_ms.load(Relaxed) != 0
+                        && crate::commands::paused_for(shared, client, args, now)
+                    {
+                        paused = true;
+                        break;
+                    }
                     execute(shared, client, args, now);
                     consumed += len;
                 }
@@ -354,7 +594,7 @@ async fn serve(
                 }
             }
         }
-        rbuf.advance(consumed);
+        rbuf.drain(..consumed);
 
         let counters = &shared.counters;
         counters.net_input_bytes.add(n as u64);
@@ -364,8 +604,11 @@ async fn serve(
         }
         shared.stats.flush(&mut client.out.stats);
         if !client.out.buf.is_empty() {
-            counters.net_output_bytes.add(client.out.buf.len() as u64);
-            if client.pubsub.is_some() {
+            let len = client.out.buf.len();
+            rb_peak = rb_peak.max(len);
+            counters.net_output_bytes.add(len as u64);
+            meta.stats.obl.store(len as u64, Relaxed);
+            if client.pubsub.is_some() || client.monitor.is_some() {
                 // A subscriber disconnected for its output-buffer limit may be the one
                 // not reading: do not wait for its socket.
                 tokio::select! {
@@ -375,6 +618,7 @@ async fn serve(
             } else {
                 sock.write_all(&client.out.buf).await?;
             }
+            meta.stats.obl.store(0, Relaxed);
             client.out.buf.clear();
             if client.out.buf.capacity() > KEEP_BUFFER {
                 client.out.buf = BytesMut::with_capacity(READ_CHUNK);
@@ -391,7 +635,137 @@ async fn serve(
             return Ok(());
         }
         if rbuf.is_empty() && rbuf.capacity() > KEEP_BUFFER {
-            rbuf = BytesMut::with_capacity(READ_CHUNK);
+            rbuf = Vec::with_capacity(READ_CHUNK);
+        }
+        if now >= next_resize_ms {
+            // clientsCronResizeQueryBuffer's busy case: trim a buffer much larger than
+            // what the connection used lately, not below that use or the bulk being read.
+            let alloc = rbuf.capacity();
+            if alloc - rbuf.len() > 4096 && alloc > PROTO_RESIZE_THRESHOLD && alloc / 2 > qb_peak {
+                let keep = rbuf.len().max(qb_peak).max(parser.bytes_needed());
+                rbuf.shrink_to(keep);
+            }
+            qb_peak = rbuf.len().max(parser.bytes_needed());
+            next_resize_ms = now + 1000 / u64::from(shared.hz.load(Relaxed).max(1));
+            if now >= rbp_since + RBP_RESET_MS {
+                rb_peak = 0;
+                rbp_since = now;
+            }
+        }
+        meta.stats.rbp.store(rb_peak as u64, Relaxed);
+        publish_stats(meta, client, &rbuf);
+        if paused {
+            wait_pause_end(shared, meta, &mut killed).await;
+            if meta.killed.load(Relaxed) {
+                return Ok(());
+            }
+            resume = true;
         }
     }
+}
+
+/// Writes the Pub/Sub messages or MONITOR lines gathered while the client was idle.
+async fn write_pushed<'a>(
+    sock: &mut TcpStream,
+    shared: &Shared,
+    meta: &'a ClientMeta,
+    client: &mut Client,
+    killed: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'a>>,
+) -> io::Result<()> {
+    let len = client.out.buf.len();
+    shared.counters.net_output_bytes.add(len as u64);
+    meta.stats.obl.store(len as u64, Relaxed);
+    tokio::select! {
+        r = sock.write_all(&client.out.buf) => r?,
+        _ = killed.as_mut() => {
+            // Closed while the client was not reading; a shrink nudge waits for later.
+            if !meta.killed.load(Relaxed) {
+                killed.set(meta.kill.notified());
+                sock.write_all(&client.out.buf).await?;
+            }
+        }
+    }
+    meta.stats.obl.store(0, Relaxed);
+    client.out.buf.clear();
+    Ok(())
+}
+
+/// The next Pub/Sub message, or never without subscriptions.
+async fn next_push(subs: Option<&mut crate::pubsub::Subscriptions>) -> Option<crate::pubsub::Push> {
+    match subs {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next MONITOR line, or never when not a monitor.
+async fn next_line(mon: Option<&mut crate::monitor::MonitorRx>) -> Option<bytes::Bytes> {
+    match mon {
+        Some(m) => m.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits until CLIENT PAUSE ends (its time runs out or CLIENT UNPAUSE), or the
+/// connection is killed.
+async fn wait_pause_end<'a>(
+    shared: &Shared,
+    meta: &'a ClientMeta,
+    killed: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'a>>,
+) {
+    loop {
+        let ended = shared.pause.ended.notified();
+        let mut ended = std::pin::pin!(ended);
+        ended.as_mut().enable();
+        let now = now_ms();
+        if shared.pause.active(now).is_none() {
+            return;
+        }
+        let left = shared.pause.until_ms.load(Relaxed).saturating_sub(now);
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(left)) => {}
+            _ = ended => {}
+            _ = killed.as_mut() => {
+                if meta.killed.load(Relaxed) {
+                    return;
+                }
+                killed.set(meta.kill.notified());
+            }
+        }
+    }
+}
+
+/// Publishes what CLIENT LIST shows of this connection (see `ClientStats`).
+fn publish_stats(meta: &ClientMeta, client: &Client, rbuf: &Vec<u8>) {
+    let s = &meta.stats;
+    s.qbuf.store(rbuf.len() as u64, Relaxed);
+    s.qbuf_free
+        .store((rbuf.capacity() - rbuf.len()) as u64, Relaxed);
+    let (multi, multi_mem) = match &client.multi {
+        Some(m) => (m.len() as u64 + 1, m.mem() as u64),
+        None => (0, 0),
+    };
+    s.multi_plus1.store(multi, Relaxed);
+    s.multi_mem.store(multi_mem, Relaxed);
+    let mut f = 0;
+    if client.multi.is_some() {
+        f |= flag::MULTI;
+    }
+    if client.monitor.is_some() {
+        f |= flag::MONITOR;
+    }
+    if client.close_after_reply {
+        f |= flag::CLOSE_AFTER_REPLY;
+    }
+    s.flags.store(f, Relaxed);
+    s.rbs.store(client.out.buf.capacity() as u64, Relaxed);
+    // networking.c getClientMemoryUsage: buffers, the client structure itself, queued
+    // transaction and pending output.
+    let tot = rbuf.capacity()
+        + client.out.buf.capacity()
+        + std::mem::size_of::<Client>()
+        + std::mem::size_of::<ClientMeta>()
+        + multi_mem as usize
+        + s.omem.load(Relaxed) as usize;
+    s.tot_mem.store(tot as u64, Relaxed);
 }

@@ -36,6 +36,11 @@ pub struct Counters {
     pub net_output_bytes: StripedCounter,
     /// instantaneous_ops_per_sec, refreshed by the cron task.
     pub instantaneous_ops: AtomicU64,
+    /// Connections closed by `maxmemory-clients` (INFO `evicted_clients`).
+    pub evicted_clients: AtomicU64,
+    /// The most `used_memory` has been (INFO `used_memory_peak`), sampled by the cron
+    /// and by INFO, as Redis's serverCron does.
+    pub used_memory_peak: AtomicU64,
 }
 
 /// Stripes of a [`StripedCounter`]: comfortably more than worker threads.
@@ -109,6 +114,59 @@ pub struct ClientMeta {
     /// Set (then `kill` notified) to make the connection close: idle timeout, shutdown.
     pub killed: AtomicBool,
     pub kill: Notify,
+    /// What CLIENT LIST shows of the connection's buffers and state, published by the
+    /// connection after each read and each batch of commands (see [`ClientStats`]).
+    pub stats: ClientStats,
+    /// The socket's file descriptor (CLIENT LIST `fd=`).
+    pub fd: i32,
+    /// The ACL user the connection is authenticated as (CLIENT LIST `user=`).
+    pub user: Mutex<String>,
+    /// CLIENT NO-EVICT on: excluded from `maxmemory-clients` eviction (flag `e`).
+    pub no_evict: AtomicBool,
+    /// The connection's WATCH flag (shared with its `Client`): raised by whoever touches
+    /// a watched key, so CLIENT LIST shows `d` at once, as Redis's CLIENT_DIRTY_CAS.
+    pub dirty_cas: augur_store::WatchFlag,
+    /// Set by the cron when an idle connection's read buffer should be released; the
+    /// connection is woken through `kill` and shrinks it (clientsCronResizeQueryBuffer).
+    pub shrink_qbuf: AtomicBool,
+}
+
+/// Per-connection figures for CLIENT LIST / CLIENT INFO (networking.c
+/// `catClientInfoString`) and for `maxmemory-clients`. Only the connection writes them,
+/// with relaxed stores once per read and once per batch (as Redis, other clients see a
+/// connection's state between its batches), so they cost nothing measurable.
+#[derive(Default)]
+pub struct ClientStats {
+    /// Bytes in the read buffer (`qbuf=`) and its free room (`qbuf-free=`).
+    pub qbuf: AtomicU64,
+    pub qbuf_free: AtomicU64,
+    /// Commands queued in the open transaction, -1 outside MULTI (`multi=`), stored +1.
+    pub multi_plus1: AtomicU64,
+    /// Bytes of the queued commands' arguments (`multi-mem=`).
+    pub multi_mem: AtomicU64,
+    /// The reply buffer's size and the largest reply batch since the last check
+    /// (`rbs=`, `rbp=`).
+    pub rbs: AtomicU64,
+    pub rbp: AtomicU64,
+    /// Reply bytes not yet written to the socket (`obl=`), and bytes of Pub/Sub or
+    /// MONITOR messages queued for the connection and not yet encoded (`omem=`).
+    pub obl: AtomicU64,
+    pub omem: AtomicU64,
+    /// Flag letters that only the connection knows: see [`flag`].
+    pub flags: AtomicU32,
+    /// Everything the connection holds (`tot-mem=`): the sum networking.c's
+    /// getClientMemoryUsage takes.
+    pub tot_mem: AtomicU64,
+}
+
+/// Bits of [`ClientStats::flags`].
+pub mod flag {
+    /// In MULTI (`x`).
+    pub const MULTI: u32 = 1;
+    /// MONITOR (`O`).
+    pub const MONITOR: u32 = 4;
+    /// Closes once its replies are written (`c`, QUIT / CLIENT KILL of itself).
+    pub const CLOSE_AFTER_REPLY: u32 = 8;
 }
 
 impl ClientMeta {
@@ -131,7 +189,27 @@ impl ClientMeta {
             ssub: AtomicU32::new(0),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            stats: ClientStats {
+                multi_plus1: AtomicU64::new(0),
+                ..ClientStats::default()
+            },
+            fd: -1,
+            user: Mutex::new("default".to_string()),
+            no_evict: AtomicBool::new(false),
+            dirty_cas: augur_store::WatchFlag::default(),
+            shrink_qbuf: AtomicBool::new(false),
         }
+    }
+
+    /// Connections report their socket's descriptor.
+    pub fn with_fd(mut self, fd: i32) -> Self {
+        self.fd = fd;
+        self
+    }
+
+    /// Seconds since the connection was accepted.
+    pub fn age_secs(&self) -> u64 {
+        self.created.elapsed().as_secs()
     }
 
     pub fn idle_secs(&self) -> u64 {
@@ -179,6 +257,62 @@ pub struct Shared {
     pub pubsub: Arc<crate::pubsub::Registry>,
     /// INFO commandstats / errorstats / latencystats (see `stats`).
     pub stats: crate::stats::CommandStats,
+    /// Connections in MONITOR mode.
+    pub monitors: Arc<crate::monitor::Monitors>,
+    /// CLIENT PAUSE.
+    pub pause: Pause,
+    /// Where CONFIG SET port / bind hands newly bound listeners to the running server
+    /// (None before [`crate::Server::run`]).
+    pub listener_ctl:
+        Mutex<Option<tokio::sync::mpsc::UnboundedSender<crate::server::ListenerChange>>>,
+}
+
+/// CLIENT PAUSE state (networking.c `pauseClients`): until when, and whether every
+/// command or only writes wait. The request path reads `until_ms` (one relaxed load,
+/// 0 when no pause is set).
+#[derive(Default)]
+pub struct Pause {
+    pub until_ms: AtomicU64,
+    /// ALL (true) or WRITE (false).
+    pub all: AtomicBool,
+    /// Wakes paused connections on CLIENT UNPAUSE.
+    pub ended: Notify,
+}
+
+impl Pause {
+    /// The pause in force at `now` (Unix ms): Some(all) while one is.
+    #[inline]
+    pub fn active(&self, now: u64) -> Option<bool> {
+        let until = self.until_ms.load(Relaxed);
+        if until == 0 {
+            return None;
+        }
+        if now >= until {
+            // Over: back to the one-load fast path (unless a new pause came meanwhile).
+            let _ = self.until_ms.compare_exchange(until, 0, Relaxed, Relaxed);
+            return None;
+        }
+        Some(self.all.load(Relaxed))
+    }
+
+    /// CLIENT PAUSE: a longer pause or a stricter mode wins over the one in force.
+    pub fn pause(&self, until: u64, all: bool, now: u64) {
+        let cur = self.active(now);
+        self.all.store(all || cur == Some(true), Relaxed);
+        let prev = if cur.is_some() {
+            self.until_ms.load(Relaxed)
+        } else {
+            0
+        };
+        self.until_ms.store(until.max(prev), Relaxed);
+    }
+
+    /// CLIENT UNPAUSE.
+    pub fn unpause(&self) {
+        self.until_ms.store(0, Relaxed);
+        self.all.store(false, Relaxed);
+        self.ended.notify_waiters();
+    }
 }
 
 impl Shared {
@@ -231,6 +365,9 @@ impl Shared {
             run_id,
             pubsub: Arc::default(),
             stats,
+            monitors: Arc::default(),
+            pause: Pause::default(),
+            listener_ctl: Mutex::new(None),
         }
     }
 

@@ -1,16 +1,10 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET and CLIENT. Mirrors
 //! Redis's networking.c (PING, ECHO and SELECT: server.c and db.c).
 
-use super::{
-    arity_error, c_str, eq, help_reply, lossy, subcommand, Client, ERR_NOT_INT, ERR_SYNTAX,
-    ERR_WRONGPASS,
-};
-use crate::cmdtable::{self, CommandSpec};
+use super::{arity_error, c_str, eq, lossy, Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGPASS};
 use crate::resp::{parse_i64, Args};
-use crate::state::{ClientMeta, Shared, REDIS_COMPAT_VERSION};
-use std::fmt::Write as _;
+use crate::state::{Shared, REDIS_COMPAT_VERSION};
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 
 pub(super) fn ping_command(c: &mut Client, args: Args<'_>) {
     if args.len() <= 2 && c.pubsub.is_some() && !c.out.resp3 {
@@ -64,6 +58,7 @@ fn check_password(shared: &Shared, c: &mut Client, user: &[u8], pass: &[u8]) -> 
         c.pubsub = None;
     }
     c.tenant = u.id;
+    *c.meta.user.lock() = u.name.clone();
     c.user = u.name;
     c.meta.tenant.store(c.tenant, Relaxed);
     true
@@ -90,11 +85,11 @@ pub(super) fn auth_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
 }
 
 /// Redis's validateClientName: printable ASCII without spaces.
-fn valid_client_name(name: &[u8]) -> bool {
+pub(super) fn valid_client_name(name: &[u8]) -> bool {
     name.iter().all(|&b| (b'!'..=b'~').contains(&b))
 }
 
-const ERR_CLIENT_NAME: &str =
+pub(super) const ERR_CLIENT_NAME: &str =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 
 pub(super) fn hello_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
@@ -169,170 +164,6 @@ pub(super) fn hello_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
     out.array(0);
 }
 
-pub(super) fn client_command(
-    shared: &Shared,
-    c: &mut Client,
-    spec: &'static CommandSpec,
-    args: Args<'_>,
-) {
-    let Some(sub) = subcommand(&mut c.out, spec, args) else {
-        return;
-    };
-    match sub {
-        "id" => c.out.int(c.meta.id as i64),
-        "setname" => {
-            let n = args.get(2);
-            if !valid_client_name(n) {
-                return c.out.error(ERR_CLIENT_NAME);
-            }
-            *c.meta.name.lock() = n.to_vec();
-            c.out.ok();
-        }
-        "getname" => {
-            let name = c.meta.name.lock().clone();
-            if name.is_empty() {
-                c.out.null()
-            } else {
-                c.out.bulk(&name)
-            }
-        }
-        "list" => {
-            let mut ids: Option<Vec<u64>> = None;
-            // TYPE: Redis's getClientType; Augur has normal and pubsub clients only.
-            let mut pubsub_type: Option<bool> = None;
-            let mut i = 2;
-            while i < args.len() {
-                if eq(args.get(i), "type") && i + 1 < args.len() {
-                    let t = args.get(i + 1);
-                    if !["normal", "master", "replica", "slave", "pubsub"]
-                        .iter()
-                        .any(|n| eq(t, n))
-                    {
-                        return c
-                            .out
-                            .error(&format!("ERR Unknown client type '{}'", lossy(t)));
-                    }
-                    if eq(t, "normal") || eq(t, "pubsub") {
-                        pubsub_type = Some(eq(t, "pubsub"));
-                    } else {
-                        ids = Some(Vec::new());
-                    }
-                    i += 2;
-                } else if eq(args.get(i), "id") && i + 1 < args.len() {
-                    let mut v = Vec::new();
-                    for a in args.iter().skip(i + 1) {
-                        match parse_i64(a) {
-                            Some(n) if n > 0 => v.push(n as u64),
-                            _ => return c.out.error("ERR Invalid client ID"),
-                        }
-                    }
-                    ids = Some(v);
-                    i = args.len();
-                } else {
-                    return c.out.error(ERR_SYNTAX);
-                }
-            }
-            let mut clients: Vec<Arc<ClientMeta>> =
-                shared.clients.lock().values().cloned().collect();
-            clients.sort_by_key(|m| m.id);
-            let mut text = String::new();
-            for m in clients {
-                if ids.as_ref().is_some_and(|ids| !ids.contains(&m.id)) {
-                    continue;
-                }
-                if pubsub_type.is_some_and(|p| p != is_pubsub(&m)) {
-                    continue;
-                }
-                client_line(&m, m.id == c.meta.id, &mut text);
-                text.push('\n');
-            }
-            c.out.verbatim(text.as_bytes());
-        }
-        "info" => {
-            let mut text = String::new();
-            client_line(&c.meta, true, &mut text);
-            text.push('\n');
-            c.out.verbatim(text.as_bytes());
-        }
-        "setinfo" => {
-            let attr = args.get(2);
-            let val = args.get(3);
-            let slot = if eq(attr, "lib-name") {
-                &c.meta.lib_name
-            } else if eq(attr, "lib-ver") {
-                &c.meta.lib_ver
-            } else {
-                return c
-                    .out
-                    .error(&format!("ERR Unrecognized option '{}'", lossy(attr)));
-            };
-            if !valid_client_name(val) {
-                return c.out.error(&format!(
-                    "ERR {} cannot contain spaces, newlines or special characters.",
-                    lossy(attr)
-                ));
-            }
-            *slot.lock() = val.to_vec();
-            c.out.ok();
-        }
-        "no-evict" | "no-touch" => {
-            if eq(args.get(2), "on") || eq(args.get(2), "off") {
-                c.out.ok()
-            } else {
-                c.out.error(ERR_SYNTAX)
-            }
-        }
-        _ => help_reply(
-            &mut c.out,
-            "CLIENT",
-            &[
-                "ID",
-                "SETNAME <name>",
-                "GETNAME",
-                "LIST [TYPE <type>] [ID <id> ...]",
-                "INFO",
-                "SETINFO <LIB-NAME|LIB-VER> <value>",
-                "NO-EVICT (ON|OFF)",
-                "NO-TOUCH (ON|OFF)",
-            ],
-        ),
-    }
-}
-
-/// Whether the connection is in Pub/Sub mode (CLIENT_PUBSUB: any subscription).
-fn is_pubsub(m: &ClientMeta) -> bool {
-    m.sub.load(Relaxed) + m.psub.load(Relaxed) + m.ssub.load(Relaxed) > 0
-}
-
-/// One CLIENT LIST line, in Redis's field order (fields Augur has no notion of are given
-/// Redis's idle values so that parsers keep working).
-fn client_line(m: &ClientMeta, current: bool, out: &mut String) {
-    let cmd = match m.last_cmd.load(Relaxed) {
-        i if (i as usize) < cmdtable::COMMANDS.len() => cmdtable::COMMANDS[i as usize].name,
-        _ => "NULL",
-    };
-    let cmd = if current { "client|list" } else { cmd };
-    let _ = write!(
-        out,
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
-        m.id,
-        m.addr,
-        m.laddr,
-        lossy(&m.name.lock()),
-        m.created.elapsed().as_secs(),
-        m.idle_secs(),
-        if is_pubsub(m) { "P" } else { "N" },
-        m.db.load(Relaxed),
-        m.sub.load(Relaxed),
-        m.psub.load(Relaxed),
-        m.ssub.load(Relaxed),
-        cmd,
-        m.resp.load(Relaxed),
-        lossy(&m.lib_name.lock()),
-        lossy(&m.lib_ver.lock()),
-    );
-}
-
 /// RESET (networking.c `clearClientConnectionState`): ends any transaction and its
 /// WATCHes, selects database 0, returns to RESP2, drops the name, and authenticates the
 /// connection as the `default` user again (unauthenticated if it needs a password).
@@ -347,7 +178,12 @@ pub(super) fn reset_command(shared: &Shared, c: &mut Client) {
     c.meta.name.lock().clear();
     c.tenant = 0;
     c.user = "default".to_string();
+    *c.meta.user.lock() = c.user.clone();
     c.meta.tenant.store(0, Relaxed);
+    // CLIENT REPLY, CLIENT NO-EVICT and MONITOR end too (7.0's clearClientConnectionState).
+    c.reply = 0;
+    c.meta.no_evict.store(false, Relaxed);
+    c.monitor = None;
     c.authenticated = !shared.pass_required.load(Relaxed);
     c.out.simple("RESET");
 }

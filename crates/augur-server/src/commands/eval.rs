@@ -240,6 +240,9 @@ impl ScriptHost for Host<'_> {
         self.c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
         std::mem::swap(&mut self.c.out, &mut self.out);
         self.c.out.stats.absorb(&mut self.out.stats);
+        if self.shared.monitors.active() {
+            super::client::feed_script_monitors(self.shared, self.c, spec, args);
+        }
         Ok(())
     }
 

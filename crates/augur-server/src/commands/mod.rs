@@ -10,6 +10,7 @@
 //! (t_set.c), `multi` (multi.c), `scripting` (eval.c, functions.c) and `pubsub` (pubsub.c).
 
 mod bits;
+mod client;
 mod connection;
 mod dump;
 pub mod eval;
@@ -35,6 +36,7 @@ use crate::state::{ClientMeta, Shared};
 use crate::stats;
 use augur_store::WatchFlag;
 use augur_store::{Ns, TenantId, WriteError};
+pub use client::{client_eviction_limit, evict_clients, paused_for};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
@@ -71,10 +73,17 @@ pub struct Client {
     /// Pub/Sub subscriptions; Some exactly while the connection has one (Redis's
     /// CLIENT_PUBSUB flag). The connection loop also waits on it for messages.
     pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
+    /// CLIENT REPLY state: [`client::REPLY_OFF`], [`client::REPLY_SKIP`],
+    /// [`client::REPLY_SKIP_NEXT`] bits; 0 (the common case) costs one compare per
+    /// command.
+    pub reply: u8,
+    /// MONITOR mode: the channel the server's command lines arrive on.
+    pub monitor: Option<Box<crate::monitor::MonitorRx>>,
 }
 
 impl Client {
     pub fn new(meta: Arc<ClientMeta>, authenticated: bool) -> Self {
+        let watch_flag = meta.dirty_cas.clone();
         Self {
             meta,
             db: 0,
@@ -86,8 +95,10 @@ impl Client {
             commands: 0,
             multi: None,
             watched: Vec::new(),
-            watch_flag: WatchFlag::default(),
+            watch_flag,
             pubsub: None,
+            reply: 0,
+            monitor: None,
         }
     }
 
@@ -112,8 +123,18 @@ impl Client {
 
 /// Runs one command. `now` is the Unix time in ms used for all TTL decisions of this
 /// command. Inside MULTI, queues it instead (after the same checks Redis makes before
-/// queueing, any failure of which aborts the transaction).
+/// queueing, any failure of which aborts the transaction). Under CLIENT REPLY OFF / SKIP
+/// the reply is dropped afterwards (networking.c `prepareClientToWrite`).
 pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let quiet = c.reply != 0;
+    let mark = c.out.buf.len();
+    execute_command(shared, c, args, now);
+    if quiet || c.reply != 0 {
+        client::filter_reply(c, mark, args);
+    }
+}
+
+fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     c.commands += 1;
     let name = args.get(0);
     let mut buf = [0u8; 16];
@@ -146,7 +167,7 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         c.out.stats.reject(slot);
         return;
     }
-    c.meta.last_cmd.store(spec.cmd as u32, Relaxed);
+    c.meta.last_cmd.store(client::cmd_code(spec, args), Relaxed);
     // While a script has run past busy-reply-threshold, only what Redis allows runs.
     if shared.scripting.busy() && !eval::allow_busy(spec, args) {
         return reject(c, slot, |out| out.error(eval::ERR_BUSY));
@@ -187,7 +208,8 @@ fn reject(c: &mut Client, slot: u16, reply: impl FnOnce(&mut Out)) {
 fn run(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: Args<'_>, now: u64) {
     if spec.cmd == Cmd::Exec {
         // Takes the gate exclusively itself.
-        return multi::exec_command(shared, c, now);
+        multi::exec_command(shared, c, now);
+        return client::feed_monitors(shared, c, spec, args);
     }
     let busy = || shared.scripting.busy();
     if matches!(
@@ -198,12 +220,12 @@ fn run(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: Args<'
         let Some(_exclusive) = shared.gate.exclusive_unless(busy) else {
             return c.out.error(eval::ERR_BUSY);
         };
-        return dispatch(shared, c, spec, args, now);
+        return call(shared, c, spec, args, now);
     }
     match shared.gate.shared_unless(busy) {
-        Some(_shared_hold) => dispatch(shared, c, spec, args, now),
+        Some(_shared_hold) => call(shared, c, spec, args, now),
         // A busy script holds the gate; what may run meanwhile does not touch keys.
-        None if eval::allow_busy(spec, args) => dispatch(shared, c, spec, args, now),
+        None if eval::allow_busy(spec, args) => call(shared, c, spec, args, now),
         None => {
             flag_transaction(c);
             c.out.error(eval::ERR_BUSY)
@@ -223,7 +245,7 @@ fn dispatch_call(
     let (slot, sub_arity) = stats::resolve(spec, (args.len() >= 2).then(|| args.get(1)));
     let t0 = Instant::now();
     c.out.stats.begin();
-    dispatch(shared, c, spec, args, now);
+    call(shared, c, spec, args, now);
     if sub_arity.is_some() {
         c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
     }
@@ -233,6 +255,31 @@ fn dispatch_call(
 fn flag_transaction(c: &mut Client) {
     if let Some(m) = &mut c.multi {
         m.flag_error();
+    }
+}
+
+/// Runs a checked command and shows it to MONITORs (server.c `call()`): after it ran,
+/// except EVAL/EVALSHA, shown before the commands of their script.
+pub(crate) fn call(
+    shared: &Shared,
+    c: &mut Client,
+    spec: &'static CommandSpec,
+    args: Args<'_>,
+    now: u64,
+) {
+    if !shared.monitors.active() {
+        return dispatch(shared, c, spec, args, now);
+    }
+    let script = matches!(
+        spec.cmd,
+        Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo
+    );
+    if script {
+        client::feed_monitors(shared, c, spec, args);
+    }
+    dispatch(shared, c, spec, args, now);
+    if !script {
+        client::feed_monitors(shared, c, spec, args);
     }
 }
 
@@ -284,7 +331,7 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::Info => server::info_command(shared, c, args),
         Cmd::Config => server::config_command(shared, c, spec, args),
         Cmd::Command => server::command_command(c, spec, args),
-        Cmd::Client => connection::client_command(shared, c, spec, args),
+        Cmd::Client => client::client_command(shared, c, spec, args),
         Cmd::Memory => keyspace::memory_command(shared, c, spec, args, now),
         Cmd::Object => keyspace::object_command(shared, c, spec, args, now),
         Cmd::Shutdown => server::shutdown_command(shared, c, args),
@@ -359,6 +406,7 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
                     .error("ERR This instance has cluster support disabled")
             }
         }
+        Cmd::Monitor => client::monitor_command(shared, c),
     }
 }
 

@@ -44,6 +44,34 @@ impl MultiState {
         self.aborted = true;
     }
 
+    /// Queued commands (CLIENT LIST `multi=`).
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Union of the queued commands' flags (CLIENT PAUSE WRITE holds an EXEC with a
+    /// write).
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
+    /// Bytes the queued commands take (CLIENT LIST `multi-mem=`, as multi.c's
+    /// multiStateMemOverhead: arguments plus per-command bookkeeping).
+    pub fn mem(&self) -> usize {
+        self.queue
+            .iter()
+            .map(|q| {
+                q.bytes.len()
+                    + q.ranges.len() * std::mem::size_of::<(usize, usize)>()
+                    + std::mem::size_of::<Queued>()
+            })
+            .sum()
+    }
+
     pub fn queue(&mut self, spec: &'static CommandSpec, args: Args<'_>) {
         let mut bytes = Vec::new();
         let mut ranges = Vec::with_capacity(args.len());

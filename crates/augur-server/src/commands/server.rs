@@ -147,8 +147,17 @@ fn config_set(shared: &Shared, c: &mut Client, args: Args<'_>) {
             ));
         }
     }
-    // Phase 3: apply. Installing pushes the values to the store and the hot copies,
-    // which cannot fail; a setting whose apply can fail must check before this point.
+    // Phase 3: apply. Re-binding the listeners (port / bind, as Redis 7 does live) is the
+    // one apply that can fail: it goes first, and on failure nothing has changed.
+    // Installing then pushes the values to the store and the hot copies, which cannot fail.
+    if new.port != old.port || new.bind != old.bind {
+        if let Err(e) = crate::server::change_listeners(shared, &new.bind, new.port) {
+            let name = if new.port != old.port { "port" } else { "bind" };
+            return c.out.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"
+            ));
+        }
+    }
     shared.install_config(new);
     c.out.ok();
 }

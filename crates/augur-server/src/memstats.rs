@@ -1,0 +1,182 @@
+//! INFO memory's process and allocator figures (Redis 7.0's server.c `genRedisInfoString`
+//! "memory" section and object.c `getMemoryOverheadData`), read from the OS (/proc) and
+//! from jemalloc's own statistics; a figure Augur cannot read is left out rather than
+//! made up.
+//!
+//! Augur's `used_memory` is what the store accounts for its entries (the figure
+//! `maxmemory` and eviction work on), so it is also `used_memory_dataset`; what the
+//! server holds besides (connection buffers, Lua) is `used_memory_overhead`, outside
+//! `used_memory` rather than inside it as in Redis. The store starts empty, so
+//! `used_memory_startup` is 0.
+
+use crate::info::human_bytes;
+use crate::state::{flag, Shared};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+
+pub struct MemStats {
+    used: u64,
+    peak: u64,
+    rss: Option<u64>,
+    total_system: Option<u64>,
+    /// jemalloc's stats.allocated, stats.active, stats.resident.
+    allocator: Option<(u64, u64, u64)>,
+    clients_normal: u64,
+    clients_monitors: u64,
+    overhead: u64,
+}
+
+impl MemStats {
+    pub fn gather(shared: &Shared, used: u64) -> MemStats {
+        let peak = shared
+            .counters
+            .used_memory_peak
+            .fetch_max(used, Relaxed)
+            .max(used);
+        let (mut clients_normal, mut clients_monitors) = (0, 0);
+        for c in shared.clients.lock().values() {
+            let m = c.stats.tot_mem.load(Relaxed);
+            if c.stats.flags.load(Relaxed) & flag::MONITOR != 0 {
+                clients_monitors += m;
+            } else {
+                clients_normal += m;
+            }
+        }
+        let s = &shared.scripting;
+        let lua = s.lua_memory.load(Relaxed) + s.scripts_memory.load(Relaxed);
+        MemStats {
+            used,
+            peak,
+            rss: proc_kb("/proc/self/status", "VmRSS:"),
+            total_system: proc_kb("/proc/meminfo", "MemTotal:"),
+            allocator: jemalloc_stats(),
+            clients_normal,
+            clients_monitors,
+            overhead: clients_normal + clients_monitors + lua,
+        }
+    }
+
+    /// The fields Redis prints between used_memory_human and maxmemory.
+    pub fn write_head(&self, o: &mut String) {
+        macro_rules! line {
+            ($($arg:tt)*) => {{ let _ = write!(o, $($arg)*); o.push_str("\r\n"); }};
+        }
+        if let Some(rss) = self.rss {
+            line!("used_memory_rss:{rss}");
+            line!("used_memory_rss_human:{}", human_bytes(rss));
+        }
+        line!("used_memory_peak:{}", self.peak);
+        line!("used_memory_peak_human:{}", human_bytes(self.peak));
+        line!(
+            "used_memory_peak_perc:{:.2}%",
+            if self.peak > 0 {
+                self.used as f64 * 100.0 / self.peak as f64
+            } else {
+                100.0
+            }
+        );
+        line!("used_memory_overhead:{}", self.overhead);
+        line!("used_memory_startup:0");
+        line!("used_memory_dataset:{}", self.used);
+        line!(
+            "used_memory_dataset_perc:{:.2}%",
+            if self.used + self.overhead > 0 {
+                self.used as f64 * 100.0 / (self.used + self.overhead) as f64
+            } else {
+                0.0
+            }
+        );
+        if let Some((allocated, active, resident)) = self.allocator {
+            line!("allocator_allocated:{allocated}");
+            line!("allocator_active:{active}");
+            line!("allocator_resident:{resident}");
+        }
+        if let Some(t) = self.total_system {
+            line!("total_system_memory:{t}");
+            line!("total_system_memory_human:{}", human_bytes(t));
+        }
+    }
+
+    /// The fields Redis prints after maxmemory_policy (mem_allocator is printed by the
+    /// caller).
+    pub fn write_tail(&self, o: &mut String) {
+        macro_rules! line {
+            ($($arg:tt)*) => {{ let _ = write!(o, $($arg)*); o.push_str("\r\n"); }};
+        }
+        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        if let Some((allocated, active, resident)) = self.allocator {
+            line!("allocator_frag_ratio:{:.2}", ratio(active, allocated));
+            line!("allocator_frag_bytes:{}", active as i64 - allocated as i64);
+            line!("allocator_rss_ratio:{:.2}", ratio(resident, active));
+            line!("allocator_rss_bytes:{}", resident as i64 - active as i64);
+            if let Some(rss) = self.rss {
+                line!("rss_overhead_ratio:{:.2}", ratio(rss, resident));
+                line!("rss_overhead_bytes:{}", rss as i64 - resident as i64);
+            }
+        }
+        if let Some(rss) = self.rss {
+            line!("mem_fragmentation_ratio:{:.2}", ratio(rss, self.used));
+            line!("mem_fragmentation_bytes:{}", rss as i64 - self.used as i64);
+        }
+        // Augur has no replication, AOF or cluster: those buffers do not exist.
+        line!("mem_not_counted_for_evict:0");
+        line!("mem_replication_backlog:0");
+        line!("mem_total_replication_buffers:0");
+        // Redis counts MONITORs as replica-class clients.
+        line!("mem_clients_slaves:{}", self.clients_monitors);
+        line!("mem_clients_normal:{}", self.clients_normal);
+        line!("mem_cluster_links:0");
+        line!("mem_aof_buffer:0");
+        line!("active_defrag_running:0");
+        line!("lazyfree_pending_objects:0");
+        line!("lazyfreed_objects:0");
+    }
+}
+
+/// A `Name:   123 kB` line of a /proc file, in bytes.
+fn proc_kb(path: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kb: u64 = line[key.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// jemalloc's allocated, active and resident bytes (zmalloc_get_allocator_info), after
+/// refreshing its statistics epoch; None if jemalloc does not provide them.
+fn jemalloc_stats() -> Option<(u64, u64, u64)> {
+    use std::os::raw::{c_char, c_void};
+    // SAFETY: mallctl with NUL-terminated names, properly sized out-parameters and no
+    // new value except the epoch's u64, as jemalloc's API requires.
+    unsafe {
+        let mut epoch: u64 = 1;
+        let mut len = std::mem::size_of::<u64>();
+        tikv_jemalloc_sys::mallctl(
+            c"epoch".as_ptr() as *const c_char,
+            &mut epoch as *mut u64 as *mut c_void,
+            &mut len,
+            &mut epoch as *mut u64 as *mut c_void,
+            std::mem::size_of::<u64>(),
+        );
+        let read = |name: &std::ffi::CStr| -> Option<u64> {
+            let mut v: usize = 0;
+            let mut len = std::mem::size_of::<usize>();
+            let r = tikv_jemalloc_sys::mallctl(
+                name.as_ptr() as *const c_char,
+                &mut v as *mut usize as *mut c_void,
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            );
+            (r == 0).then_some(v as u64)
+        };
+        let allocated = read(c"stats.allocated")?;
+        let active = read(c"stats.active")?;
+        let resident = read(c"stats.resident")?;
+        (allocated > 0).then_some((allocated, active, resident))
+    }
+}
