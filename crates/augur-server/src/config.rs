@@ -118,6 +118,9 @@ pub struct ServerConfig {
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
     pub set_max_intset_entries: usize,
+    /// `notify-keyspace-events` as Redis's flags word (`augur_store::notify::flags`);
+    /// 0, the default, publishes nothing.
+    pub notify_keyspace_events: u32,
 }
 
 /// The kRedis tuner's objective (`tenant-objective`).
@@ -181,6 +184,7 @@ impl Default for ServerConfig {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            notify_keyspace_events: 0,
         }
     }
 }
@@ -235,6 +239,7 @@ pub const PARAMS: &[&str] = &[
     "hash-max-ziplist-entries",
     "hash-max-ziplist-value",
     "set-max-intset-entries",
+    "notify-keyspace-events",
 ];
 
 /// Parameters CONFIG SET may change while running.
@@ -267,6 +272,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "hash-max-ziplist-entries",
     "hash-max-ziplist-value",
     "set-max-intset-entries",
+    "notify-keyspace-events",
 ];
 
 /// Parses a memory amount as Redis's `memtoull`: digits with an optional unit
@@ -488,6 +494,10 @@ impl ServerConfig {
                     .ok_or("argument must be a memory value")?
             }
             "set-max-intset-entries" => self.set_max_intset_entries = parse_int(value)?,
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events = augur_store::notify::parse_flags(value.as_bytes())
+                    .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?
+            }
             _ => return Err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")),
         }
         Ok(())
@@ -538,6 +548,9 @@ impl ServerConfig {
                 self.hash_max_listpack_value.to_string()
             }
             "set-max-intset-entries" => self.set_max_intset_entries.to_string(),
+            "notify-keyspace-events" => {
+                augur_store::notify::flags_to_string(self.notify_keyspace_events)
+            }
             _ => return None,
         })
     }

@@ -10,6 +10,7 @@ pub mod config;
 pub mod gate;
 pub mod info;
 pub mod metrics;
+pub mod notify;
 pub mod profiler;
 pub mod pubsub;
 pub mod resp;

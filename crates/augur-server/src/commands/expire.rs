@@ -4,6 +4,7 @@
 
 use super::{c_str, eq, lossy, Client, ERR_NOT_INT};
 use crate::cmdtable::{Cmd, CommandSpec};
+use crate::notify::{flags::GENERIC, notify};
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
 use augur_store::TtlState;
@@ -74,8 +75,12 @@ pub(super) fn expire_command(
     }
     if when <= now as i64 {
         shard.delete(c.ns(), key, now);
+        drop(shard);
+        notify(shared, c, GENERIC, "del", key);
     } else {
         shard.set_expire(c.ns(), key, Some(when as u64), now);
+        drop(shard);
+        notify(shared, c, GENERIC, "expire", key);
     }
     c.out.int(1);
 }
@@ -113,5 +118,8 @@ pub(super) fn persist_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
         .store
         .lock_key(key)
         .set_expire(c.ns(), key, None, now);
+    if done {
+        notify(shared, c, GENERIC, "persist", key);
+    }
     c.out.int(done as i64);
 }
