@@ -260,7 +260,11 @@ async fn store_events_expired_lazy_and_active_evicted_and_new() {
     // Eviction when maxmemory drops.
     ok(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ee"]).await;
     ok(&mut c, &["FLUSHALL"]).await;
-    ok(&mut c, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]).await;
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    )
+    .await;
     ok(&mut c, &["SET", "victim", "bar"]).await;
     ok(&mut c, &["CONFIG", "SET", "maxmemory", "1"]).await;
     assert_eq!(take(&mut s, 1).await, [ev(3, "evicted", "victim")]);
@@ -290,7 +294,10 @@ async fn keymiss_events_for_read_misses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notifications_stay_within_their_tenant() {
     let srv = TestServer::start(ServerConfig {
-        users: vec!["app1 on >pw1 ~* +@all".into(), "app2 on >pw2 ~* +@all".into()],
+        users: vec![
+            "app1 on >pw1 ~* +@all".into(),
+            "app2 on >pw2 ~* +@all".into(),
+        ],
         notify_keyspace_events: augur_store::notify::parse_flags(b"KEA").unwrap(),
         ..Default::default()
     })
@@ -417,12 +424,18 @@ async fn swapdb_and_watch_as_redis() {
     ok(&mut c, &["SWAPDB", "0", "1"]).await;
     ok(&mut c, &["SELECT", "1"]).await;
     ok(&mut c, &["SET", "z", "1"]).await;
-    assert!(exec_ok(&w).await, "a write to another database must not abort");
+    assert!(
+        exec_ok(&w).await,
+        "a write to another database must not abort"
+    );
     ok(&mut w, &["WATCH", "z2"]).await;
     ok(&mut c, &["SWAPDB", "0", "1"]).await;
     ok(&mut c, &["SELECT", "0"]).await;
     ok(&mut c, &["SET", "z2", "1"]).await;
-    assert!(!exec_ok(&w).await, "a write to the watched database must abort");
+    assert!(
+        !exec_ok(&w).await,
+        "a write to the watched database must abort"
+    );
     // SWAPDB inside a transaction.
     ok(&mut c, &["FLUSHALL"]).await;
     ok(&mut c, &["SET", "k", "in0"]).await;
@@ -446,7 +459,10 @@ async fn events_after_swapdb_name_the_logical_database() {
     ok(&mut c, &["PSETEX", "t", "80", "v"]).await;
     ok(&mut c, &["SWAPDB", "2", "5"]).await;
     // The key now lives in logical database 5; its expiry (active cycle) says so.
-    assert_eq!(take(&mut s, 2).await, [ev(2, "expire", "t"), ev(5, "expired", "t")]);
+    assert_eq!(
+        take(&mut s, 2).await,
+        [ev(2, "expire", "t"), ev(5, "expired", "t")]
+    );
     srv.stop().await;
 }
 

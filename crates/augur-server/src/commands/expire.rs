@@ -4,7 +4,8 @@
 
 use super::{c_str, eq, lossy, Client, ERR_NOT_INT};
 use crate::cmdtable::{Cmd, CommandSpec};
-use crate::notify::{flags::GENERIC, notify};
+use crate::notify::flags::{GENERIC, KEY_MISS};
+use crate::notify::notify;
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
 use augur_store::TtlState;
@@ -97,7 +98,10 @@ pub(super) fn ttl_command(
     let key = args.get(1);
     let state = shared.store.lock_key(key).ttl(c.ns(), key, now);
     match state {
-        TtlState::Missing => c.out.int(-2),
+        TtlState::Missing => {
+            notify(shared, c, KEY_MISS, "keymiss", key);
+            c.out.int(-2)
+        }
         TtlState::Persistent => c.out.int(-1),
         TtlState::ExpiresAt(at) => {
             let abs = matches!(spec.cmd, Cmd::ExpireTime | Cmd::PExpireTime);

@@ -4,7 +4,8 @@
 
 use super::{eq, help_reply, subcommand, write_error, Client, ERR_NOT_INT, ERR_SYNTAX};
 use crate::cmdtable::{Cmd, CommandSpec};
-use crate::notify::{flags::GENERIC, notify, notify_db};
+use crate::notify::flags::{GENERIC, KEY_MISS};
+use crate::notify::{notify, notify_db};
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
 use augur_store::{Relocated, Relocation};
@@ -178,6 +179,9 @@ pub(super) fn del_command(
         };
         if hit && matches!(spec.cmd, Cmd::Del | Cmd::Unlink) {
             notify(shared, c, GENERIC, "del", k);
+        } else if !hit && spec.cmd == Cmd::Exists {
+            // EXISTS looks keys up for reading (db.c lookupKeyReadWithFlags).
+            notify(shared, c, KEY_MISS, "keymiss", k);
         }
         n += hit as i64;
     }
@@ -188,7 +192,10 @@ pub(super) fn type_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     let key = args.get(1);
     match shared.store.lock_key(key).kind(c.ns(), key, now) {
         Some(kind) => c.out.simple(kind.name()),
-        None => c.out.simple("none"),
+        None => {
+            notify(shared, c, KEY_MISS, "keymiss", key);
+            c.out.simple("none")
+        }
     }
 }
 

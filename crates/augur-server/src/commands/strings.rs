@@ -305,14 +305,10 @@ pub(super) fn set_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: 
         }
         return;
     }
-    let result = match ttl {
-        // An absolute time already past: the key ends up deleted, as in Redis.
-        SetTtl::At(at) if at <= now => {
-            shard.delete(c.ns(), key, now);
-            Ok(())
-        }
-        _ => shard.set(c.ns(), key, args.get(2), ttl, now),
-    };
+    // An absolute time already past stores a key that is already expired, as Redis 7.0
+    // does (setKey, then setExpire): it is gone for every lookup, and its removal (lazy or
+    // active) publishes `expired`.
+    let result = shard.set(c.ns(), key, args.get(2), ttl, now);
     if result.is_ok() {
         notify(shared, c, STRING, "set", key);
         if matches!(ttl, SetTtl::At(_)) {
