@@ -1127,7 +1127,7 @@ impl Shard {
             }
             let live = |db: u8| {
                 Part::find_pooled(&part.table, db, key)
-                    .is_some_and(|pos| !part.entry(pos).expire_at().is_some_and(|at| now_ms > at))
+                    .is_some_and(|pos| part.entry(pos).expire_at().is_none_or(|at| now_ms <= at))
             };
             if live(a) || live(b) {
                 w.touch(*db, key);
