@@ -240,6 +240,7 @@ commands! {
     RenameNx b"RENAMENX" "renamenx" 3 [WRITE|FAST] 1 2 1 "generic" "Renames a key only when the target key name doesn't exist." NONE;
     Copy b"COPY" "copy" -3 [WRITE|DENYOOM] 1 2 1 "generic" "Copies the value of a key to a new key." NONE;
     Move b"MOVE" "move" 3 [WRITE|FAST] 1 1 1 "generic" "Moves a key to another database." NONE;
+    SwapDb b"SWAPDB" "swapdb" 3 [WRITE|FAST] 0 0 0 "server" "Swaps two Redis databases." NONE;
     ExpireTime b"EXPIRETIME" "expiretime" 2 [READONLY|FAST] 1 1 1 "generic" "Returns the expiration time of a key as a Unix timestamp." NONE;
     PExpireTime b"PEXPIRETIME" "pexpiretime" 2 [READONLY|FAST] 1 1 1 "generic" "Returns the expiration time of a key as a Unix milliseconds timestamp." NONE;
     SetBit b"SETBIT" "setbit" 4 [WRITE|DENYOOM] 1 1 1 "bitmap" "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist." NONE;

@@ -133,6 +133,9 @@ pub struct ServerConfig {
     pub repl_backlog_size: u64,
     pub save: String,
     pub key_load_delay: i64,
+    /// `notify-keyspace-events` as Redis's flags word (`augur_store::notify::flags`);
+    /// 0, the default, publishes nothing.
+    pub notify_keyspace_events: u32,
 }
 
 /// The kRedis tuner's objective (`tenant-objective`).
@@ -202,6 +205,7 @@ impl Default for ServerConfig {
             repl_backlog_size: 1024 * 1024,
             save: String::new(),
             key_load_delay: 0,
+            notify_keyspace_events: 0,
         }
     }
 }
@@ -264,6 +268,7 @@ pub const PARAMS: &[&str] = &[
     "replicaof",
     "slaveof",
     "key-load-delay",
+    "notify-keyspace-events",
 ];
 
 /// Parameters `CONFIG GET` with a pattern (`*`) does not list; only their exact name
@@ -315,6 +320,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "latency-tracking-info-percentiles",
     "repl-backlog-size",
     "key-load-delay",
+    "notify-keyspace-events",
 ];
 
 /// Parses a memory amount as Redis's `memtoull`: digits with an optional unit
@@ -595,6 +601,10 @@ impl ServerConfig {
                 }
             }
             "key-load-delay" => self.key_load_delay = parse_int(value)?,
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events = augur_store::notify::parse_flags(value.as_bytes())
+                    .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?
+            }
             _ => return Err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")),
         }
         Ok(())
@@ -660,6 +670,9 @@ impl ServerConfig {
                 self.hash_max_listpack_value.to_string()
             }
             "set-max-intset-entries" => self.set_max_intset_entries.to_string(),
+            "notify-keyspace-events" => {
+                augur_store::notify::flags_to_string(self.notify_keyspace_events)
+            }
             _ => return None,
         })
     }

@@ -12,6 +12,7 @@ pub mod info;
 pub mod memstats;
 pub mod metrics;
 pub mod monitor;
+pub mod notify;
 pub mod profiler;
 pub mod pubsub;
 mod redis_commands;

@@ -416,6 +416,7 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
 
     let authenticated = !shared.pass_required.load(Relaxed);
     let mut client = Client::new(meta.clone(), authenticated);
+    client.attach_db_map(&shared);
     let result = serve(&mut sock, addr, &shared, &meta, &mut client).await;
     client.disconnect(&shared);
     result

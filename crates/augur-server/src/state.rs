@@ -328,6 +328,9 @@ impl Shared {
             samples: config.maxmemory_samples,
         });
         store.set_encoding_limits(config.encoding_limits());
+        store.set_notify_flags(config.notify_keyspace_events);
+        let pubsub: Arc<crate::pubsub::Registry> = Arc::default();
+        store.set_key_event_sink(Arc::new(crate::notify::StoreEvents(pubsub.clone())));
         let run_id: String = {
             use rand::Rng;
             let mut rng = rand::thread_rng();
@@ -363,7 +366,7 @@ impl Shared {
             log_hook,
             listen_addrs: Mutex::new(Vec::new()),
             run_id,
-            pubsub: Arc::default(),
+            pubsub,
             stats,
             monitors: Arc::default(),
             pause: Pause::default(),
@@ -385,6 +388,7 @@ impl Shared {
             self.store.set_samples(new.maxmemory_samples);
         }
         self.store.set_encoding_limits(new.encoding_limits());
+        self.store.set_notify_flags(new.notify_keyspace_events);
         self.proto_max_bulk_len
             .store(new.proto_max_bulk_len, Relaxed);
         self.query_buffer_limit

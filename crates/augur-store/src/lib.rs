@@ -9,6 +9,7 @@
 mod entry;
 mod glob;
 mod index;
+pub mod notify;
 mod object;
 mod policy_name;
 mod shard;
@@ -17,6 +18,7 @@ mod tenant;
 mod watch;
 
 pub use glob::glob_match_nocase;
+pub use notify::{DbMap, KeyEvent, KeyEventSink};
 pub use object::{
     parse_canonical_i64, Hash, HashIter, Kind, Limits as EncodingLimits, Object, Set, SetIter,
 };

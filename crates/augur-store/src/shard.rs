@@ -52,6 +52,7 @@ pub use keyops::{ObjectInfo, Relocated, Relocation};
 
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
+use crate::notify::KeyEvent;
 use crate::object::{Kind, Object};
 use crate::store::{key_hash, SharedConfig, UsedCell};
 use crate::tenant::{mix64, Ns, Partitioning, RefKind, Reference, TenantId, SAMPLE_MODULUS};
@@ -184,10 +185,14 @@ pub(crate) struct Part {
     /// Keys of this part that connections WATCH (None while nothing is watched, so an
     /// unwatched write pays one branch).
     watched: Option<Box<WatchTable>>,
+    /// The store's configuration (for keyspace-notification flags and the event sink)
+    /// and the tenant this part belongs to (events name it).
+    cfg: Arc<SharedConfig>,
+    tenant: TenantId,
 }
 
 impl Part {
-    fn new(dbs: usize, policy: EvictionPolicy) -> Part {
+    fn new(dbs: usize, policy: EvictionPolicy, cfg: Arc<SharedConfig>, tenant: TenantId) -> Part {
         Part {
             table: Table::new(),
             volatile: Vec::new(),
@@ -203,6 +208,26 @@ impl Part {
             writes: 0,
             synced: 0,
             watched: None,
+            cfg,
+            tenant,
+        }
+    }
+
+    /// Publishes store event `ev` for (db, key) if its class is on (notify.c; see
+    /// `crate::notify`): one relaxed load and an untaken branch while it is off.
+    #[inline]
+    fn event(&self, ev: KeyEvent, db: u8, key: &[u8]) {
+        if self.cfg.notifies(ev.class()) {
+            self.cfg.emit(self.tenant, db, key, ev);
+        }
+    }
+
+    /// [`Self::event`] for the entry at `pos` (before it is removed).
+    #[inline]
+    fn event_at(&self, ev: KeyEvent, pos: usize) {
+        if self.cfg.notifies(ev.class()) {
+            let e = self.entry(pos);
+            self.cfg.emit(self.tenant, e.db(), e.key(), ev);
         }
     }
 
@@ -266,6 +291,7 @@ impl Part {
             .table
             .find_or_vacancy(h, |e| e.db() == db && e.key() == key)?;
         if self.entry(pos).expire_at().is_some_and(|at| now_ms > at) {
+            self.event_at(KeyEvent::Expired, pos);
             self.remove_at(pos);
             self.expired += 1;
             return Err(None);
@@ -543,6 +569,7 @@ impl Part {
         };
         match victim {
             Some(pos) => {
+                self.event_at(KeyEvent::Evicted, pos);
                 self.remove_at(pos);
                 self.evicted += 1;
                 true
@@ -635,7 +662,11 @@ impl Shard {
         let t = t as usize;
         if t >= self.parts.len() {
             let (dbs, policy) = (self.config.databases, self.config.policy());
-            self.parts.resize_with(t + 1, || Part::new(dbs, policy));
+            while self.parts.len() <= t {
+                let id = self.parts.len() as TenantId;
+                self.parts
+                    .push(Part::new(dbs, policy, self.config.clone(), id));
+            }
         }
         &mut self.parts[t]
     }
@@ -687,6 +718,7 @@ impl Shard {
             }
             Err(_) => {
                 part.misses += 1;
+                part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
                 self.publish();
                 Ok(None)
@@ -747,6 +779,7 @@ impl Shard {
             }
             Err(_) => {
                 part.misses += 1;
+                part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
                 self.publish();
                 Ok(None)
@@ -785,6 +818,23 @@ impl Shard {
         now_ms: u64,
         f: impl FnOnce(&mut Object) -> R,
     ) -> Result<Option<R>, WrongType> {
+        self.write_object_if(ns, key, kind, create, now_ms, |o| (f(o), true))
+    }
+
+    /// [`Shard::write_object`] for a command that changes the object only sometimes
+    /// (HSETNX, HDEL, SADD, SREM, SMOVE, ...): `f` also says whether it changed
+    /// anything, and WATCHers are told only then, as Redis calls `signalModifiedKey`
+    /// only on a change. (A key created by the call, or deleted because `f` emptied it,
+    /// is a change either way.)
+    pub fn write_object_if<R>(
+        &mut self,
+        ns: Ns,
+        key: &[u8],
+        kind: Kind,
+        create: bool,
+        now_ms: u64,
+        f: impl FnOnce(&mut Object) -> (R, bool),
+    ) -> Result<Option<R>, WrongType> {
         let now = self.tick();
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
@@ -802,6 +852,7 @@ impl Shard {
                     self.publish();
                     return Err(WrongType);
                 };
+                part.event(KeyEvent::New, ns.db, key);
                 part.insert_object_new(ns.db, key, Box::new(obj), None, now, h, vacancy)
             }
             Err(_) => {
@@ -811,11 +862,10 @@ impl Shard {
         };
         let obj = e.object().expect("a typed entry owns its object");
         let before = obj.bytes() as u64;
-        // Every object write counts as a change for WATCH, even one that leaves the
-        // object as it was (SADD of a member already present): at worst an EXEC aborts
-        // that Redis would have run, never the reverse.
-        part.modified(ns.db, key);
-        let r = f(obj);
+        let (r, changed) = f(obj);
+        if changed {
+            part.modified(ns.db, key);
+        }
         let after = obj.bytes() as u64;
         part.entry_bytes = part.entry_bytes + after - before;
         if obj.is_empty() {
@@ -898,7 +948,10 @@ impl Shard {
                 part.remove_at(pos);
                 None
             }
-            Err(v) => v,
+            Err(v) => {
+                part.event(KeyEvent::New, ns.db, key);
+                v
+            }
         };
         let e = match d.value {
             Value::String(v) => part.insert_new(ns.db, key, &v, d.expire_at_ms, now, h, vacancy),
@@ -957,6 +1010,7 @@ impl Shard {
                     SetTtl::At(at) => Some(at),
                     SetTtl::Clear | SetTtl::Keep => None,
                 };
+                part.event(KeyEvent::New, ns.db, key);
                 part.insert_new(ns.db, key, value, expire, now, h, vacancy)
             }
         };
@@ -1055,6 +1109,31 @@ impl Shard {
             .get_or_insert_with(Default::default)
             .add(ns.db, key, flag);
         self.publish();
+    }
+
+    /// SWAPDB's part in this shard (see `Store::swap_dbs`): tenant `t`'s watched keys in
+    /// physical databases `a` and `b` that exist live in either are touched, and every
+    /// watch of `a` moves to `b` and back, following its logical database.
+    pub(crate) fn swap_watches(&mut self, t: TenantId, a: u8, b: u8, now_ms: u64) {
+        let Some(part) = self.parts.get_mut(t as usize) else {
+            return;
+        };
+        let Some(w) = part.watched.take() else {
+            return;
+        };
+        for (db, key) in w.keys() {
+            if *db != a && *db != b {
+                continue;
+            }
+            let live = |db: u8| {
+                Part::find_pooled(&part.table, db, key)
+                    .is_some_and(|pos| part.entry(pos).expire_at().is_none_or(|at| now_ms <= at))
+            };
+            if live(a) || live(b) {
+                w.touch(*db, key);
+            }
+        }
+        part.watched = Some(Box::new(w.swap_dbs(a, b)));
     }
 
     /// Drops a WATCH registered by [`Shard::watch`].
@@ -1170,6 +1249,7 @@ impl Shard {
                     let e = part.volatile[rng.gen_range(0..part.volatile.len())];
                     if e.expire_at().is_some_and(|at| now_ms > at) {
                         let pos = part.position_of(e);
+                        part.event_at(KeyEvent::Expired, pos);
                         part.remove_at(pos);
                         part.expired += 1;
                         expired_here += 1;
@@ -1234,6 +1314,7 @@ impl Shard {
             let pos = part.random_position_of_db(ns.db, &mut self.rng)?;
             let e = part.entry(pos);
             if e.expire_at().is_some_and(|at| now_ms > at) {
+                part.event_at(KeyEvent::Expired, pos);
                 part.remove_at(pos);
                 part.expired += 1;
                 self.publish();
@@ -1435,6 +1516,7 @@ impl Shard {
         match victim {
             Some((t, pos)) => {
                 let p = &mut self.parts[t];
+                p.event_at(KeyEvent::Evicted, pos);
                 p.remove_at(pos);
                 p.evicted += 1;
                 true

@@ -76,6 +76,11 @@ pub(crate) struct SharedConfig {
     pub(crate) sink: OnceLock<Arc<dyn ReferenceSink>>,
     /// Hash and set encoding thresholds (CONFIG SET hash-max-listpack-*, ...).
     limits: parking_lot::RwLock<crate::object::Limits>,
+    /// `notify-keyspace-events` (Redis's flags word, [`crate::notify::flags`]): the
+    /// server's commands and the shards' own events read it.
+    pub(crate) notify: std::sync::atomic::AtomicU32,
+    /// Where store events go (set once by the server).
+    pub(crate) events: OnceLock<Arc<dyn crate::notify::KeyEventSink>>,
 }
 
 impl SharedConfig {
@@ -92,6 +97,26 @@ impl SharedConfig {
     }
     pub(crate) fn samples(&self) -> usize {
         self.samples.load(Ordering::Relaxed)
+    }
+
+    /// Whether events of `class` are on: the one relaxed load every event site pays.
+    #[inline]
+    pub(crate) fn notifies(&self, class: u32) -> bool {
+        self.notify.load(Ordering::Relaxed) & class != 0
+    }
+
+    /// Hands a store event of tenant `t` in physical database `db` to the sink, if it
+    /// would be published at all (`K` or `E` on). Call after [`Self::notifies`].
+    #[cold]
+    pub(crate) fn emit(&self, t: TenantId, db: u8, key: &[u8], ev: crate::notify::KeyEvent) {
+        use crate::notify::flags::{KEYEVENT, KEYSPACE};
+        let f = self.notify.load(Ordering::Relaxed);
+        if f & ev.class() == 0 || f & (KEYSPACE | KEYEVENT) == 0 {
+            return;
+        }
+        if let Some(sink) = self.events.get() {
+            sink.key_event(f, t, self.tenants.db_map(t).logical(db), key, ev);
+        }
     }
     /// The K evictions from tenant `t` sample: its own (set by the tuner), else the
     /// global `maxmemory-samples`.
@@ -189,9 +214,11 @@ impl Store {
             samples: AtomicUsize::new(config.samples.clamp(1, 64)),
             shards: n,
             databases: config.databases.clamp(1, 256),
-            tenants: TenantTable::new(),
+            tenants: TenantTable::new(config.databases.clamp(1, 256)),
             sink: OnceLock::new(),
             limits: parking_lot::RwLock::new(crate::object::Limits::default()),
+            notify: Default::default(),
+            events: OnceLock::new(),
         });
         let used: Box<[Arc<UsedCell>]> = (0..n).map(|_| Arc::new(UsedCell::default())).collect();
         let shards = (0..n)
@@ -331,6 +358,12 @@ impl Store {
                 acc.1 += e;
             }
         }
+        // Counted per physical database; reported per database as clients name them.
+        let map = self.config.tenants.db_map(keyspace_of);
+        let phys = std::mem::take(&mut st.keys_per_db);
+        st.keys_per_db = (0..phys.len())
+            .map(|l| phys[(map.phys(l as u8) as usize).min(phys.len() - 1)])
+            .collect();
         st
     }
 
@@ -446,6 +479,57 @@ impl Store {
         for s in self.shards.iter() {
             s.0.lock().flush_tenant(t, true);
         }
+        self.config.tenants.db_map(t).reset();
+    }
+
+    /// `notify-keyspace-events` as Redis's flags word ([`crate::notify::flags`]).
+    #[inline]
+    pub fn notify_flags(&self) -> u32 {
+        self.config.notify.load(Ordering::Relaxed)
+    }
+
+    pub fn set_notify_flags(&self, flags: u32) {
+        self.config.notify.store(flags, Ordering::Relaxed);
+    }
+
+    /// Installs where store events (new, expired, evicted, keymiss) go; only the first
+    /// call takes effect.
+    pub fn set_key_event_sink(&self, sink: Arc<dyn crate::notify::KeyEventSink>) {
+        let _ = self.config.events.set(sink);
+    }
+
+    /// Tenant `t`'s logical -> physical database map (see [`crate::notify`]).
+    pub fn db_map(&self, t: TenantId) -> Arc<crate::notify::DbMap> {
+        self.config.tenants.db_map(t).clone()
+    }
+
+    /// The namespace entries of logical namespace `ns` are stored under.
+    #[inline]
+    pub fn physical(&self, ns: Ns) -> Ns {
+        Ns::new(ns.tenant, self.config.tenants.db_map(ns.tenant).phys(ns.db))
+    }
+
+    /// SWAPDB (db.c `swapdbCommand`) of tenant `t`'s logical databases `a` and `b`: an
+    /// O(1) exchange in its [`DbMap`](crate::notify::DbMap), plus, in every shard, the
+    /// WATCHes of the two databases: a watched key that exists (live) in either is
+    /// touched (multi.c `touchAllWatchedKeysInDb`), and every watch moves with its
+    /// logical database, since a client watches a database by number, not contents.
+    ///
+    /// The caller must ensure no command runs meanwhile (the server holds its gate
+    /// exclusively); every shard is locked for the exchange, so the shards' own work
+    /// (active expiry, which maps databases back for events) never sees it half done.
+    pub fn swap_dbs(&self, t: TenantId, a: u8, b: u8, now_ms: u64) {
+        if a == b {
+            return;
+        }
+        let map = self.config.tenants.db_map(t);
+        let (pa, pb) = (map.phys(a), map.phys(b));
+        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        for g in guards.iter_mut() {
+            g.swap_watches(t, pa, pb, now_ms);
+        }
+        map.swap(a, b);
+        drop(guards);
     }
 
     /// CONFIG RESETSTAT: zero hits, misses, evicted and expired counters.

@@ -187,14 +187,24 @@ pub trait ReferenceSink: Send + Sync {
 pub(crate) struct TenantTable {
     pub(crate) limits: Box<[TenantLimits]>,
     pub(crate) partitioning: AtomicU8,
+    /// Each tenant's logical -> physical database map (SWAPDB; see `crate::notify`).
+    pub(crate) db_maps: Box<[std::sync::Arc<crate::notify::DbMap>]>,
 }
 
 impl TenantTable {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(databases: usize) -> Self {
         Self {
             limits: (0..MAX_TENANTS).map(|_| TenantLimits::default()).collect(),
             partitioning: AtomicU8::new(Partitioning::Off.code()),
+            db_maps: (0..MAX_TENANTS)
+                .map(|_| std::sync::Arc::new(crate::notify::DbMap::identity(databases)))
+                .collect(),
         }
+    }
+
+    #[inline]
+    pub(crate) fn db_map(&self, t: TenantId) -> &std::sync::Arc<crate::notify::DbMap> {
+        &self.db_maps[(t as usize).min(MAX_TENANTS - 1)]
     }
 
     #[inline]

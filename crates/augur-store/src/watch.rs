@@ -53,6 +53,26 @@ impl WatchTable {
         }
     }
 
+    /// The same watches with databases `a` and `b` exchanged (SWAPDB: a watch follows
+    /// the database number its client named).
+    pub(crate) fn swap_dbs(self, a: u8, b: u8) -> WatchTable {
+        let keys = self
+            .keys
+            .into_iter()
+            .map(|((db, key), flags)| {
+                let db = if db == a {
+                    b
+                } else if db == b {
+                    a
+                } else {
+                    db
+                };
+                ((db, key), flags)
+            })
+            .collect();
+        WatchTable { keys }
+    }
+
     /// The watched (db, key) pairs (FLUSHALL touches the ones that exist).
     pub(crate) fn keys(&self) -> impl Iterator<Item = &(u8, Box<[u8]>)> {
         self.keys.keys()

@@ -9,6 +9,8 @@
 
 use super::{write_error, Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::cmdtable::{Cmd, CommandSpec};
+use crate::notify::flags::{GENERIC, STRING};
+use crate::notify::notify;
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
 use augur_store::SetTtl;
@@ -58,23 +60,34 @@ pub(super) fn setbit_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
     let byte = (off >> 3) as usize;
     let mask = 0x80u8 >> (off & 7);
     let mut shard = shared.store.lock_key(key);
+    let grew = std::cell::Cell::new(false);
     let r = shard.update(
         c.ns(),
         key,
         now,
-        |len| len.max(byte + 1),
-        |v, _| {
+        |len| {
+            grew.set(byte >= len);
+            len.max(byte + 1)
+        },
+        |v, existed| {
             let old = v[byte] & mask != 0;
             if on {
                 v[byte] |= mask
             } else {
                 v[byte] &= !mask
             }
-            old
+            (old, !existed || grew.get() || old != on)
         },
     );
+    drop(shard);
     match r {
-        Ok(old) => c.out.int(old as i64),
+        Ok((old, changed)) => {
+            // bitops.c (7.0): only a created, grown or flipped value is a change.
+            if changed {
+                notify(shared, c, STRING, "setbit", key);
+            }
+            c.out.int(old as i64)
+        }
         Err(e) => write_error(&mut c.out, e),
     }
 }
@@ -335,12 +348,15 @@ pub(super) fn bitop_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
     }
     let shard = lock.shard_for(dest);
     if res.is_empty() {
-        shard.delete(ns, dest, now);
+        if shard.delete(ns, dest, now) {
+            notify(shared, c, GENERIC, "del", dest);
+        }
         return c.out.int(0);
     }
     match shard.set(ns, dest, &res, SetTtl::Clear, now) {
         Ok(()) => {
             shard.mark_raw(ns, dest, now);
+            notify(shared, c, STRING, "set", dest);
             c.out.int(res.len() as i64)
         }
         Err(e) => write_error(&mut c.out, e),
@@ -649,6 +665,15 @@ pub(super) fn bitfield_command(
             }
         }
     };
+    drop(shard);
+    // bitops.c: "setbit" once if any SET or INCRBY took effect (an overflow FAIL does not).
+    if ops
+        .iter()
+        .zip(&results)
+        .any(|(f, r)| !matches!(f.op, FieldOp::Get) && r.is_some())
+    {
+        notify(shared, c, STRING, "setbit", key);
+    }
     c.out.array(results.len());
     for r in results {
         match r {

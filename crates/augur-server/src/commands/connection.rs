@@ -59,6 +59,7 @@ fn check_password(shared: &Shared, c: &mut Client, user: &[u8], pass: &[u8]) -> 
     }
     c.tenant = u.id;
     *c.meta.user.lock() = u.name.clone();
+    c.attach_db_map(shared);
     c.user = u.name;
     c.meta.tenant.store(c.tenant, Relaxed);
     true
@@ -177,6 +178,7 @@ pub(super) fn reset_command(shared: &Shared, c: &mut Client) {
     c.meta.resp.store(2, Relaxed);
     c.meta.name.lock().clear();
     c.tenant = 0;
+    c.attach_db_map(shared);
     c.user = "default".to_string();
     *c.meta.user.lock() = c.user.clone();
     c.meta.tenant.store(0, Relaxed);

@@ -279,7 +279,9 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
     };
     if at.is_some_and(|at| at <= now) {
         // Already expired: nothing is created (an existing key is replaced by nothing).
-        shard.delete(c.ns(), key, now);
+        if shard.delete(c.ns(), key, now) {
+            crate::notify::notify(shared, c, crate::notify::flags::GENERIC, "del", key);
+        }
         return c.out.ok();
     }
     match shard.set(
@@ -289,7 +291,10 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
         at.map_or(SetTtl::Clear, SetTtl::At),
         now,
     ) {
-        Ok(()) => c.out.ok(),
+        Ok(()) => {
+            crate::notify::notify(shared, c, crate::notify::flags::GENERIC, "restore", key);
+            c.out.ok()
+        }
         Err(e) => write_error(&mut c.out, e),
     }
 }

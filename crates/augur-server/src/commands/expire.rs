@@ -4,6 +4,8 @@
 
 use super::{c_str, eq, lossy, Client, ERR_NOT_INT};
 use crate::cmdtable::{Cmd, CommandSpec};
+use crate::notify::flags::{GENERIC, KEY_MISS};
+use crate::notify::notify;
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
 use augur_store::TtlState;
@@ -74,8 +76,12 @@ pub(super) fn expire_command(
     }
     if when <= now as i64 {
         shard.delete(c.ns(), key, now);
+        drop(shard);
+        notify(shared, c, GENERIC, "del", key);
     } else {
         shard.set_expire(c.ns(), key, Some(when as u64), now);
+        drop(shard);
+        notify(shared, c, GENERIC, "expire", key);
     }
     c.out.int(1);
 }
@@ -92,7 +98,10 @@ pub(super) fn ttl_command(
     let key = args.get(1);
     let state = shared.store.lock_key(key).ttl(c.ns(), key, now);
     match state {
-        TtlState::Missing => c.out.int(-2),
+        TtlState::Missing => {
+            notify(shared, c, KEY_MISS, "keymiss", key);
+            c.out.int(-2)
+        }
         TtlState::Persistent => c.out.int(-1),
         TtlState::ExpiresAt(at) => {
             let abs = matches!(spec.cmd, Cmd::ExpireTime | Cmd::PExpireTime);
@@ -113,5 +122,8 @@ pub(super) fn persist_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
         .store
         .lock_key(key)
         .set_expire(c.ns(), key, None, now);
+    if done {
+        notify(shared, c, GENERIC, "persist", key);
+    }
     c.out.int(done as i64);
 }

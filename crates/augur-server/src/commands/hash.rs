@@ -10,6 +10,8 @@
 use super::strings::parse_float;
 use super::{arity_error, eq, Client, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::cmdtable::{Cmd, CommandSpec};
+use crate::notify::flags::{GENERIC, HASH};
+use crate::notify::notify;
 use crate::resp::{parse_i64, Args, Out};
 use crate::state::Shared;
 use augur_store::{glob_match, Hash, Kind, Object};
@@ -47,6 +49,10 @@ pub(super) fn hset_command(
             .filter(|&i| h.set(args.get(i), args.get(i + 1), &lim))
             .count()
     });
+    drop(shard);
+    if r.is_ok() {
+        notify(shared, c, HASH, "hset", key);
+    }
     match r {
         Err(_) => c.out.error(ERR_WRONGTYPE),
         Ok(n) if spec.cmd == Cmd::HSet => c.out.int(n.unwrap_or(0) as i64),
@@ -58,10 +64,15 @@ pub(super) fn hsetnx_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
     let (key, field, value) = (args.get(1), args.get(2), args.get(3));
     let lim = shared.store.encoding_limits();
     let mut shard = shared.store.lock_key(key);
-    let r = shard.write_object(c.ns(), key, Kind::Hash, true, now, |o| {
+    let r = shard.write_object_if(c.ns(), key, Kind::Hash, true, now, |o| {
         let h = hash_mut(o);
-        !h.contains(field) && h.set(field, value, &lim)
+        let set = !h.contains(field) && h.set(field, value, &lim);
+        (set, set)
     });
+    drop(shard);
+    if let Ok(Some(true)) = r {
+        notify(shared, c, HASH, "hset", key);
+    }
     match r {
         Err(_) => c.out.error(ERR_WRONGTYPE),
         Ok(set) => c.out.int(set.unwrap_or(false) as i64),
@@ -103,19 +114,27 @@ pub(super) fn hincrby_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
     let (key, field) = (args.get(1), args.get(2));
     let lim = shared.store.encoding_limits();
     let mut shard = shared.store.lock_key(key);
-    let r = shard.write_object(c.ns(), key, Kind::Hash, true, now, |o| {
+    let r = shard.write_object_if(c.ns(), key, Kind::Hash, true, now, |o| {
         let h = hash_mut(o);
-        let old = match h.get(field) {
-            None => 0,
-            Some(v) => parse_i64(v).ok_or("ERR hash value is not an integer")?,
-        };
-        let new = old
-            .checked_add(by)
-            .ok_or("ERR increment or decrement would overflow")?;
-        let mut b = itoa::Buffer::new();
-        h.set(field, b.format(new).as_bytes(), &lim);
-        Ok(new)
+        let r = (|| {
+            let old = match h.get(field) {
+                None => 0,
+                Some(v) => parse_i64(v).ok_or("ERR hash value is not an integer")?,
+            };
+            let new = old
+                .checked_add(by)
+                .ok_or("ERR increment or decrement would overflow")?;
+            let mut b = itoa::Buffer::new();
+            h.set(field, b.format(new).as_bytes(), &lim);
+            Ok(new)
+        })();
+        let changed = r.is_ok();
+        (r, changed)
     });
+    drop(shard);
+    if let Ok(Some(Ok(_))) = r {
+        notify(shared, c, HASH, "hincrby", key);
+    }
     match r {
         Err(_) => c.out.error(ERR_WRONGTYPE),
         Ok(Some(Ok(n))) => c.out.int(n),
@@ -134,21 +153,29 @@ pub(super) fn hincrbyfloat_command(shared: &Shared, c: &mut Client, args: Args<'
     let (key, field) = (args.get(1), args.get(2));
     let lim = shared.store.encoding_limits();
     let mut shard = shared.store.lock_key(key);
-    let r = shard.write_object(c.ns(), key, Kind::Hash, true, now, |o| {
+    let r = shard.write_object_if(c.ns(), key, Kind::Hash, true, now, |o| {
         let h = hash_mut(o);
-        let old = match h.get(field) {
-            None => 0.0,
-            Some(v) => parse_float(v).ok_or("ERR hash value is not a float")?,
-        };
-        let new = old + by;
-        if !new.is_finite() {
-            return Err("ERR increment would produce NaN or Infinity");
-        }
-        // As INCRBYFLOAT: the shortest text that reads back to the same double.
-        let text = format!("{new}");
-        h.set(field, text.as_bytes(), &lim);
-        Ok(text)
+        let r = (|| {
+            let old = match h.get(field) {
+                None => 0.0,
+                Some(v) => parse_float(v).ok_or("ERR hash value is not a float")?,
+            };
+            let new = old + by;
+            if !new.is_finite() {
+                return Err("ERR increment would produce NaN or Infinity");
+            }
+            // As INCRBYFLOAT: the shortest text that reads back to the same double.
+            let text = format!("{new}");
+            h.set(field, text.as_bytes(), &lim);
+            Ok(text)
+        })();
+        let changed = r.is_ok();
+        (r, changed)
     });
+    drop(shard);
+    if let Ok(Some(Ok(_))) = r {
+        notify(shared, c, HASH, "hincrbyfloat", key);
+    }
     match r {
         Err(_) => c.out.error(ERR_WRONGTYPE),
         Ok(Some(Ok(t))) => c.out.bulk(t.as_bytes()),
@@ -160,13 +187,23 @@ pub(super) fn hincrbyfloat_command(shared: &Shared, c: &mut Client, args: Args<'
 pub(super) fn hdel_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
-    let r = shard.write_object(c.ns(), key, Kind::Hash, false, now, |o| {
+    let r = shard.write_object_if(c.ns(), key, Kind::Hash, false, now, |o| {
         let h = hash_mut(o);
-        args.iter().skip(2).filter(|f| h.remove(f)).count()
+        let n = args.iter().skip(2).filter(|f| h.remove(f)).count();
+        ((n, h.is_empty()), n > 0)
     });
+    drop(shard);
+    if let Ok(Some((n, emptied))) = r {
+        if n > 0 {
+            notify(shared, c, HASH, "hdel", key);
+        }
+        if emptied {
+            notify(shared, c, GENERIC, "del", key);
+        }
+    }
     match r {
         Err(_) => c.out.error(ERR_WRONGTYPE),
-        Ok(n) => c.out.int(n.unwrap_or(0) as i64),
+        Ok(n) => c.out.int(n.map_or(0, |(n, _)| n) as i64),
     }
 }
 

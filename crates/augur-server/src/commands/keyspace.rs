@@ -4,9 +4,11 @@
 
 use super::{eq, help_reply, subcommand, write_error, Client, ERR_NOT_INT, ERR_SYNTAX};
 use crate::cmdtable::{Cmd, CommandSpec};
+use crate::notify::flags::{GENERIC, KEY_MISS};
+use crate::notify::{notify, notify_db};
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
-use augur_store::{Ns, Relocated, Relocation};
+use augur_store::{Relocated, Relocation};
 
 const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
 const ERR_DB_RANGE: &str = "ERR DB index is out of range";
@@ -37,7 +39,12 @@ pub(super) fn rename_command(
     };
     let mut lock = shared.store.lock_keys(&[key, newkey]);
     let (src, dst) = lock.pair(key, newkey);
-    match src.relocate(dst, ns, key, ns, newkey, how, now) {
+    let r = src.relocate(dst, ns, key, ns, newkey, how, now);
+    if let Ok(Relocated::Done) = r {
+        notify(shared, c, GENERIC, "rename_from", key);
+        notify(shared, c, GENERIC, "rename_to", newkey);
+    }
+    match r {
         Ok(Relocated::Done) if nx => c.out.int(1),
         Ok(Relocated::Done) => c.out.ok(),
         Ok(Relocated::SourceMissing) => c.out.error("ERR no such key"),
@@ -75,13 +82,37 @@ pub(super) fn move_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         return c.out.error(ERR_SAME_OBJECT);
     }
     let key = args.get(1);
-    let to = Ns::new(c.tenant, db);
+    let to = c.ns_of(db);
     let mut shard = shared.store.lock_key(key);
     match shard.relocate(None, c.ns(), key, to, key, Relocation::RenameNx, now) {
-        Ok(Relocated::Done) => c.out.int(1),
+        Ok(Relocated::Done) => {
+            notify(shared, c, GENERIC, "move_from", key);
+            notify_db(shared, c, db, GENERIC, "move_to", key);
+            c.out.int(1)
+        }
         Ok(_) => c.out.int(0),
         Err(e) => write_error(&mut c.out, e),
     }
+}
+
+/// SWAPDB index1 index2 (db.c swapdbCommand): the two databases of the caller's tenant
+/// exchange contents, for every connection of the tenant at once; connections stay on
+/// the database numbers they selected. O(1) in the keys (see `Store::swap_dbs`: a map
+/// exchange plus the two databases' WATCHes). The caller holds the gate exclusively.
+pub(super) fn swapdb_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
+    let parse = |a: &[u8]| parse_i64(a).filter(|n| (i32::MIN as i64..=i32::MAX as i64).contains(n));
+    let Some(a) = parse(args.get(1)) else {
+        return c.out.error("ERR invalid first DB index");
+    };
+    let Some(b) = parse(args.get(2)) else {
+        return c.out.error("ERR invalid second DB index");
+    };
+    let dbs = shared.store.databases() as i64;
+    if !(0..dbs).contains(&a) || !(0..dbs).contains(&b) {
+        return c.out.error(ERR_DB_RANGE);
+    }
+    shared.store.swap_dbs(c.tenant, a as u8, b as u8, now);
+    c.out.ok();
 }
 
 /// COPY source destination [DB db] [REPLACE]: an independent copy of the entry (value
@@ -109,7 +140,7 @@ pub(super) fn copy_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     if db == c.db && key == newkey {
         return c.out.error(ERR_SAME_OBJECT);
     }
-    let to = Ns::new(c.tenant, db);
+    let to = c.ns_of(db);
     let mut lock = shared.store.lock_keys(&[key, newkey]);
     let (src, dst) = lock.pair(key, newkey);
     match src.relocate(
@@ -121,7 +152,10 @@ pub(super) fn copy_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         Relocation::Copy { replace },
         now,
     ) {
-        Ok(Relocated::Done) => c.out.int(1),
+        Ok(Relocated::Done) => {
+            notify_db(shared, c, db, GENERIC, "copy_to", newkey);
+            c.out.int(1)
+        }
         Ok(_) => c.out.int(0),
         Err(e) => write_error(&mut c.out, e),
     }
@@ -143,6 +177,12 @@ pub(super) fn del_command(
             Cmd::Touch => shard.touch(c.ns(), k, now),
             _ => shard.delete(c.ns(), k, now),
         };
+        if hit && matches!(spec.cmd, Cmd::Del | Cmd::Unlink) {
+            notify(shared, c, GENERIC, "del", k);
+        } else if !hit && spec.cmd == Cmd::Exists {
+            // EXISTS looks keys up for reading (db.c lookupKeyReadWithFlags).
+            notify(shared, c, KEY_MISS, "keymiss", k);
+        }
         n += hit as i64;
     }
     c.out.int(n);
@@ -152,7 +192,10 @@ pub(super) fn type_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     let key = args.get(1);
     match shared.store.lock_key(key).kind(c.ns(), key, now) {
         Some(kind) => c.out.simple(kind.name()),
-        None => c.out.simple("none"),
+        None => {
+            notify(shared, c, KEY_MISS, "keymiss", key);
+            c.out.simple("none")
+        }
     }
 }
 

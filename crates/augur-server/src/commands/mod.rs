@@ -67,7 +67,8 @@ pub struct Client {
     pub commands: u64,
     /// The open transaction (between MULTI and EXEC/DISCARD).
     pub multi: Option<multi::MultiState>,
-    /// Keys this connection WATCHes, and the flag their shards raise on a change.
+    /// Keys this connection WATCHes (with their *logical* database), and the flag their
+    /// shards raise on a change.
     pub watched: Vec<(Ns, Vec<u8>)>,
     pub watch_flag: WatchFlag,
     /// Pub/Sub subscriptions; Some exactly while the connection has one (Redis's
@@ -79,6 +80,9 @@ pub struct Client {
     pub reply: u8,
     /// MONITOR mode: the channel the server's command lines arrive on.
     pub monitor: Option<Box<crate::monitor::MonitorRx>>,
+    /// The tenant's logical -> physical database map (SWAPDB), shared with the store:
+    /// set with the tenant (`Shared::attach_db_map`), read on every keyed command.
+    pub db_map: Arc<augur_store::DbMap>,
 }
 
 impl Client {
@@ -99,6 +103,7 @@ impl Client {
             pubsub: None,
             reply: 0,
             monitor: None,
+            db_map: Arc::new(augur_store::DbMap::identity(0)),
         }
     }
 
@@ -112,7 +117,20 @@ impl Client {
     /// database.
     #[inline]
     pub fn ns(&self) -> Ns {
-        Ns::new(self.tenant, self.db)
+        self.ns_of(self.db)
+    }
+
+    /// The namespace of the connection's tenant's logical database `db`: where its
+    /// entries are stored after any SWAPDB.
+    #[inline]
+    pub fn ns_of(&self, db: u8) -> Ns {
+        Ns::new(self.tenant, self.db_map.phys(db))
+    }
+
+    /// Points the connection at its tenant's database map; called whenever `tenant` is
+    /// set (connect, AUTH, HELLO AUTH, RESET).
+    pub fn attach_db_map(&mut self, shared: &Shared) {
+        self.db_map = shared.store.db_map(self.tenant);
     }
 
     /// Whether the connection must still authenticate before running commands.
@@ -221,6 +239,13 @@ fn run(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: Args<'
             return c.out.error(eval::ERR_BUSY);
         };
         return call(shared, c, spec, args, now);
+    }
+    if spec.cmd == Cmd::SwapDb {
+        // Exchanges two databases' maps for every connection: no command may be running.
+        let Some(_exclusive) = shared.gate.exclusive_unless(busy) else {
+            return c.out.error(eval::ERR_BUSY);
+        };
+        return dispatch(shared, c, spec, args, now);
     }
     match shared.gate.shared_unless(busy) {
         Some(_shared_hold) => call(shared, c, spec, args, now),
@@ -385,6 +410,7 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::Rename | Cmd::RenameNx => keyspace::rename_command(shared, c, spec, args, now),
         Cmd::Copy => keyspace::copy_command(shared, c, args, now),
         Cmd::Move => keyspace::move_command(shared, c, args, now),
+        Cmd::SwapDb => keyspace::swapdb_command(shared, c, args, now),
         Cmd::ExpireTime | Cmd::PExpireTime => expire::ttl_command(shared, c, spec, args, now),
         Cmd::SetBit => bits::setbit_command(shared, c, args, now),
         Cmd::GetBit => bits::getbit_command(shared, c, args, now),

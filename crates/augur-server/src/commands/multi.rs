@@ -131,7 +131,10 @@ pub(super) fn exec_command(shared: &Shared, c: &mut Client, now: u64) {
     // A watched key that was live at WATCH and has expired since is a change: looking it
     // up deletes it lazily, and the deletion raises the flag.
     for (ns, key) in &c.watched {
-        shared.store.lock_key(key).exists(*ns, key, now);
+        shared
+            .store
+            .lock_key(key)
+            .exists(shared.store.physical(*ns), key, now);
     }
     let dirty = c.watch_flag.load(Relaxed);
     unwatch_all(shared, c);
@@ -150,16 +153,19 @@ pub(super) fn watch_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
     if c.multi.is_some() {
         return c.out.error("ERR WATCH inside MULTI is not allowed");
     }
+    // The connection remembers the logical database (a SWAPDB moves the registration in
+    // the store along with it, see `Store::swap_dbs`); the store is told the physical one.
+    let logical = augur_store::Ns::new(c.tenant, c.db);
     let ns = c.ns();
     for key in args.iter().skip(1) {
-        if c.watched.iter().any(|(n, k)| *n == ns && k == key) {
+        if c.watched.iter().any(|(n, k)| *n == logical && k == key) {
             continue;
         }
         shared
             .store
             .lock_key(key)
             .watch(ns, key, &c.watch_flag, now);
-        c.watched.push((ns, key.to_vec()));
+        c.watched.push((logical, key.to_vec()));
     }
     c.out.ok();
 }
@@ -172,6 +178,7 @@ pub(super) fn unwatch_command(shared: &Shared, c: &mut Client) {
 /// Drops every WATCH of the connection and clears its flag (unwatchAllKeys).
 pub fn unwatch_all(shared: &Shared, c: &mut Client) {
     for (ns, key) in c.watched.drain(..) {
+        let ns = shared.store.physical(ns);
         shared.store.lock_key(&key).unwatch(ns, &key, &c.watch_flag);
     }
     c.watch_flag.store(false, Relaxed);

@@ -13,6 +13,8 @@ use super::hash::{
 };
 use super::{write_error, Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::cmdtable::{Cmd, CommandSpec};
+use crate::notify::flags::{GENERIC, SET};
+use crate::notify::notify;
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
 use augur_store::{glob_match, Detached, Kind, Object, Set, Value};
@@ -31,10 +33,15 @@ pub(super) fn sadd_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     let key = args.get(1);
     let lim = shared.store.encoding_limits();
     let mut shard = shared.store.lock_key(key);
-    let r = shard.write_object(c.ns(), key, Kind::Set, true, now, |o| {
+    let r = shard.write_object_if(c.ns(), key, Kind::Set, true, now, |o| {
         let s = set_mut(o);
-        args.iter().skip(2).filter(|m| s.insert(m, &lim)).count()
+        let n = args.iter().skip(2).filter(|m| s.insert(m, &lim)).count();
+        (n, n > 0)
     });
+    drop(shard);
+    if matches!(r, Ok(Some(n)) if n > 0) {
+        notify(shared, c, SET, "sadd", key);
+    }
     match r {
         Err(_) => c.out.error(ERR_WRONGTYPE),
         Ok(n) => c.out.int(n.unwrap_or(0) as i64),
@@ -44,13 +51,23 @@ pub(super) fn sadd_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
 pub(super) fn srem_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
-    let r = shard.write_object(c.ns(), key, Kind::Set, false, now, |o| {
+    let r = shard.write_object_if(c.ns(), key, Kind::Set, false, now, |o| {
         let s = set_mut(o);
-        args.iter().skip(2).filter(|m| s.remove(m)).count()
+        let n = args.iter().skip(2).filter(|m| s.remove(m)).count();
+        ((n, s.is_empty()), n > 0)
     });
+    drop(shard);
+    if let Ok(Some((n, emptied))) = r {
+        if n > 0 {
+            notify(shared, c, SET, "srem", key);
+        }
+        if emptied {
+            notify(shared, c, GENERIC, "del", key);
+        }
+    }
     match r {
         Err(_) => c.out.error(ERR_WRONGTYPE),
-        Ok(n) => c.out.int(n.unwrap_or(0) as i64),
+        Ok(n) => c.out.int(n.map_or(0, |(n, _)| n) as i64),
     }
 }
 
@@ -78,17 +95,28 @@ pub(super) fn smove_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
     }
     let removed = lock
         .shard_for(src)
-        .write_object(ns, src, Kind::Set, false, now, |o| {
-            set_mut(o).remove(member)
+        .write_object_if(ns, src, Kind::Set, false, now, |o| {
+            let s = set_mut(o);
+            let r = s.remove(member);
+            ((r, s.is_empty()), r)
         });
-    if removed != Ok(Some(true)) {
+    let Ok(Some((true, emptied))) = removed else {
         return c.out.int(0);
+    };
+    notify(shared, c, SET, "srem", src);
+    if emptied {
+        notify(shared, c, GENERIC, "del", src);
     }
-    let _ = lock
+    // Redis touches (and notifies) the destination only when the member was added.
+    let added = lock
         .shard_for(dst)
-        .write_object(ns, dst, Kind::Set, true, now, |o| {
-            set_mut(o).insert(member, &lim)
+        .write_object_if(ns, dst, Kind::Set, true, now, |o| {
+            let added = set_mut(o).insert(member, &lim);
+            (added, added)
         });
+    if added == Ok(Some(true)) {
+        notify(shared, c, SET, "sadd", dst);
+    }
     c.out.int(1);
 }
 
@@ -142,9 +170,20 @@ pub(super) fn spop_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     }
     if args.len() == 2 {
         let mut shard = shared.store.lock_key(key);
-        let r = shard.write_object(c.ns(), key, Kind::Set, false, now, |o| {
-            set_mut(o).pop_random(&mut rng)
+        let r = shard.write_object_if(c.ns(), key, Kind::Set, false, now, |o| {
+            let s = set_mut(o);
+            let m = s.pop_random(&mut rng);
+            let emptied = s.is_empty();
+            ((m, emptied), true)
         });
+        drop(shard);
+        if let Ok(Some((Some(_), emptied))) = &r {
+            notify(shared, c, SET, "spop", key);
+            if *emptied {
+                notify(shared, c, GENERIC, "del", key);
+            }
+        }
+        let r = r.map(|o| o.map(|(m, _)| m));
         return match r {
             Err(_) => c.out.error(ERR_WRONGTYPE),
             Ok(Some(Some(m))) => c.out.bulk(&m),
@@ -169,11 +208,22 @@ pub(super) fn spop_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         if count as usize >= s.len() {
             let all: Vec<Vec<u8>> = s.iter().map(Cow::into_owned).collect();
             *s = Set::new();
-            all
+            (all, true)
         } else {
-            (0..count).filter_map(|_| s.pop_random(&mut rng)).collect()
+            (
+                (0..count).filter_map(|_| s.pop_random(&mut rng)).collect(),
+                false,
+            )
         }
     });
+    drop(shard);
+    if let Ok(Some((_, emptied))) = &r {
+        notify(shared, c, SET, "spop", key);
+        if *emptied {
+            notify(shared, c, GENERIC, "del", key);
+        }
+    }
+    let r = r.map(|o| o.map(|(m, _)| m));
     match r {
         Err(_) => c.out.error(ERR_WRONGTYPE),
         Ok(None) => c.out.set(0),
@@ -400,8 +450,21 @@ pub(super) fn setop_command(
         value,
         expire_at_ms: None,
     };
+    let existed = n == 0 && lock.shard_for(dst).exists(ns, dst, now);
     match lock.shard_for(dst).put(ns, dst, d, now) {
-        Ok(()) => c.out.int(n as i64),
+        Ok(()) => {
+            if n > 0 {
+                let event = match spec.cmd {
+                    Cmd::SInterStore => "sinterstore",
+                    Cmd::SUnionStore => "sunionstore",
+                    _ => "sdiffstore",
+                };
+                notify(shared, c, SET, event, dst);
+            } else if existed {
+                notify(shared, c, GENERIC, "del", dst);
+            }
+            c.out.int(n as i64)
+        }
         Err(e) => write_error(&mut c.out, e),
     }
 }

@@ -8,6 +8,8 @@ use super::{
     ERR_WRONGTYPE,
 };
 use crate::cmdtable::{Cmd, CommandSpec};
+use crate::notify::flags::{GENERIC, STRING};
+use crate::notify::notify;
 use crate::resp::{parse_i64, Args, Out};
 use crate::state::Shared;
 use augur_store::SetTtl;
@@ -121,7 +123,10 @@ pub(super) fn setnx_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
         c.out.int(0);
     } else {
         match shard.set(c.ns(), key, args.get(2), SetTtl::Clear, now) {
-            Ok(()) => c.out.int(1),
+            Ok(()) => {
+                notify(shared, c, STRING, "set", key);
+                c.out.int(1)
+            }
             Err(e) => write_error(&mut c.out, e),
         }
     }
@@ -142,7 +147,11 @@ pub(super) fn setex_command(
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
     match shard.set(c.ns(), key, args.get(3), SetTtl::At(at), now) {
-        Ok(()) => c.out.ok(),
+        Ok(()) => {
+            notify(shared, c, STRING, "set", key);
+            notify(shared, c, GENERIC, "expire", key);
+            c.out.ok()
+        }
         Err(e) => write_error(&mut c.out, e),
     }
 }
@@ -156,10 +165,13 @@ pub(super) fn getset_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
         Ok(None) => c.out.null(),
         Err(_) => return c.out.error(ERR_WRONGTYPE),
     }
-    if let Err(e) = shard.set(c.ns(), key, args.get(2), SetTtl::Clear, now) {
-        // The old value is already in the reply; replace it with the error.
-        c.out.buf.truncate(mark);
-        write_error(&mut c.out, e);
+    match shard.set(c.ns(), key, args.get(2), SetTtl::Clear, now) {
+        Ok(()) => notify(shared, c, STRING, "set", key),
+        Err(e) => {
+            // The old value is already in the reply; replace it with the error.
+            c.out.buf.truncate(mark);
+            write_error(&mut c.out, e);
+        }
     }
 }
 
@@ -170,6 +182,7 @@ pub(super) fn getdel_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
         Ok(Some(v)) => {
             c.out.bulk(v);
             shard.delete(c.ns(), key, now);
+            notify(shared, c, GENERIC, "del", key);
         }
         Ok(None) => c.out.null(),
         Err(_) => c.out.error(ERR_WRONGTYPE),
@@ -217,6 +230,7 @@ pub(super) fn mset_command(
         {
             return write_error(&mut c.out, e);
         }
+        notify(shared, c, STRING, "set", k);
     }
     if spec.cmd == Cmd::MSet {
         c.out.ok()
@@ -291,14 +305,16 @@ pub(super) fn set_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: 
         }
         return;
     }
-    let result = match ttl {
-        // An absolute time already past: the key ends up deleted, as in Redis.
-        SetTtl::At(at) if at <= now => {
-            shard.delete(c.ns(), key, now);
-            Ok(())
+    // An absolute time already past stores a key that is already expired, as Redis 7.0
+    // does (setKey, then setExpire): it is gone for every lookup, and its removal (lazy or
+    // active) publishes `expired`.
+    let result = shard.set(c.ns(), key, args.get(2), ttl, now);
+    if result.is_ok() {
+        notify(shared, c, STRING, "set", key);
+        if matches!(ttl, SetTtl::At(_)) {
+            notify(shared, c, GENERIC, "expire", key);
         }
-        _ => shard.set(c.ns(), key, args.get(2), ttl, now),
-    };
+    }
     match result {
         Ok(()) if !f.get => c.out.ok(),
         Ok(()) => {}
@@ -332,11 +348,13 @@ pub(super) fn getex_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
     if let Some(at) = at {
         if at <= now {
             shard.delete(c.ns(), key, now);
+            notify(shared, c, GENERIC, "del", key);
         } else {
             shard.set_expire(c.ns(), key, Some(at), now);
+            notify(shared, c, GENERIC, "expire", key);
         }
-    } else if f.persist {
-        shard.set_expire(c.ns(), key, None, now);
+    } else if f.persist && shard.set_expire(c.ns(), key, None, now) {
+        notify(shared, c, GENERIC, "persist", key);
     }
 }
 
@@ -355,7 +373,10 @@ pub(super) fn incr_by(shared: &Shared, c: &mut Client, key: &[u8], by: i64, now:
     };
     let mut b = itoa::Buffer::new();
     match shard.set(c.ns(), key, b.format(new).as_bytes(), SetTtl::Keep, now) {
-        Ok(()) => c.out.int(new),
+        Ok(()) => {
+            notify(shared, c, STRING, "incrby", key);
+            c.out.int(new)
+        }
         Err(e) => write_error(&mut c.out, e),
     }
 }
@@ -392,7 +413,10 @@ pub(super) fn incr_by_float(shared: &Shared, c: &mut Client, args: Args<'_>, now
     // uses an exponent, like Redis's human-readable long double format.
     let text = format!("{new}");
     match shard.set(c.ns(), key, text.as_bytes(), SetTtl::Keep, now) {
-        Ok(()) => c.out.bulk(text.as_bytes()),
+        Ok(()) => {
+            notify(shared, c, STRING, "incrbyfloat", key);
+            c.out.bulk(text.as_bytes())
+        }
         Err(e) => write_error(&mut c.out, e),
     }
 }
@@ -426,7 +450,10 @@ pub(super) fn append_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
         }
     };
     match result {
-        Ok(n) => c.out.int(n as i64),
+        Ok(n) => {
+            notify(shared, c, STRING, "append", key);
+            c.out.int(n as i64)
+        }
         Err(e) => write_error(&mut c.out, e),
     }
 }
@@ -500,7 +527,10 @@ pub(super) fn setrange_command(shared: &Shared, c: &mut Client, args: Args<'_>, 
             buf.len()
         },
     ) {
-        Ok(n) => c.out.int(n as i64),
+        Ok(n) => {
+            notify(shared, c, STRING, "setrange", key);
+            c.out.int(n as i64)
+        }
         Err(e) => write_error(&mut c.out, e),
     }
 }

@@ -14,7 +14,8 @@ impl Harness {
         let shared = Shared::new(cfg, None);
         let addr = "127.0.0.1:1".parse().unwrap();
         let authenticated = !shared.pass_required.load(Relaxed);
-        let client = Client::new(Arc::new(ClientMeta::new(1, addr, addr)), authenticated);
+        let mut client = Client::new(Arc::new(ClientMeta::new(1, addr, addr)), authenticated);
+        client.attach_db_map(&shared);
         Harness { shared, client }
     }
 

@@ -14,7 +14,8 @@ impl Harness {
     fn new() -> Self {
         let shared = Shared::new(ServerConfig::default(), None);
         let addr = "127.0.0.1:1".parse().unwrap();
-        let client = Client::new(Arc::new(ClientMeta::new(1, addr, addr)), true);
+        let mut client = Client::new(Arc::new(ClientMeta::new(1, addr, addr)), true);
+        client.attach_db_map(&shared);
         Harness { shared, client }
     }
 

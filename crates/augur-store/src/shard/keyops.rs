@@ -12,6 +12,7 @@
 
 use super::{db_hash, entry_hash, Part, Shard};
 use crate::entry::{Entry, MAX_LEN};
+use crate::notify::KeyEvent;
 use crate::store::key_hash;
 use crate::tenant::{Ns, RefKind};
 use crate::WriteError;
@@ -119,6 +120,7 @@ impl Shard {
             let Some(pos) = part.live_pos(from.db, key, now_ms) else {
                 if copy {
                     part.misses += 1;
+                    part.event(KeyEvent::KeyMiss, from.db, key);
                 }
                 self.publish();
                 return Ok(Relocated::SourceMissing);
@@ -198,6 +200,7 @@ impl Shard {
             }
         };
         moved.set_atime(now);
+        part.event(KeyEvent::New, to.db, newkey);
         part.insert_entry(moved);
         part.writes += 1;
         let bytes = super::profiled_bytes(moved);
@@ -289,6 +292,7 @@ fn relocate_across(
     if let Some(dpos) = dpart.live_pos(to.db, newkey, now_ms) {
         dpart.remove_at(dpos);
     }
+    dpart.event(KeyEvent::New, to.db, newkey);
     dpart.insert_entry(fresh);
     dpart.writes += 1;
     let bytes = super::profiled_bytes(fresh);
@@ -366,6 +370,7 @@ impl Shard {
                 (grown, true)
             }
             Err(vacancy) => {
+                part.event(KeyEvent::New, ns.db, key);
                 let e = Entry::new(ns.db, key, b"", None, now).grow_value(len_for(0));
                 part.entry_bytes += e.usable_size() as u64;
                 part.keys_per_db[ns.db as usize] += 1;
