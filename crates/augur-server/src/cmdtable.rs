@@ -257,6 +257,8 @@ commands! {
     EvalSha b"EVALSHA" "evalsha" -3 [NOSCRIPT|STALE] 0 0 0 "scripting" "Executes a server-side Lua script by SHA1 digest." NONE;
     EvalShaRo b"EVALSHA_RO" "evalsha_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Executes a read-only server-side Lua script by SHA1 digest." NONE;
     Script b"SCRIPT" "script" -2 [] 0 0 0 "scripting" "A container for Lua scripts management commands." SCRIPT_SUBS;
+    FCall b"FCALL" "fcall" -3 [NOSCRIPT|STALE] 0 0 0 "scripting" "Invokes a function." NONE;
+    FCallRo b"FCALL_RO" "fcall_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Invokes a read-only function." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[
@@ -530,6 +532,12 @@ const FUNCTION_SUBS: &[SubSpec] = &[
         summary: "Deletes a library and its functions.",
     },
     SubSpec {
+        name: "function|dump",
+        arity: 2,
+        flags: NOSCRIPT,
+        summary: "Dumps all libraries into a serialized binary payload.",
+    },
+    SubSpec {
         name: "function|flush",
         arity: -2,
         flags: WRITE | NOSCRIPT,
@@ -558,6 +566,12 @@ const FUNCTION_SUBS: &[SubSpec] = &[
         arity: -3,
         flags: WRITE | DENYOOM | NOSCRIPT,
         summary: "Creates a library.",
+    },
+    SubSpec {
+        name: "function|restore",
+        arity: -3,
+        flags: WRITE | DENYOOM | NOSCRIPT,
+        summary: "Restores all libraries from a payload.",
     },
     SubSpec {
         name: "function|stats",

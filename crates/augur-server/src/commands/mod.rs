@@ -11,7 +11,7 @@
 
 mod bits;
 mod connection;
-mod dump;
+pub(crate) mod dump;
 pub mod eval;
 mod expire;
 mod hash;
@@ -140,8 +140,7 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     c.meta.last_cmd.store(spec.cmd as u32, Relaxed);
     // While a script has run past busy-reply-threshold, only what Redis allows runs.
     if shared.scripting.busy() && !eval::allow_busy(spec, args) {
-        flag_transaction(c);
-        return c.out.error(eval::ERR_BUSY);
+        return reject_busy(shared, c, spec);
     }
     if let Some(m) = &mut c.multi {
         if spec.flags & NO_MULTI != 0 {
@@ -163,11 +162,11 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let busy = || shared.scripting.busy();
     if matches!(
         spec.cmd,
-        Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo
+        Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo | Cmd::FCall | Cmd::FCallRo
     ) {
         // A script runs atomically, like EXEC: the gate exclusively for its whole run.
         let Some(_exclusive) = shared.gate.exclusive_unless(busy) else {
-            return c.out.error(eval::ERR_BUSY);
+            return c.out.error(shared.scripting.busy_error());
         };
         return dispatch(shared, c, spec, args, now);
     }
@@ -175,11 +174,25 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         Some(_shared_hold) => dispatch(shared, c, spec, args, now),
         // A busy script holds the gate; what may run meanwhile does not touch keys.
         None if eval::allow_busy(spec, args) => dispatch(shared, c, spec, args, now),
-        None => {
-            flag_transaction(c);
-            c.out.error(eval::ERR_BUSY)
-        }
+        None => reject_busy(shared, c, spec),
     }
+}
+
+/// The BUSY refusal (processCommand's rejectCommand while a script is busy): inside a
+/// transaction it aborts it (flagTransaction), and an EXEC refused this way discards
+/// the transaction and answers EXECABORT with the reason (execCommandAbort), so the
+/// connection never stays in MULTI.
+fn reject_busy(shared: &Shared, c: &mut Client, spec: &'static CommandSpec) {
+    let msg = shared.scripting.busy_error();
+    if spec.cmd == Cmd::Exec {
+        c.multi = None;
+        multi::unwatch_all(shared, c);
+        return c.out.error(&format!(
+            "EXECABORT Transaction discarded because of: {msg}"
+        ));
+    }
+    flag_transaction(c);
+    c.out.error(msg)
 }
 
 /// A command refused while a transaction is open makes its EXEC fail.
@@ -301,6 +314,7 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::Lcs => strings::lcs_command(shared, c, args, now),
         Cmd::Dump => dump::dump_command(shared, c, args, now),
         Cmd::Restore => dump::restore_command(shared, c, args, now),
+        Cmd::FCall | Cmd::FCallRo => eval::fcall_command(shared, c, spec, args, now),
         Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo => {
             eval::eval_command(shared, c, spec, args, now)
         }
