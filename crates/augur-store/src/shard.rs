@@ -1328,8 +1328,15 @@ impl Shard {
             if !over_cap && !over_global {
                 break;
             }
+            let exempt = self
+                .config
+                .oom_exempt
+                .load(std::sync::atomic::Ordering::Relaxed);
             if policy == EvictionPolicy::NoEviction {
                 self.publish();
+                if exempt {
+                    return Ok(());
+                }
                 return Err(WriteError::OutOfMemory);
             }
             let victim = if over_cap {
@@ -1341,6 +1348,9 @@ impl Shard {
                     Some(v) => Some(v),
                     None => {
                         self.publish();
+                        if exempt {
+                            return Ok(());
+                        }
                         return Err(WriteError::OutOfMemory);
                     }
                 }
@@ -1368,6 +1378,9 @@ impl Shard {
             };
             if !evicted {
                 self.publish();
+                if exempt {
+                    return Ok(());
+                }
                 return Err(WriteError::OutOfMemory);
             }
         }

@@ -76,6 +76,8 @@ pub(crate) struct SharedConfig {
     pub(crate) sink: OnceLock<Arc<dyn ReferenceSink>>,
     /// Hash and set encoding thresholds (CONFIG SET hash-max-listpack-*, ...).
     limits: parking_lot::RwLock<crate::object::Limits>,
+    /// Writes may exceed the memory limits (set while an `allow-oom` script runs).
+    pub(crate) oom_exempt: std::sync::atomic::AtomicBool,
 }
 
 impl SharedConfig {
@@ -192,6 +194,7 @@ impl Store {
             tenants: TenantTable::new(),
             sink: OnceLock::new(),
             limits: parking_lot::RwLock::new(crate::object::Limits::default()),
+            oom_exempt: std::sync::atomic::AtomicBool::new(false),
         });
         let used: Box<[Arc<UsedCell>]> = (0..n).map(|_| Arc::new(UsedCell::default())).collect();
         let shards = (0..n)
@@ -275,6 +278,14 @@ impl Store {
 
     pub fn policy(&self) -> EvictionPolicy {
         self.config.policy()
+    }
+
+    /// Lets writes exceed maxmemory and tenant caps while set (what could be evicted
+    /// still is): Redis's `allow-oom` scripts write past the limit, since the OOM check
+    /// happens once, before the script runs (script.c). The server sets it only while
+    /// such a script holds the gate exclusively.
+    pub fn set_oom_exempt(&self, on: bool) {
+        self.config.oom_exempt.store(on, Ordering::Relaxed);
     }
 
     pub fn set_policy(&self, policy: EvictionPolicy) {

@@ -207,8 +207,15 @@ fn run_prepared(
             sha: name,
             busy: false,
         };
+        let allow_oom = host.allow_oom;
+        if allow_oom {
+            shared.store.set_oom_exempt(true);
+        }
         let mut ctx = RunCtx::new(&mut host);
         run(&mut ctx, !threshold.is_zero(), &mut reply);
+        if allow_oom {
+            shared.store.set_oom_exempt(false);
+        }
     }
     if c.db != saved_db {
         c.db = saved_db;

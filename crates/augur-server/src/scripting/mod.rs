@@ -12,8 +12,10 @@
 
 mod bit;
 mod cjson;
+mod cmsgpack;
 pub mod fmt;
 pub mod functions;
+mod lstruct;
 mod vm;
 
 pub use vm::{verify_name, LuaVm, RegisteredFunction, RunCtx, ScriptHost};

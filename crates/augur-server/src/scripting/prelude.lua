@@ -225,6 +225,8 @@ V.math = ro(M)
 V.redis = ro(R)
 V.cjson = ro(J)
 V.bit = ro(N.bit)
+V.cmsgpack = ro(N.cmsgpack)
+V.struct = ro(N.struct)
 
 -- The functions interpreter (function_lua.c): while FUNCTION LOAD runs a library's
 -- code, the globals are only `redis` with register_function, log, the LOG_* levels and

@@ -170,6 +170,10 @@ impl LuaVm {
             ffi::lua_setfield(l, -2, cstr!("version_num"));
             super::bit::push_library(l);
             ffi::lua_setfield(l, -2, cstr!("bit"));
+            super::cmsgpack::push_library(l);
+            ffi::lua_setfield(l, -2, cstr!("cmsgpack"));
+            super::lstruct::push_library(l);
+            ffi::lua_setfield(l, -2, cstr!("struct"));
             ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, cstr!("debug"));
             let rc = ffi::lua_pcall(l, 2, 4, 0);
             if rc != 0 {
