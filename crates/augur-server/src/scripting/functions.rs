@@ -320,7 +320,7 @@ impl FunctionsEngine {
         policy: RestorePolicy,
     ) -> Result<(), String> {
         let Some(body) = crate::commands::dump::rdb_verify_payload(payload) else {
-            return Err("payload version or checksum are wrong".into());
+            return Err("DUMP payload version or checksum are wrong".into());
         };
         // Load everything into a fresh context first (rdbFunctionLoad).
         let mut fresh = LibCtx::default();
@@ -485,7 +485,7 @@ mod tests {
         broken[3] ^= 1;
         assert_eq!(
             e.restore(1, &broken, RestorePolicy::Flush).unwrap_err(),
-            "payload version or checksum are wrong"
+            "DUMP payload version or checksum are wrong"
         );
         e.flush(1);
         assert!(e.find(1, b"f").is_none());

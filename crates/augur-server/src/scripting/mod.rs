@@ -185,6 +185,13 @@ impl Scripting {
         *self.function_counts.lock() = counts;
     }
 
+    /// Drops a deleted tenant's libraries (ACL DELUSER).
+    pub fn drop_tenant_functions(&self, tenant: augur_store::TenantId) {
+        let mut f = self.functions.lock();
+        f.flush(tenant);
+        self.publish_function_stats(&f);
+    }
+
     /// A tenant's (libraries, functions).
     pub fn function_counts(&self, tenant: augur_store::TenantId) -> (usize, usize) {
         self.function_counts

@@ -629,7 +629,8 @@ unsafe extern "C-unwind" fn redis_register_function(l: *mut ffi::lua_State) -> c
         Ok(Ok(f)) => {
             let load = &mut *load;
             let e = if !verify_name(f.name.as_bytes()) {
-                Some("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long")
+                // functions.c reuses the library-name text for function names.
+                Some("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
             } else if load.functions.iter().any(|g| g.name == f.name) {
                 Some("Function already exists in the library")
             } else {
