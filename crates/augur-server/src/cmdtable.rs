@@ -260,6 +260,8 @@ commands! {
     Script b"SCRIPT" "script" -2 [] 0 0 0 "scripting" "A container for Lua scripts management commands." SCRIPT_SUBS;
     Cluster b"CLUSTER" "cluster" -2 [] 0 0 0 "cluster" "A container for cluster commands. Augur runs standalone: every subcommand answers as Redis does with cluster support disabled." CLUSTER_SUBS;
     Monitor b"MONITOR" "monitor" 1 [ADMIN|NOSCRIPT|LOADING|STALE] 0 0 0 "server" "Listens for all requests received by the server in real-time." NONE;
+    FCall b"FCALL" "fcall" -3 [NOSCRIPT|STALE] 0 0 0 "scripting" "Invokes a function." NONE;
+    FCallRo b"FCALL_RO" "fcall_ro" -3 [NOSCRIPT|STALE|READONLY] 0 0 0 "scripting" "Invokes a read-only function." NONE;
 }
 
 const ACL_SUBS: &[SubSpec] = &[
@@ -569,6 +571,12 @@ const FUNCTION_SUBS: &[SubSpec] = &[
         summary: "Deletes a library and its functions.",
     },
     SubSpec {
+        name: "function|dump",
+        arity: 2,
+        flags: NOSCRIPT,
+        summary: "Dumps all libraries into a serialized binary payload.",
+    },
+    SubSpec {
         name: "function|flush",
         arity: -2,
         flags: WRITE | NOSCRIPT,
@@ -597,6 +605,12 @@ const FUNCTION_SUBS: &[SubSpec] = &[
         arity: -3,
         flags: WRITE | DENYOOM | NOSCRIPT,
         summary: "Creates a library.",
+    },
+    SubSpec {
+        name: "function|restore",
+        arity: -3,
+        flags: WRITE | DENYOOM | NOSCRIPT,
+        summary: "Restores all libraries from a payload.",
     },
     SubSpec {
         name: "function|stats",

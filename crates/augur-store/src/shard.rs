@@ -1409,8 +1409,15 @@ impl Shard {
             if !over_cap && !over_global {
                 break;
             }
+            let exempt = self
+                .config
+                .oom_exempt
+                .load(std::sync::atomic::Ordering::Relaxed);
             if policy == EvictionPolicy::NoEviction {
                 self.publish();
+                if exempt {
+                    return Ok(());
+                }
                 return Err(WriteError::OutOfMemory);
             }
             let victim = if over_cap {
@@ -1422,6 +1429,9 @@ impl Shard {
                     Some(v) => Some(v),
                     None => {
                         self.publish();
+                        if exempt {
+                            return Ok(());
+                        }
                         return Err(WriteError::OutOfMemory);
                     }
                 }
@@ -1449,6 +1459,9 @@ impl Shard {
             };
             if !evicted {
                 self.publish();
+                if exempt {
+                    return Ok(());
+                }
                 return Err(WriteError::OutOfMemory);
             }
         }

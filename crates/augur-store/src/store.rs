@@ -81,6 +81,8 @@ pub(crate) struct SharedConfig {
     pub(crate) notify: std::sync::atomic::AtomicU32,
     /// Where store events go (set once by the server).
     pub(crate) events: OnceLock<Arc<dyn crate::notify::KeyEventSink>>,
+    /// Writes may exceed the memory limits (set while an `allow-oom` script runs).
+    pub(crate) oom_exempt: std::sync::atomic::AtomicBool,
 }
 
 impl SharedConfig {
@@ -219,6 +221,7 @@ impl Store {
             limits: parking_lot::RwLock::new(crate::object::Limits::default()),
             notify: Default::default(),
             events: OnceLock::new(),
+            oom_exempt: std::sync::atomic::AtomicBool::new(false),
         });
         let used: Box<[Arc<UsedCell>]> = (0..n).map(|_| Arc::new(UsedCell::default())).collect();
         let shards = (0..n)
@@ -302,6 +305,14 @@ impl Store {
 
     pub fn policy(&self) -> EvictionPolicy {
         self.config.policy()
+    }
+
+    /// Lets writes exceed maxmemory and tenant caps while set (what could be evicted
+    /// still is): Redis's `allow-oom` scripts write past the limit, since the OOM check
+    /// happens once, before the script runs (script.c). The server sets it only while
+    /// such a script holds the gate exclusively.
+    pub fn set_oom_exempt(&self, on: bool) {
+        self.config.oom_exempt.store(on, Ordering::Relaxed);
     }
 
     pub fn set_policy(&self, policy: EvictionPolicy) {

@@ -203,6 +203,39 @@ pub(super) fn load_string(p: &[u8]) -> Result<Vec<u8>, &'static str> {
     }
 }
 
+/// A raw RDB string (rdbSaveRawString, uncompressed): length and bytes. FUNCTION DUMP
+/// writes library code with it.
+pub(crate) fn rdb_put_raw_string(out: &mut Vec<u8>, s: &[u8]) {
+    put_len(out, s.len() as u64);
+    out.extend_from_slice(s);
+}
+
+/// Appends the RDB version and the CRC-64 of everything (a DUMP payload's trailer).
+pub(crate) fn rdb_seal_payload(out: &mut Vec<u8>) {
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(out);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// verifyDumpPayload: the payload without its trailer, if version and checksum hold.
+pub(crate) fn rdb_verify_payload(p: &[u8]) -> Option<&[u8]> {
+    if p.len() < 10 {
+        return None;
+    }
+    let (body, trailer) = p.split_at(p.len() - 10);
+    let version = u16::from_le_bytes([trailer[0], trailer[1]]);
+    let crc = u64::from_le_bytes(trailer[2..].try_into().ok()?);
+    (version <= RDB_VERSION && crc64(&p[..p.len() - 8]) == crc).then_some(body)
+}
+
+/// An RDB string (any of its encodings) at `*pos` of `b`, advancing `pos`.
+pub(crate) fn rdb_read_string(b: &[u8], pos: &mut usize) -> Option<Vec<u8>> {
+    let mut r = Reader { b, at: *pos };
+    let s = r.string()?;
+    *pos = r.at;
+    Some(s)
+}
+
 pub(super) fn dump_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);

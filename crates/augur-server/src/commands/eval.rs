@@ -28,8 +28,7 @@ use std::time::{Duration, Instant};
 
 pub const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 /// shared.slowevalerr.
-pub const ERR_BUSY: &str =
-    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const ERR_BUSY: &str = crate::scripting::ERR_BUSY_EVAL;
 
 /// Runs EVAL / EVALSHA / EVAL_RO / EVALSHA_RO. The caller holds the gate exclusively.
 pub(super) fn eval_command(
@@ -73,25 +72,115 @@ pub(super) fn eval_command(
     let Some(flags) = engine.scripts.get(&sha).map(|s| s.flags) else {
         return c.out.error(ERR_NOSCRIPT);
     };
-    let oom = shared.store.over_limit_for_writes();
-    let compat = flags & FLAG_EVAL_COMPAT_MODE != 0;
-    if !compat {
-        // A script that declares flags is refused up front the way its flags say
-        // (processCommand with evalGetCommandFlags, then scriptPrepareForRun).
-        if oom && flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES) == 0 {
-            return c.out.error(ERR_OOM);
-        }
-        if ro && flags & FLAG_NO_WRITES == 0 {
-            return c
-                .out
-                .error("ERR Can not execute a script with write flag using *_ro command.");
-        }
+    if let Err(e) = check_flags(shared, flags, ro) {
+        return c.out.error(e);
     }
+    let keys = args.range(3, 3 + numkeys);
+    let argv = args.range(3 + numkeys, args.len());
+    let name = sha.clone();
+    run_prepared(
+        shared,
+        c,
+        args,
+        flags,
+        ro,
+        now,
+        false,
+        &name,
+        |ctx, hook, reply| engine.vm.run(&sha, keys, argv, ctx, hook, reply),
+    );
+    scripting.publish_stats(&engine);
+}
+
+/// The refusals before a script with declared flags runs (processCommand with
+/// evalGetCommandFlags / fcallGetCommandFlags, then scriptPrepareForRun).
+fn check_flags(shared: &Shared, flags: u32, ro: bool) -> Result<(), &'static str> {
+    if flags & FLAG_EVAL_COMPAT_MODE != 0 {
+        return Ok(());
+    }
+    if shared.store.over_limit_for_writes() && flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES) == 0 {
+        return Err(ERR_OOM);
+    }
+    if ro && flags & FLAG_NO_WRITES == 0 {
+        return Err("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    Ok(())
+}
+
+/// FCALL / FCALL_RO (functions.c's fcallCommandGeneric). The caller holds the gate
+/// exclusively. The function is looked up in the caller's tenant's libraries.
+pub(super) fn fcall_command(
+    shared: &Shared,
+    c: &mut Client,
+    spec: &'static CommandSpec,
+    args: Args<'_>,
+    now: u64,
+) {
+    let ro = spec.cmd == Cmd::FCallRo;
+    let mut fe = shared.scripting.functions.lock();
+    let Some(f) = fe.find(c.tenant, args.get(1)) else {
+        return c.out.error("ERR Function not found");
+    };
+    let (lua_ref, name, flags) = (f.lua_ref, f.name.clone(), f.flags);
+    let Some(numkeys) = parse_i64(args.get(2)) else {
+        return c.out.error("ERR Bad number of keys provided");
+    };
+    if numkeys > args.len() as i64 - 3 {
+        return c
+            .out
+            .error("ERR Number of keys can't be greater than number of args");
+    }
+    if numkeys < 0 {
+        return c.out.error("ERR Number of keys can't be negative");
+    }
+    let numkeys = numkeys as usize;
+    if let Err(e) = check_flags(shared, flags, ro) {
+        return c.out.error(e);
+    }
+    let keys = args.range(3, 3 + numkeys);
+    let argv = args.range(3 + numkeys, args.len());
+    run_prepared(
+        shared,
+        c,
+        args,
+        flags,
+        ro,
+        now,
+        true,
+        &name,
+        |ctx, hook, reply| {
+            fe.vm
+                .call_function(lua_ref, &name, keys, argv, ctx, hook, reply)
+        },
+    );
+}
+
+/// Runs a script or function through `run` (scriptPrepareForRun .. scriptResetRun):
+/// publishes the running state other connections read, gives the script its run
+/// context, restores the caller's database, and appends the reply.
+#[allow(clippy::too_many_arguments)]
+fn run_prepared(
+    shared: &Shared,
+    c: &mut Client,
+    args: Args<'_>,
+    flags: u32,
+    ro: bool,
+    now: u64,
+    is_function: bool,
+    name: &str,
+    run: impl FnOnce(&mut RunCtx<'_>, bool, &mut Out),
+) {
+    let scripting = &shared.scripting;
+    let compat = flags & FLAG_EVAL_COMPAT_MODE != 0;
+    let oom = shared.store.over_limit_for_writes();
     let threshold = Duration::from_millis(shared.config.read().busy_reply_threshold);
 
     scripting.killed.store(false, Relaxed);
     scripting.busy.store(false, Relaxed);
     scripting.write_dirty.store(false, Relaxed);
+    scripting.running_function.store(is_function, Relaxed);
+    *scripting.running_info.lock() =
+        Some((name.to_string(), args.iter().map(<[u8]>::to_vec).collect()));
     *scripting.started.lock() = Some(Instant::now());
     scripting.running.store(true, Relaxed);
 
@@ -117,26 +206,29 @@ pub(super) fn eval_command(
             },
             start: Instant::now(),
             threshold,
-            sha: &sha,
+            sha: name,
             busy: false,
         };
+        let allow_oom = host.allow_oom;
+        if allow_oom {
+            shared.store.set_oom_exempt(true);
+        }
         let mut ctx = RunCtx::new(&mut host);
-        let keys = args.range(3, 3 + numkeys);
-        let argv = args.range(3 + numkeys, args.len());
-        engine
-            .vm
-            .run(&sha, keys, argv, &mut ctx, !threshold.is_zero(), &mut reply);
+        run(&mut ctx, !threshold.is_zero(), &mut reply);
+        if allow_oom {
+            shared.store.set_oom_exempt(false);
+        }
     }
     if c.db != saved_db {
         c.db = saved_db;
         c.meta.db.store(saved_db, Relaxed);
     }
-    scripting.publish_stats(&engine);
-    drop(engine);
     scripting.running.store(false, Relaxed);
     scripting.busy.store(false, Relaxed);
     scripting.killed.store(false, Relaxed);
     scripting.write_dirty.store(false, Relaxed);
+    scripting.running_function.store(false, Relaxed);
+    *scripting.running_info.lock() = None;
     *scripting.started.lock() = None;
     c.out.buf.extend_from_slice(&reply.buf);
     // The script's own reply: an error it raised counts as EVAL's (once: an error a
@@ -333,14 +425,7 @@ pub(super) fn script_command(
             }
         }
         "kill" => {
-            if !scripting.running.load(Relaxed) {
-                c.out.error("NOTBUSY No scripts in execution right now.")
-            } else if scripting.write_dirty.load(Relaxed) {
-                c.out.error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
-            } else {
-                scripting.killed.store(true, Relaxed);
-                c.out.ok();
-            }
+            script_kill(shared, c, true)
         }
         "debug" => {
             let mode = args.get(2);
@@ -373,6 +458,25 @@ pub(super) fn script_command(
                 "    Load a script into the scripts cache without executing it.",
             ],
         ),
+    }
+}
+
+/// SCRIPT KILL (`is_eval`) and FUNCTION KILL (script.c's scriptKill): each stops only
+/// its own kind of script, and neither one that has written.
+pub(super) fn script_kill(shared: &Shared, c: &mut Client, is_eval: bool) {
+    let scripting = &shared.scripting;
+    let function = scripting.running_function.load(Relaxed);
+    if !scripting.running.load(Relaxed) {
+        c.out.error("NOTBUSY No scripts in execution right now.")
+    } else if scripting.write_dirty.load(Relaxed) {
+        c.out.error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+    } else if is_eval && function {
+        c.out.error(crate::scripting::ERR_BUSY_FUNCTION)
+    } else if !is_eval && !function {
+        c.out.error(crate::scripting::ERR_BUSY_EVAL)
+    } else {
+        scripting.killed.store(true, Relaxed);
+        c.out.ok();
     }
 }
 

@@ -12,7 +12,7 @@
 mod bits;
 mod client;
 mod connection;
-mod dump;
+pub(crate) mod dump;
 pub mod eval;
 mod expire;
 mod hash;
@@ -188,7 +188,8 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     c.meta.last_cmd.store(client::cmd_code(spec, args), Relaxed);
     // While a script has run past busy-reply-threshold, only what Redis allows runs.
     if shared.scripting.busy() && !eval::allow_busy(spec, args) {
-        return reject(c, slot, |out| out.error(eval::ERR_BUSY));
+        c.out.stats.reject(slot);
+        return reject_busy(shared, c, spec);
     }
     if let Some(m) = &mut c.multi {
         if spec.flags & NO_MULTI != 0 {
@@ -232,30 +233,44 @@ fn run(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: Args<'
     let busy = || shared.scripting.busy();
     if matches!(
         spec.cmd,
-        Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo
+        Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo | Cmd::FCall | Cmd::FCallRo
     ) {
         // A script runs atomically, like EXEC: the gate exclusively for its whole run.
         let Some(_exclusive) = shared.gate.exclusive_unless(busy) else {
-            return c.out.error(eval::ERR_BUSY);
+            return c.out.error(shared.scripting.busy_error());
         };
         return call(shared, c, spec, args, now);
     }
     if spec.cmd == Cmd::SwapDb {
         // Exchanges two databases' maps for every connection: no command may be running.
         let Some(_exclusive) = shared.gate.exclusive_unless(busy) else {
-            return c.out.error(eval::ERR_BUSY);
+            return reject_busy(shared, c, spec);
         };
-        return dispatch(shared, c, spec, args, now);
+        return call(shared, c, spec, args, now);
     }
     match shared.gate.shared_unless(busy) {
         Some(_shared_hold) => call(shared, c, spec, args, now),
         // A busy script holds the gate; what may run meanwhile does not touch keys.
         None if eval::allow_busy(spec, args) => call(shared, c, spec, args, now),
-        None => {
-            flag_transaction(c);
-            c.out.error(eval::ERR_BUSY)
-        }
+        None => reject_busy(shared, c, spec),
     }
+}
+
+/// The BUSY refusal (processCommand's rejectCommand while a script is busy): inside a
+/// transaction it aborts it (flagTransaction), and an EXEC refused this way discards
+/// the transaction and answers EXECABORT with the reason (execCommandAbort), so the
+/// connection never stays in MULTI.
+fn reject_busy(shared: &Shared, c: &mut Client, spec: &'static CommandSpec) {
+    let msg = shared.scripting.busy_error();
+    if spec.cmd == Cmd::Exec {
+        c.multi = None;
+        multi::unwatch_all(shared, c);
+        return c.out.error(&format!(
+            "EXECABORT Transaction discarded because of: {msg}"
+        ));
+    }
+    flag_transaction(c);
+    c.out.error(msg)
 }
 
 /// Runs a queued command inside EXEC as a call of its own (multi.c's execCommand calls
@@ -297,7 +312,7 @@ pub(crate) fn call(
     }
     let script = matches!(
         spec.cmd,
-        Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo
+        Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo | Cmd::FCall | Cmd::FCallRo
     );
     if script {
         client::feed_monitors(shared, c, spec, args);
@@ -421,6 +436,7 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::Lcs => strings::lcs_command(shared, c, args, now),
         Cmd::Dump => dump::dump_command(shared, c, args, now),
         Cmd::Restore => dump::restore_command(shared, c, args, now),
+        Cmd::FCall | Cmd::FCallRo => eval::fcall_command(shared, c, spec, args, now),
         Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo => {
             eval::eval_command(shared, c, spec, args, now)
         }

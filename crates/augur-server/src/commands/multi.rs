@@ -122,11 +122,14 @@ pub(super) fn exec_command(shared: &Shared, c: &mut Client, now: u64) {
         ));
     }
     let Some(_exclusive) = shared.gate.exclusive_unless(|| shared.scripting.busy()) else {
-        // A script turned busy while EXEC waited for it.
-        let mut m = m;
-        m.flag_error();
-        c.multi = Some(m);
-        return c.out.error(super::eval::ERR_BUSY);
+        // A script turned busy while EXEC waited for it: refused as processCommand
+        // refuses EXEC during a busy script (execCommandAbort), the transaction is
+        // discarded.
+        unwatch_all(shared, c);
+        return c.out.error(&format!(
+            "EXECABORT Transaction discarded because of: {}",
+            shared.scripting.busy_error()
+        ));
     };
     // A watched key that was live at WATCH and has expired since is a change: looking it
     // up deletes it lazily, and the deletion raises the flag.

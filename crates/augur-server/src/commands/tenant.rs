@@ -90,6 +90,9 @@ pub(super) fn acl_command(
                 if let Some(u) = shared.tenants.delete_user(&lossy(name)) {
                     shared.disconnect_tenant_except(u.id, u64::MAX);
                     shared.store.drop_tenant(u.id);
+                    // Its function libraries are its data too (a later user may get
+                    // the same tenant id).
+                    shared.scripting.drop_tenant_functions(u.id);
                     shared.profiler.views.lock().remove(&u.id);
                     n += 1;
                 }

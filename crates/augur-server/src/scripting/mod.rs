@@ -12,10 +12,13 @@
 
 mod bit;
 mod cjson;
+mod cmsgpack;
 pub mod fmt;
+pub mod functions;
+mod lstruct;
 mod vm;
 
-pub use vm::{LuaVm, RunCtx, ScriptHost};
+pub use vm::{verify_name, LuaVm, RegisteredFunction, RunCtx, ScriptHost};
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -30,6 +33,31 @@ pub const FLAG_NO_CLUSTER: u32 = 1 << 3;
 pub const FLAG_ALLOW_CROSS_SLOT: u32 = 1 << 4;
 /// No shebang: the pre-7.0 rules (SCRIPT_FLAG_EVAL_COMPAT_MODE).
 pub const FLAG_EVAL_COMPAT_MODE: u32 = 1 << 5;
+
+/// shared.slowevalerr.
+pub const ERR_BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// shared.slowscripterr.
+pub const ERR_BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// A flag by its name (script.c's scripts_flags_def; register_function compares
+/// without case).
+pub fn flag_by_name(name: &[u8]) -> Option<u32> {
+    FLAG_NAMES
+        .iter()
+        .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name))
+        .map(|&(_, f)| f)
+}
+
+/// scripts_flags_def, in Redis's order (FUNCTION LIST shows flags in it).
+pub const FLAG_NAMES: [(&str, u32); 5] = [
+    ("no-writes", FLAG_NO_WRITES),
+    ("allow-oom", FLAG_ALLOW_OOM),
+    ("allow-stale", FLAG_ALLOW_STALE),
+    ("no-cluster", FLAG_NO_CLUSTER),
+    ("allow-cross-slot-keys", FLAG_ALLOW_CROSS_SLOT),
+];
 
 /// A cached script.
 pub struct CachedScript {
@@ -96,6 +124,16 @@ pub struct Scripting {
     pub scripts_memory: AtomicU64,
     /// When the running script started (for FUNCTION STATS-like reporting and logs).
     pub started: Mutex<Option<Instant>>,
+    /// Function libraries and their interpreter (FUNCTION / FCALL).
+    pub functions: Mutex<functions::FunctionsEngine>,
+    /// The running script is a function (FCALL), not EVAL: decides the BUSY text and
+    /// which of SCRIPT KILL / FUNCTION KILL may stop it.
+    pub running_function: AtomicBool,
+    /// FUNCTION STATS' running_script: the function's name and the calling command.
+    pub running_info: Mutex<Option<(String, Vec<Vec<u8>>)>>,
+    /// Libraries and functions per tenant, refreshed after each change, for FUNCTION
+    /// STATS (which runs while a busy function holds the functions lock) and INFO.
+    pub function_counts: Mutex<HashMap<augur_store::TenantId, (usize, usize)>>,
 }
 
 impl Default for Scripting {
@@ -112,6 +150,10 @@ impl Default for Scripting {
             lua_memory: AtomicU64::new(mem),
             scripts_memory: AtomicU64::new(0),
             started: Mutex::new(None),
+            functions: Mutex::new(functions::FunctionsEngine::default()),
+            running_function: AtomicBool::new(false),
+            running_info: Mutex::new(None),
+            function_counts: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -121,6 +163,42 @@ impl Scripting {
     #[inline]
     pub fn busy(&self) -> bool {
         self.busy.load(Relaxed)
+    }
+
+    /// The BUSY reply for other clients while a script is busy (shared.slowevalerr or,
+    /// for a function, shared.slowscripterr).
+    pub fn busy_error(&self) -> &'static str {
+        if self.running_function.load(Relaxed) {
+            ERR_BUSY_FUNCTION
+        } else {
+            ERR_BUSY_EVAL
+        }
+    }
+
+    /// Refreshes the library counts from the functions engine (called with it locked).
+    pub fn publish_function_stats(&self, f: &functions::FunctionsEngine) {
+        let counts = f
+            .tenants
+            .iter()
+            .map(|(t, ctx)| (*t, (ctx.libraries.len(), ctx.function_count())))
+            .collect();
+        *self.function_counts.lock() = counts;
+    }
+
+    /// Drops a deleted tenant's libraries (ACL DELUSER).
+    pub fn drop_tenant_functions(&self, tenant: augur_store::TenantId) {
+        let mut f = self.functions.lock();
+        f.flush(tenant);
+        self.publish_function_stats(&f);
+    }
+
+    /// A tenant's (libraries, functions).
+    pub fn function_counts(&self, tenant: augur_store::TenantId) -> (usize, usize) {
+        self.function_counts
+            .lock()
+            .get(&tenant)
+            .copied()
+            .unwrap_or((0, 0))
     }
 
     /// Refreshes INFO's numbers from the engine (called with the engine locked).

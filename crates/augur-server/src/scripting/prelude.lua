@@ -12,7 +12,8 @@
 -- skips this chunk's frames, so error positions are the script's.
 --
 -- Arguments: N, the native functions (Rust), and the debug library (only the error
--- handler keeps it). Returns P, V and the error handler.
+-- handler keeps it). Returns P, V, the error handler and, for the functions
+-- interpreter (N.register_function is set), the load-mode switch.
 
 local N, dbg = ...
 local error, type, tostring, select = error, type, tostring, select
@@ -54,7 +55,8 @@ end})
 
 -- The environment of every script.
 local P = {}
-setmetatable(P, {__index = V, __newindex = ro_newindex, __metatable = false})
+local P_meta = {__index = V, __newindex = ro_newindex, __metatable = false}
+setmetatable(P, P_meta)
 protected[P] = V
 metaview[P] = ro({__index = ro(V), __newindex = ro_newindex})
 
@@ -223,6 +225,36 @@ V.math = ro(M)
 V.redis = ro(R)
 V.cjson = ro(J)
 V.bit = ro(N.bit)
+V.cmsgpack = ro(N.cmsgpack)
+V.struct = ro(N.struct)
+
+-- The functions interpreter (function_lua.c): while FUNCTION LOAD runs a library's
+-- code, the globals are only `redis` with register_function, log, the LOG_* levels and
+-- the version (LIBRARY_API); a missing global, or a missing field of that `redis`, is
+-- an error. The callbacks a library registers share P as their environment, so they
+-- see the full API again once the load is over (Redis swaps the globals' __index the
+-- same way). `load_mode(true/false)` switches.
+local load_mode
+if N.register_function then
+  local missing = getmetatable(V).__index
+  local LR = {
+    register_function = N.register_function, log = N.log,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    REDIS_VERSION = N.version, REDIS_VERSION_NUM = N.version_num,
+  }
+  local lr = setmetatable({}, {
+    __index = function(_, k)
+      local v = LR[k]
+      if v == nil then return missing(LR, k) end
+      return v
+    end,
+    __newindex = ro_newindex, __metatable = false})
+  protected[lr] = LR
+  local LIB = setmetatable({redis = lr}, {__index = missing})
+  load_mode = function(on)
+    if on then P_meta.__index = LIB else P_meta.__index = V end
+  end
+end
 
 -- Method calls on strings reach the (read-only) string library.
 getmetatable("").__index = string_lib
@@ -254,4 +286,4 @@ local function err_handler(err)
   return err
 end
 
-return P, V, err_handler
+return P, V, err_handler, load_mode

@@ -97,8 +97,18 @@ unsafe fn set_fn(l: *mut ffi::lua_State, name: *const c_char, f: ffi::lua_CFunct
 }
 
 impl LuaVm {
-    /// A fresh interpreter with Redis's libraries and sandbox.
+    /// A fresh interpreter with Redis's libraries and sandbox (EVAL's).
     pub fn new() -> LuaVm {
+        Self::build(false)
+    }
+
+    /// The interpreter of function libraries (function_lua.c): EVAL's sandbox plus
+    /// `redis.register_function` while FUNCTION LOAD runs a library.
+    pub fn new_functions() -> LuaVm {
+        Self::build(true)
+    }
+
+    fn build(functions: bool) -> LuaVm {
         let mut rand = Box::new(RAND48_DEFAULT);
         unsafe {
             let l = ffi::luaL_newstate();
@@ -134,6 +144,9 @@ impl LuaVm {
             set_fn(l, cstr!("set_repl"), redis_set_repl);
             set_fn(l, cstr!("acl_check_cmd"), redis_acl_check_cmd);
             set_fn(l, cstr!("make_guards"), make_guards);
+            if functions {
+                set_fn(l, cstr!("register_function"), redis_register_function);
+            }
             // cjson's functions share its configuration table as their upvalue.
             ffi::lua_createtable(l, 0, 10);
             ffi::lua_pushvalue(l, -1);
@@ -157,13 +170,18 @@ impl LuaVm {
             ffi::lua_setfield(l, -2, cstr!("version_num"));
             super::bit::push_library(l);
             ffi::lua_setfield(l, -2, cstr!("bit"));
+            super::cmsgpack::push_library(l);
+            ffi::lua_setfield(l, -2, cstr!("cmsgpack"));
+            super::lstruct::push_library(l);
+            ffi::lua_setfield(l, -2, cstr!("struct"));
             ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, cstr!("debug"));
-            let rc = ffi::lua_pcall(l, 2, 3, 0);
+            let rc = ffi::lua_pcall(l, 2, 4, 0);
             if rc != 0 {
                 let msg = String::from_utf8_lossy(to_bytes(l, -1)).into_owned();
                 panic!("the scripting prelude failed: {msg}");
             }
-            // Stack: P, V, handler.
+            // Stack: P, V, handler, load_mode (nil for EVAL's interpreter).
+            ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_loadmode"));
             ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_errh"));
             ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_globals"));
             ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_env"));
@@ -224,7 +242,6 @@ impl LuaVm {
     ) {
         let l = self.l;
         let name = format!("f_{sha}\0");
-        let rc;
         unsafe {
             ffi::lua_settop(l, 0);
             ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_errh"));
@@ -233,17 +250,64 @@ impl LuaVm {
                 ffi::lua_settop(l, 0);
                 return out.error("NOSCRIPT No matching script. Please use EVAL.");
             }
-            set_ctx(l, ctx as *mut RunCtx<'_> as *mut c_void);
-            if hook {
-                ffi::lua_sethook(l, Some(count_hook), ffi::LUA_MASKCOUNT, 100_000);
-            }
+            // On EVAL, keys and arguments are globals.
             ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_globals"));
             push_array(l, keys);
             ffi::lua_setfield(l, -2, cstr!("KEYS"));
             push_array(l, argv);
             ffi::lua_setfield(l, -2, cstr!("ARGV"));
             ffi::lua_pop(l, 1);
-            rc = ffi::lua_pcall(l, 0, 1, -2);
+        }
+        self.call_prepared(0, sha, ctx, hook, out);
+    }
+
+    /// Runs the library function registered as `lua_ref` (function_lua.c's
+    /// luaEngineCall): keys and arguments are its two arguments, not globals. Errors
+    /// name the function `name`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn call_function(
+        &mut self,
+        lua_ref: c_int,
+        name: &str,
+        keys: Args<'_>,
+        argv: Args<'_>,
+        ctx: &mut RunCtx<'_>,
+        hook: bool,
+        out: &mut Out,
+    ) {
+        let l = self.l;
+        unsafe {
+            ffi::lua_settop(l, 0);
+            ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_errh"));
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, lua_ref as ffi::lua_Integer);
+            if ffi::lua_type(l, -1) != ffi::LUA_TFUNCTION {
+                ffi::lua_settop(l, 0);
+                return out.error("ERR Function not found");
+            }
+            push_array(l, keys);
+            push_array(l, argv);
+        }
+        self.call_prepared(2, name, ctx, hook, out);
+    }
+
+    /// Calls the function under its `nargs` arguments (the error handler is at index
+    /// 1), then writes the reply.
+    fn call_prepared(
+        &mut self,
+        nargs: c_int,
+        name: &str,
+        ctx: &mut RunCtx<'_>,
+        hook: bool,
+        out: &mut Out,
+    ) {
+        let l = self.l;
+        let rc;
+        unsafe {
+            set_ctx(l, ctx as *mut RunCtx<'_> as *mut c_void);
+            if hook {
+                ffi::lua_sethook(l, Some(count_hook), ffi::LUA_MASKCOUNT, 100_000);
+            }
+            rc = ffi::lua_pcall(l, nargs, 1, 1);
             self.calls += 1;
             if self.calls >= GC_CYCLE_PERIOD {
                 ffi::lua_gc(l, ffi::LUA_GCSTEP, GC_CYCLE_PERIOD as c_int);
@@ -259,11 +323,335 @@ impl LuaVm {
             if rc == 0 {
                 write_reply(l, out, script_resp3, 0);
             } else {
-                write_run_error(l, out, sha);
+                write_run_error(l, out, name);
             }
             ffi::lua_settop(l, 0);
         }
     }
+
+    /// Compiles and runs a library's code (function_lua.c's luaEngineCreate) with the
+    /// load-time globals, collecting what it registers. `timeout`: the run is stopped
+    /// after it (FUNCTION LOAD's 500 ms; zero = none). On error, whatever it registered
+    /// is released and the error text (without a code) is returned.
+    pub fn load_library(
+        &mut self,
+        code: &[u8],
+        timeout: std::time::Duration,
+    ) -> Result<Vec<RegisteredFunction>, String> {
+        let l = self.l;
+        let mut load = LoadCtx {
+            start: std::time::Instant::now(),
+            timeout,
+            functions: Vec::new(),
+        };
+        let err;
+        unsafe {
+            ffi::lua_settop(l, 0);
+            let rc = ffi::luaL_loadbuffer(
+                l,
+                code.as_ptr() as *const c_char,
+                code.len(),
+                cstr!("@user_function"),
+            );
+            if rc != 0 {
+                let msg = String::from_utf8_lossy(to_bytes(l, -1)).into_owned();
+                ffi::lua_settop(l, 0);
+                return Err(format!("Error compiling function: {msg}"));
+            }
+            ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_env"));
+            ffi::lua_setfenv(l, -2);
+            set_load_mode(l, true);
+            set_load_ctx(l, &mut load as *mut LoadCtx as *mut c_void);
+            ffi::lua_sethook(l, Some(load_hook), ffi::LUA_MASKCOUNT, 100_000);
+            let rc = ffi::lua_pcall(l, 0, 0, 0);
+            ffi::lua_sethook(l, None, 0, 0);
+            set_load_ctx(l, std::ptr::null_mut());
+            set_load_mode(l, false);
+            err = if rc != 0 {
+                let msg = if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+                    error_info(l).0
+                } else {
+                    let mut m = b"ERR ".to_vec();
+                    m.extend_from_slice(to_bytes(l, -1));
+                    m
+                };
+                Some(format!(
+                    "Error registering functions: {}",
+                    String::from_utf8_lossy(&msg)
+                ))
+            } else {
+                None
+            };
+            ffi::lua_settop(l, 0);
+        }
+        match err {
+            None => Ok(load.functions),
+            Some(e) => {
+                for f in &load.functions {
+                    self.unref(f.lua_ref);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Releases a registered function (luaEngineFreeFunction).
+    pub fn unref(&mut self, lua_ref: c_int) {
+        unsafe { ffi::luaL_unref(self.l, ffi::LUA_REGISTRYINDEX, lua_ref) }
+    }
+}
+
+/// A function a library registered while loading.
+pub struct RegisteredFunction {
+    pub name: String,
+    pub desc: Option<Vec<u8>>,
+    pub flags: u32,
+    pub lua_ref: c_int,
+}
+
+/// What `redis.register_function` adds to while FUNCTION LOAD runs (function_lua.c's
+/// loadCtx).
+struct LoadCtx {
+    start: std::time::Instant,
+    timeout: std::time::Duration,
+    functions: Vec<RegisteredFunction>,
+}
+
+/// Registry key of the running load's `LoadCtx` (nil outside FUNCTION LOAD).
+static LOAD_KEY: u8 = 0;
+
+unsafe fn set_load_ctx(l: *mut ffi::lua_State, p: *mut c_void) {
+    ffi::lua_pushlightuserdata(l, &LOAD_KEY as *const u8 as *mut c_void);
+    if p.is_null() {
+        ffi::lua_pushnil(l);
+    } else {
+        ffi::lua_pushlightuserdata(l, p);
+    }
+    ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
+}
+
+unsafe fn get_load_ctx(l: *mut ffi::lua_State) -> *mut LoadCtx {
+    ffi::lua_pushlightuserdata(l, &LOAD_KEY as *const u8 as *mut c_void);
+    ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
+    let p = ffi::lua_touserdata(l, -1);
+    ffi::lua_pop(l, 1);
+    p as *mut LoadCtx
+}
+
+/// Switches the globals between the load-time API and the full one (the prelude's
+/// load_mode; a no-op in EVAL's interpreter).
+unsafe fn set_load_mode(l: *mut ffi::lua_State, on: bool) {
+    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_loadmode"));
+    if ffi::lua_type(l, -1) != ffi::LUA_TFUNCTION {
+        ffi::lua_pop(l, 1);
+        return;
+    }
+    ffi::lua_pushboolean(l, on as c_int);
+    if ffi::lua_pcall(l, 1, 0, 0) != 0 {
+        ffi::lua_pop(l, 1);
+    }
+}
+
+/// luaEngineLoadHook: a library's code that runs past the timeout is stopped.
+unsafe extern "C-unwind" fn load_hook(l: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
+    let load = get_load_ctx(l);
+    if load.is_null() {
+        return;
+    }
+    let (start, timeout) = ((*load).start, (*load).timeout);
+    if !timeout.is_zero() && start.elapsed() > timeout {
+        ffi::lua_sethook(l, Some(load_hook), ffi::LUA_MASKLINE, 0);
+        push_error_buff(l, b"FUNCTION LOAD timeout");
+        ffi::lua_error(l);
+    }
+}
+
+/// Whether `name` is a valid function or library name (functionsVerifyName): letters,
+/// digits and underscores, at least one.
+pub fn verify_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A string argument as luaGetStringSds reads it (strings and numbers).
+unsafe fn string_arg(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    if ffi::lua_isstring(l, idx) == 0 {
+        return None;
+    }
+    // A copy, so that a number key is not converted in place under lua_next.
+    ffi::lua_pushvalue(l, idx);
+    let v = to_bytes(l, -1).to_vec();
+    ffi::lua_pop(l, 1);
+    Some(v)
+}
+
+/// Reads the flags table at the top (luaRegisterFunctionReadFlags).
+unsafe fn read_flags(l: *mut ffi::lua_State) -> Option<u32> {
+    let mut flags = 0;
+    let mut j = 1;
+    loop {
+        ffi::lua_rawgeti(l, -1, j);
+        j += 1;
+        let t = ffi::lua_type(l, -1);
+        if t == ffi::LUA_TNIL {
+            ffi::lua_pop(l, 1);
+            return Some(flags);
+        }
+        let f = string_arg(l, -1);
+        ffi::lua_pop(l, 1);
+        let f = f?;
+        flags |= super::flag_by_name(&f)?;
+    }
+}
+
+/// luaRegisterFunctionReadArgs: the registered function, or the error text. The
+/// callback is taken into the registry (luaL_ref) only when everything else is valid
+/// enough to return it; on error it is released.
+unsafe fn register_args(l: *mut ffi::lua_State) -> Result<RegisteredFunction, &'static str> {
+    let argc = ffi::lua_gettop(l);
+    if !(1..=2).contains(&argc) {
+        return Err("wrong number of arguments to redis.register_function");
+    }
+    if argc == 2 {
+        let Some(name) = string_arg(l, 1) else {
+            return Err("first argument to redis.register_function must be a string");
+        };
+        if ffi::lua_type(l, 2) != ffi::LUA_TFUNCTION {
+            return Err("second argument to redis.register_function must be a function");
+        }
+        ffi::lua_settop(l, 2);
+        let lua_ref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
+        return Ok(RegisteredFunction {
+            name: String::from_utf8_lossy(&name).into_owned(),
+            desc: None,
+            flags: 0,
+            lua_ref,
+        });
+    }
+    if ffi::lua_type(l, 1) != ffi::LUA_TTABLE {
+        return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).");
+    }
+    let (mut name, mut desc, mut flags, mut lua_ref) = (None, None, 0, None);
+    let mut err = None;
+    ffi::lua_pushnil(l);
+    while ffi::lua_next(l, 1) != 0 {
+        // Stack: table, key, value.
+        let Some(key) = string_arg(l, -2) else {
+            err = Some("named argument key given to redis.register_function is not a string");
+            ffi::lua_pop(l, 2);
+            break;
+        };
+        let key = key.to_ascii_lowercase();
+        let e = match key.as_slice() {
+            b"function_name" => match string_arg(l, -1) {
+                Some(v) => {
+                    name = Some(v);
+                    None
+                }
+                None => {
+                    Some("function_name argument given to redis.register_function must be a string")
+                }
+            },
+            b"description" => match string_arg(l, -1) {
+                Some(v) => {
+                    desc = Some(v);
+                    None
+                }
+                None => {
+                    Some("description argument given to redis.register_function must be a string")
+                }
+            },
+            b"callback" => {
+                if ffi::lua_type(l, -1) != ffi::LUA_TFUNCTION {
+                    Some("callback argument given to redis.register_function must be a function")
+                } else {
+                    if let Some(r) = lua_ref.take() {
+                        ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, r);
+                    }
+                    lua_ref = Some(ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX));
+                    continue; // the value was popped by luaL_ref
+                }
+            }
+            b"flags" => {
+                if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
+                    Some("flags argument to redis.register_function must be a table representing function flags")
+                } else {
+                    match read_flags(l) {
+                        Some(f) => {
+                            flags = f;
+                            None
+                        }
+                        None => Some("unknown flag given"),
+                    }
+                }
+            }
+            _ => Some("unknown argument given to redis.register_function"),
+        };
+        if e.is_some() {
+            err = e;
+            ffi::lua_pop(l, 2);
+            break;
+        }
+        ffi::lua_pop(l, 1);
+    }
+    if err.is_none() && name.is_none() {
+        err = Some("redis.register_function must get a function name argument");
+    }
+    if err.is_none() && lua_ref.is_none() {
+        err = Some("redis.register_function must get a callback argument");
+    }
+    match (err, name, lua_ref) {
+        (None, Some(name), Some(lua_ref)) => Ok(RegisteredFunction {
+            name: String::from_utf8_lossy(&name).into_owned(),
+            desc,
+            flags,
+            lua_ref,
+        }),
+        (e, _, r) => {
+            if let Some(r) = r {
+                ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, r);
+            }
+            Err(e.unwrap_or("redis.register_function must get a callback argument"))
+        }
+    }
+}
+
+/// `redis.register_function` (luaRegisterFunction, functionLibCreateFunction).
+unsafe extern "C-unwind" fn redis_register_function(l: *mut ffi::lua_State) -> c_int {
+    let load = get_load_ctx(l);
+    if load.is_null() {
+        return raise(
+            l,
+            b"redis.register_function can only be called on FUNCTION LOAD command",
+        );
+    }
+    let r = catch_unwind(AssertUnwindSafe(|| register_args(l)));
+    let err: &'static str = match r {
+        Ok(Ok(f)) => {
+            let load = &mut *load;
+            let e = if !verify_name(f.name.as_bytes()) {
+                // functions.c reuses the library-name text for function names.
+                Some("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
+            } else if load.functions.iter().any(|g| g.name == f.name) {
+                Some("Function already exists in the library")
+            } else {
+                None
+            };
+            match e {
+                None => {
+                    load.functions.push(f);
+                    return 0;
+                }
+                Some(e) => {
+                    ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, f.lua_ref);
+                    drop(f);
+                    e
+                }
+            }
+        }
+        Ok(Err(e)) => e,
+        Err(_) => "internal error in redis.register_function",
+    };
+    raise(l, err.as_bytes())
 }
 
 unsafe fn set_ctx(l: *mut ffi::lua_State, p: *mut c_void) {
