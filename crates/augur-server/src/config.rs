@@ -118,6 +118,11 @@ pub struct ServerConfig {
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
     pub set_max_intset_entries: usize,
+    /// ACL LOG's length (`acllog-max-len`).
+    pub acllog_max_len: usize,
+    /// `acl-pubsub-default`: whether new users start with `allchannels` (Redis 7.0's
+    /// default is `resetchannels`).
+    pub acl_pubsub_default_all: bool,
 }
 
 /// The kRedis tuner's objective (`tenant-objective`).
@@ -181,6 +186,8 @@ impl Default for ServerConfig {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            acllog_max_len: 128,
+            acl_pubsub_default_all: false,
         }
     }
 }
@@ -235,6 +242,8 @@ pub const PARAMS: &[&str] = &[
     "hash-max-ziplist-entries",
     "hash-max-ziplist-value",
     "set-max-intset-entries",
+    "acllog-max-len",
+    "acl-pubsub-default",
 ];
 
 /// Parameters CONFIG SET may change while running.
@@ -267,6 +276,8 @@ pub const LIVE_PARAMS: &[&str] = &[
     "hash-max-ziplist-entries",
     "hash-max-ziplist-value",
     "set-max-intset-entries",
+    "acllog-max-len",
+    "acl-pubsub-default",
 ];
 
 /// Parses a memory amount as Redis's `memtoull`: digits with an optional unit
@@ -488,6 +499,14 @@ impl ServerConfig {
                     .ok_or("argument must be a memory value")?
             }
             "set-max-intset-entries" => self.set_max_intset_entries = parse_int(value)?,
+            "acllog-max-len" => self.acllog_max_len = parse_int(value)?,
+            "acl-pubsub-default" => {
+                self.acl_pubsub_default_all = match value.to_ascii_lowercase().as_str() {
+                    "allchannels" => true,
+                    "resetchannels" => false,
+                    _ => return Err("argument(s) must be one of the following: allchannels, resetchannels".into()),
+                }
+            }
             _ => return Err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")),
         }
         Ok(())
@@ -499,6 +518,13 @@ impl ServerConfig {
             "port" => self.port.to_string(),
             "bind" => self.bind.join(" "),
             "requirepass" => self.requirepass.clone().unwrap_or_default(),
+            "acllog-max-len" => self.acllog_max_len.to_string(),
+            "acl-pubsub-default" => if self.acl_pubsub_default_all {
+                "allchannels"
+            } else {
+                "resetchannels"
+            }
+            .to_string(),
             "maxclients" => self.maxclients.to_string(),
             "timeout" => self.timeout.to_string(),
             "maxmemory" => self.maxmemory.to_string(),

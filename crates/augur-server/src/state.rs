@@ -85,6 +85,12 @@ impl StripedCounter {
     }
 }
 
+/// [`ClientMeta::acl_state`]: the user's rules changed; reload them before the next
+/// command.
+pub const ACL_DIRTY: u8 = 1;
+/// [`ClientMeta::acl_state`]: the user is restricted; check every command.
+pub const ACL_RESTRICTED: u8 = 2;
+
 /// What other tasks may see of a connection.
 pub struct ClientMeta {
     pub id: u64,
@@ -106,6 +112,12 @@ pub struct ClientMeta {
     pub sub: AtomicU32,
     pub psub: AtomicU32,
     pub ssub: AtomicU32,
+    /// ACL state bits ([`ACL_DIRTY`], [`ACL_RESTRICTED`]): zero lets commands skip the
+    /// permission check on one load and branch.
+    pub acl_state: AtomicU8,
+    /// The slot of the ACL user the connection is authenticated as (its tenant is that
+    /// user's keyspace, which `tenant:` may make another user's).
+    pub user_id: std::sync::atomic::AtomicU16,
     /// Set (then `kill` notified) to make the connection close: idle timeout, shutdown.
     pub killed: AtomicBool,
     pub kill: Notify,
@@ -129,6 +141,8 @@ impl ClientMeta {
             sub: AtomicU32::new(0),
             psub: AtomicU32::new(0),
             ssub: AtomicU32::new(0),
+            acl_state: AtomicU8::new(ACL_DIRTY),
+            user_id: std::sync::atomic::AtomicU16::new(0),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         }
@@ -177,6 +191,8 @@ pub struct Shared {
     pub run_id: String,
     /// Pub/Sub subscriptions, per tenant.
     pub pubsub: Arc<crate::pubsub::Registry>,
+    /// ACL LOG.
+    pub acl_log: crate::acl::AclLog,
 }
 
 impl Shared {
@@ -200,6 +216,9 @@ impl Shared {
                 .collect()
         };
         let tenants = crate::tenants::Registry::new(config.requirepass.as_deref());
+        tenants
+            .pubsub_default_all
+            .store(config.acl_pubsub_default_all, Relaxed);
         Self {
             store,
             gate: crate::gate::ExecGate::default(),
@@ -224,6 +243,7 @@ impl Shared {
             listen_addrs: Mutex::new(Vec::new()),
             run_id,
             pubsub: Arc::default(),
+            acl_log: crate::acl::AclLog::default(),
         }
     }
 
@@ -248,7 +268,10 @@ impl Shared {
         self.maxclients.store(new.maxclients, Relaxed);
         self.timeout_secs.store(new.timeout, Relaxed);
         self.hz.store(new.hz, Relaxed);
-        self.pass_required.store(new.requirepass.is_some(), Relaxed);
+        self.tenants
+            .pubsub_default_all
+            .store(new.acl_pubsub_default_all, Relaxed);
+        self.acl_log.truncate(new.acllog_max_len);
         let old = self.config.read().clone();
         if old.requirepass != new.requirepass {
             // requirepass is the default user's password, as in Redis.
@@ -261,6 +284,8 @@ impl Shared {
             };
             let refs: Vec<&[u8]> = rules.iter().map(Vec::as_slice).collect();
             let _ = self.tenants.set_user("default", &refs);
+            self.refresh_default_auth();
+            self.acl_changed();
         }
         if old.tenant_partitioning != new.tenant_partitioning {
             self.store.set_partitioning(new.tenant_partitioning);
@@ -319,6 +344,7 @@ impl Shared {
                 .set_settings(name, &pairs, maxmemory)
                 .map_err(|e| format!("tenant {name}: {e:?}"))?;
         }
+        self.refresh_default_auth();
         self.store.set_partitioning(mode);
         self.install_sample_rates();
         self.install_tenant_limits();
@@ -347,8 +373,37 @@ impl Shared {
             .install_static_limits(&self.store, maxmemory, tuner_owns);
     }
 
-    /// Closes every connection authenticated as tenant `t` (ACL DELUSER, or the user
-    /// turned off), except connection `keep` (the one asking).
+    /// New connections start authenticated exactly when the default user is `on` and
+    /// `nopass` (networking.c createClient); keeps the hot copy in step.
+    pub fn refresh_default_auth(&self) {
+        let open = self
+            .tenants
+            .get("default")
+            .is_some_and(|u| u.enabled && u.nopass);
+        self.pass_required.store(!open, Relaxed);
+    }
+
+    /// Tells every connection to reload its user's permissions before its next command
+    /// (after ACL SETUSER and anything else that changes a user).
+    pub fn acl_changed(&self) {
+        for c in self.clients.lock().values() {
+            c.acl_state
+                .fetch_or(ACL_DIRTY, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// Closes every connection authenticated as user slot `u` (ACL DELUSER), except
+    /// connection `keep`.
+    pub fn disconnect_user_except(&self, u: augur_store::TenantId, keep: u64) {
+        for c in self.clients.lock().values() {
+            if c.user_id.load(Relaxed) == u && c.id != keep {
+                c.close();
+            }
+        }
+    }
+
+    /// Closes every connection working in tenant (keyspace) `t`, except connection
+    /// `keep` (the one asking).
     pub fn disconnect_tenant_except(&self, t: augur_store::TenantId, keep: u64) {
         for c in self.clients.lock().values() {
             if c.tenant.load(Relaxed) == t && c.id != keep {

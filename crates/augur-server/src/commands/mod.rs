@@ -69,6 +69,8 @@ pub struct Client {
     /// Pub/Sub subscriptions; Some exactly while the connection has one (Redis's
     /// CLIENT_PUBSUB flag). The connection loop also waits on it for messages.
     pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
+    /// The user's permissions as of its last refresh (see `tenant::refresh_perms`).
+    pub perms: Arc<crate::acl::Perms>,
 }
 
 impl Client {
@@ -86,6 +88,7 @@ impl Client {
             watched: Vec::new(),
             watch_flag: WatchFlag::default(),
             pubsub: None,
+            perms: Arc::new(crate::acl::Perms::new(false)),
         }
     }
 
@@ -129,6 +132,18 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     if spec.flags & NO_AUTH == 0 && c.auth_required(shared) {
         flag_transaction(c);
         return c.out.error(ERR_NOAUTH);
+    }
+    // ACL: one load and branch unless the user is restricted or its rules changed.
+    if c.meta.acl_state.load(Relaxed) != 0 {
+        let context = if c.multi.is_some() {
+            "multi"
+        } else {
+            "toplevel"
+        };
+        if let Err((denied, fullname)) = tenant::check_request(shared, c, spec, args, context) {
+            flag_transaction(c);
+            return c.out.error(&denied.error(fullname));
+        }
     }
     if spec.flags & DENYOOM != 0 && shared.store.over_limit_for_writes() {
         flag_transaction(c);
