@@ -123,6 +123,8 @@ pub struct ServerConfig {
     /// `acl-pubsub-default`: whether new users start with `allchannels` (Redis 7.0's
     /// default is `resetchannels`).
     pub acl_pubsub_default_all: bool,
+    /// `aclfile`: users come from this file (ACL LOAD / ACL SAVE); empty = none.
+    pub aclfile: String,
 }
 
 /// The kRedis tuner's objective (`tenant-objective`).
@@ -188,6 +190,7 @@ impl Default for ServerConfig {
             set_max_intset_entries: 512,
             acllog_max_len: 128,
             acl_pubsub_default_all: false,
+            aclfile: String::new(),
         }
     }
 }
@@ -244,6 +247,7 @@ pub const PARAMS: &[&str] = &[
     "set-max-intset-entries",
     "acllog-max-len",
     "acl-pubsub-default",
+    "aclfile",
 ];
 
 /// Parameters CONFIG SET may change while running.
@@ -500,6 +504,7 @@ impl ServerConfig {
             }
             "set-max-intset-entries" => self.set_max_intset_entries = parse_int(value)?,
             "acllog-max-len" => self.acllog_max_len = parse_int(value)?,
+            "aclfile" => self.aclfile = value.to_string(),
             "acl-pubsub-default" => {
                 self.acl_pubsub_default_all = match value.to_ascii_lowercase().as_str() {
                     "allchannels" => true,
@@ -519,6 +524,7 @@ impl ServerConfig {
             "bind" => self.bind.join(" "),
             "requirepass" => self.requirepass.clone().unwrap_or_default(),
             "acllog-max-len" => self.acllog_max_len.to_string(),
+            "aclfile" => self.aclfile.clone(),
             "acl-pubsub-default" => if self.acl_pubsub_default_all {
                 "allchannels"
             } else {

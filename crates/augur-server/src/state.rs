@@ -322,13 +322,30 @@ impl Shared {
                 c.maxmemory,
             )
         };
+        let aclfile = self.config.read().aclfile.clone();
+        if !aclfile.is_empty() {
+            if !users.is_empty() {
+                return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+            }
+            self.load_acl_file()?;
+        }
+        let mut seen = std::collections::HashSet::new();
         for line in &users {
             let mut words = line.split_whitespace();
             let name = words.next().ok_or("user: missing name")?;
-            let rules: Vec<&[u8]> = words.map(str::as_bytes).collect();
+            if !seen.insert(name.to_string()) {
+                return Err(format!("Error in user declaration '{name}': Duplicate user found. A user can only be defined once in config files"));
+            }
+            // Config-file users are declared whole (ACLLoadConfiguredUsers): the
+            // default user is reset first, the others are created fresh.
+            let mut rules: Vec<&[u8]> = Vec::new();
+            if name == "default" {
+                rules.push(b"reset");
+            }
+            rules.extend(words.map(str::as_bytes));
             self.tenants
                 .set_user(name, &rules)
-                .map_err(|e| format!("user {name}: {e:?}"))?;
+                .map_err(|e| format!("Error in user declaration '{name}': {e:?}"))?;
         }
         for line in &lines {
             let words: Vec<&str> = line.split_whitespace().collect();
@@ -349,6 +366,49 @@ impl Shared {
         self.install_sample_rates();
         self.install_tenant_limits();
         Ok(())
+    }
+
+    /// Loads `aclfile` (startup and ACL LOAD): every user replaced at once; the keyspaces
+    /// of users gone are dropped and new users start empty. Err is Redis's error text.
+    pub fn load_acl_file(&self) -> Result<(), String> {
+        let path = self.config.read().aclfile.clone();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("Error loading ACLs, opening file '{path}': {e}"))?;
+        let (removed, created) = self.tenants.load_file(&text, &path)?;
+        for u in &removed {
+            self.store.drop_tenant(u.id);
+            self.profiler.views.lock().remove(&u.id);
+        }
+        let rate = self.config.read().tenant_sample_rate;
+        for id in created {
+            self.store.drop_tenant(id);
+            self.store.set_tenant_sample_rate(id, rate);
+        }
+        self.install_tenant_limits();
+        self.refresh_default_auth();
+        self.acl_changed();
+        Ok(())
+    }
+
+    /// ACL SAVE: ACL LIST's lines, written to a temporary file then renamed over
+    /// `aclfile` (ACLSaveToFile).
+    pub fn save_acl_file(&self) -> Result<(), String> {
+        let path = self.config.read().aclfile.clone();
+        let mut users = self.tenants.users();
+        users.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut text = String::new();
+        for u in users {
+            text.push_str(&u.describe());
+            text.push('\n');
+        }
+        let tmp = format!("{path}.tmp-{}", std::process::id());
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                tracing::warn!("Failed to save the ACL file {path}: {e}");
+                "There was an error trying to save the ACLs. Please check the server logs for more information".to_string()
+            })
     }
 
     /// Pushes every tenant's profiler sampling rate to the store.

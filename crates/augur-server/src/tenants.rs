@@ -440,6 +440,136 @@ impl Registry {
         Ok((before, user))
     }
 
+    /// ACL LOAD and `aclfile` at startup (acl.c ACLLoadFromFile): parses `user NAME
+    /// rules...` lines and replaces every user at once, or nothing with Redis's error
+    /// text. A user kept by name keeps its slot, hence its keyspace and tenant settings;
+    /// users missing from the file are returned for the caller to drop, with the slots
+    /// of the users it created. A file without
+    /// `default` gets `default on nopass ~* &* +@all`.
+    pub fn load_file(&self, text: &str, fname: &str) -> Result<(Vec<User>, Vec<TenantId>), String> {
+        let allchannels = self.pubsub_default_all.load(Relaxed);
+        let mut errors = String::new();
+        let mut parsed: Vec<(String, User)> = Vec::new();
+        for (i, raw) in text.split('\n').enumerate() {
+            let linenum = i + 1;
+            let line = raw.trim_matches(|c| c == ' ' || c == '\t' || c == '\r');
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let Some(argv) = crate::acl::split_args(line.as_bytes()) else {
+                errors.push_str(&format!(
+                    "{fname}:{linenum}: unbalanced quotes in acl line. "
+                ));
+                continue;
+            };
+            if argv.len() < 2 || argv[0] != b"user" {
+                errors.push_str(&format!(
+                    "{fname}:{linenum} should start with user keyword followed by the username. "
+                ));
+                continue;
+            }
+            let name = String::from_utf8_lossy(&argv[1]).into_owned();
+            if !valid_username(&argv[1]) {
+                errors.push_str(&format!(
+                    "'{fname}:{linenum}: username '{name}' contains invalid characters. "
+                ));
+                continue;
+            }
+            if parsed.iter().any(|(n, _)| *n == name) {
+                errors.push_str(&format!(
+                    "WARNING: Duplicate user '{name}' found on line {linenum}. "
+                ));
+                continue;
+            }
+            let rules: Vec<&[u8]> = argv[2..].iter().map(Vec::as_slice).collect();
+            let Ok(merged) = merge_selector_args(&rules) else {
+                errors.push_str(&format!(
+                    "{fname}:{linenum}: Unmatched parenthesis in selector definition."
+                ));
+                continue;
+            };
+            let mut u = User::new(&name, 0, allchannels);
+            for r in &merged {
+                if let Err(e) = u.apply_rule(r, allchannels) {
+                    errors.push_str(&format!(
+                        "{fname}:{linenum}: Error in applying operation '{}': {e}. ",
+                        String::from_utf8_lossy(r)
+                    ));
+                    break;
+                }
+            }
+            parsed.push((name, u));
+        }
+        if !parsed.iter().any(|(n, _)| n == "default") {
+            let mut d = User::new("default", 0, allchannels);
+            d.enabled = true;
+            d.nopass = true;
+            d.perms = Arc::new(Perms::all());
+            parsed.push(("default".into(), d));
+        }
+        for (name, u) in &parsed {
+            if let Some(k) = &u.keyspace {
+                match parsed.iter().find(|(n, _)| n == k) {
+                    Some((_, t)) if t.keyspace.is_none() => {}
+                    _ => errors.push_str(&format!(
+                        "{fname}: user '{name}': tenant:{k} names no user with its own keyspace. "
+                    )),
+                }
+            }
+        }
+        if !errors.is_empty() {
+            errors.push_str("WARNING: ACL errors detected, no change to the previously active ACL rules was performed");
+            return Err(errors);
+        }
+        let mut g = self.inner.write();
+        let old_ids: HashMap<String, TenantId> = g.by_name.clone();
+        let mut removed = Vec::new();
+        for (n, id) in &old_ids {
+            if !parsed.iter().any(|(p, _)| p == n) {
+                if let Some(u) = g.slots[*id as usize].take() {
+                    removed.push(u);
+                }
+            }
+        }
+        let mut created = Vec::new();
+        let mut by_name = HashMap::new();
+        let mut slots: Vec<Option<User>> = vec![None; g.slots.len().max(1)];
+        // Kept users keep their slot (keyspace, settings); new ones take free slots.
+        for (n, u) in parsed.iter_mut() {
+            if let Some(&id) = old_ids.get(n.as_str()) {
+                u.id = id;
+                if let Some(old) = g.slots[id as usize].as_ref() {
+                    u.settings = old.settings.clone();
+                }
+                by_name.insert(n.clone(), id);
+                slots[id as usize] = Some(u.clone());
+            }
+        }
+        for (n, u) in parsed.iter_mut() {
+            if by_name.contains_key(n.as_str()) {
+                continue;
+            }
+            let free = slots
+                .iter()
+                .enumerate()
+                .position(|(_, s)| s.is_none())
+                .unwrap_or(slots.len());
+            if free >= MAX_TENANTS {
+                return Err("Too many users for the tenant slots".into());
+            }
+            if free >= slots.len() {
+                slots.resize(free + 1, None);
+            }
+            u.id = free as TenantId;
+            by_name.insert(n.clone(), u.id);
+            slots[free] = Some(u.clone());
+            created.push(u.id);
+        }
+        g.by_name = by_name;
+        g.slots = slots;
+        Ok((removed, created))
+    }
+
     /// ACL DELUSER: removes the user; the caller drops its keyspace and connections.
     /// The default user cannot be removed; nor a user others work in (`tenant:`), which
     /// is an error naming one of them.

@@ -403,9 +403,32 @@ pub(super) fn acl_command(
             };
             c.out.bulk_str(&acl::genpass(bits))
         }
-        "load" | "save" => c
-            .out
-            .error("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."),
+        "load" | "save" => {
+            if shared.config.read().aclfile.is_empty() {
+                return c.out.error("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.");
+            }
+            let res = if sub == "load" {
+                shared.load_acl_file()
+            } else {
+                shared.save_acl_file()
+            };
+            match res {
+                Err(e) => c.out.error(&format!("ERR {e}")),
+                Ok(()) => {
+                    if sub == "load" {
+                        // Every user was replaced: every connection closes, this one
+                        // after its reply (as Redis frees the old users' clients).
+                        for m in shared.clients.lock().values() {
+                            if m.id != c.meta.id {
+                                m.close();
+                            }
+                        }
+                        c.close_after_reply = true;
+                    }
+                    c.out.ok()
+                }
+            }
+        }
         _ => help_reply(
             &mut c.out,
             "ACL",
