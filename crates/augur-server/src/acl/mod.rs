@@ -120,6 +120,8 @@ pub struct KeySpec {
 pub struct RCmd {
     /// Lower case; `container|sub` for subcommands.
     pub name: &'static str,
+    /// Redis's arity (negative: at least).
+    pub arity: i32,
     pub cats: u32,
     pub no_auth: bool,
     pub specs: &'static [KeySpec],
@@ -172,6 +174,11 @@ pub fn lookup(name: &str) -> Option<CmdId> {
 
 pub fn rcmd(id: CmdId) -> &'static RCmd {
     &table::RCMDS[id as usize]
+}
+
+/// Whether a command is a container (CONFIG, CLIENT, ACL, ...).
+pub fn has_subcommands(id: CmdId) -> bool {
+    !children(id).is_empty()
 }
 
 fn children(id: CmdId) -> &'static [CmdId] {
@@ -778,6 +785,56 @@ pub fn keys_of(req: &Request<'_>) -> Vec<(usize, u16)> {
                     kf::RW | kf::ACCESS | kf::UPDATE
                 };
                 out.push((1, f));
+            }
+            return out;
+        }
+        // Specs Redis marks incomplete or cannot follow: its native getkeys.
+        "migrate" => {
+            let (mut first, mut num) = (3usize, 1usize);
+            if argc > 6 {
+                let mut i = 6;
+                while i < argc {
+                    let a = req.args.get(i);
+                    if arg_eq(a, "keys") {
+                        if !req.args.get(3).is_empty() {
+                            return out;
+                        }
+                        first = i + 1;
+                        num = argc - first;
+                        break;
+                    }
+                    if arg_eq(a, "auth") {
+                        i += 1;
+                    } else if arg_eq(a, "auth2") {
+                        i += 2;
+                    }
+                    i += 1;
+                }
+            }
+            for p in first..(first + num).min(argc) {
+                out.push((p, kf::RW | kf::ACCESS | kf::DELETE));
+            }
+            return out;
+        }
+        "sort" => {
+            if argc > 1 {
+                out.push((1, kf::RO | kf::ACCESS));
+            }
+            let mut store = None;
+            let mut i = 2;
+            while i < argc {
+                let a = req.args.get(i);
+                if arg_eq(a, "limit") {
+                    i += 2;
+                } else if arg_eq(a, "get") || arg_eq(a, "by") {
+                    i += 1;
+                } else if arg_eq(a, "store") && i + 1 < argc {
+                    store = Some(i + 1);
+                }
+                i += 1;
+            }
+            if let Some(p) = store {
+                out.push((p, kf::OW | kf::UPDATE));
             }
             return out;
         }

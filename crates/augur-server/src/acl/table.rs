@@ -7,90 +7,105 @@ use super::{Begin, Find, KeySpec, RCmd};
 pub static RCMDS: &[RCmd] = &[
     RCmd {
         name: "acl",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|cat",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|deluser",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|dryrun",
+        arity: -4,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|genpass",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|getuser",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|help",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|list",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|load",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|log",
+        arity: -2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|save",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|setuser",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|users",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "acl|whoami",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "append",
+        arity: 3,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -105,30 +120,35 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "asking",
+        arity: 1,
         cats: FAST | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "auth",
+        arity: -2,
         cats: FAST | CONNECTION,
         no_auth: true,
         specs: &[],
     },
     RCmd {
         name: "bgrewriteaof",
+        arity: 1,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "bgsave",
+        arity: -1,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "bitcount",
+        arity: -2,
         cats: READ | BITMAP | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -143,6 +163,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "bitfield",
+        arity: -2,
         cats: WRITE | BITMAP | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -157,6 +178,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "bitfield_ro",
+        arity: -2,
         cats: READ | BITMAP | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -171,6 +193,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "bitop",
+        arity: -4,
         cats: WRITE | BITMAP | SLOW,
         no_auth: false,
         specs: &[
@@ -196,6 +219,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "bitpos",
+        arity: -3,
         cats: READ | BITMAP | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -210,6 +234,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "blmove",
+        arity: 6,
         cats: WRITE | LIST | SLOW | BLOCKING,
         no_auth: false,
         specs: &[
@@ -235,6 +260,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "blmpop",
+        arity: -5,
         cats: WRITE | LIST | SLOW | BLOCKING,
         no_auth: false,
         specs: &[KeySpec {
@@ -249,6 +275,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "blpop",
+        arity: -3,
         cats: WRITE | LIST | SLOW | BLOCKING,
         no_auth: false,
         specs: &[KeySpec {
@@ -263,6 +290,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "brpop",
+        arity: -3,
         cats: WRITE | LIST | SLOW | BLOCKING,
         no_auth: false,
         specs: &[KeySpec {
@@ -277,6 +305,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "brpoplpush",
+        arity: 4,
         cats: WRITE | LIST | SLOW | BLOCKING,
         no_auth: false,
         specs: &[
@@ -302,6 +331,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "bzmpop",
+        arity: -5,
         cats: WRITE | SORTEDSET | SLOW | BLOCKING,
         no_auth: false,
         specs: &[KeySpec {
@@ -316,6 +346,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "bzpopmax",
+        arity: -3,
         cats: WRITE | SORTEDSET | FAST | BLOCKING,
         no_auth: false,
         specs: &[KeySpec {
@@ -330,6 +361,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "bzpopmin",
+        arity: -3,
         cats: WRITE | SORTEDSET | FAST | BLOCKING,
         no_auth: false,
         specs: &[KeySpec {
@@ -344,372 +376,434 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "client",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|caching",
+        arity: 3,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|getname",
+        arity: 2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|getredir",
+        arity: 2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|help",
+        arity: 2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|id",
+        arity: 2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|info",
+        arity: 2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|kill",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|list",
+        arity: -2,
         cats: ADMIN | SLOW | DANGEROUS | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|no-evict",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|no-touch",
+        arity: 3,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|pause",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|reply",
+        arity: 3,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|setinfo",
+        arity: 4,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|setname",
+        arity: 3,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|tracking",
+        arity: -3,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|trackinginfo",
+        arity: 2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|unblock",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "client|unpause",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|addslots",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|addslotsrange",
+        arity: -4,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|bumpepoch",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|count-failure-reports",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|countkeysinslot",
+        arity: 3,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|delslots",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|delslotsrange",
+        arity: -4,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|failover",
+        arity: -2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|flushslots",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|forget",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|getkeysinslot",
+        arity: 4,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|help",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|info",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|keyslot",
+        arity: 3,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|links",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|meet",
+        arity: -4,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|myid",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|nodes",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|replicas",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|replicate",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|reset",
+        arity: -2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|saveconfig",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|set-config-epoch",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|setslot",
+        arity: -4,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|shards",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|slaves",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "cluster|slots",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "command",
+        arity: -1,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "command|count",
+        arity: 2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "command|docs",
+        arity: -2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "command|getkeys",
+        arity: -4,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "command|getkeysandflags",
+        arity: -4,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "command|help",
+        arity: 2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "command|info",
+        arity: -2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "command|list",
+        arity: -2,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "config",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "config|get",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "config|help",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "config|resetstat",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "config|rewrite",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "config|set",
+        arity: -4,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "copy",
+        arity: -3,
         cats: KEYSPACE | WRITE | SLOW,
         no_auth: false,
         specs: &[
@@ -735,18 +829,21 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "dbsize",
+        arity: 1,
         cats: KEYSPACE | READ | FAST,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "debug",
+        arity: -2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "decr",
+        arity: 2,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -761,6 +858,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "decrby",
+        arity: 3,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -775,6 +873,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "del",
+        arity: -2,
         cats: KEYSPACE | WRITE | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -789,12 +888,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "discard",
+        arity: 1,
         cats: FAST | TRANSACTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "dump",
+        arity: 2,
         cats: KEYSPACE | READ | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -809,12 +910,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "echo",
+        arity: 2,
         cats: FAST | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "eval",
+        arity: -3,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[KeySpec {
@@ -829,6 +932,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "eval_ro",
+        arity: -3,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[KeySpec {
@@ -843,6 +947,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "evalsha",
+        arity: -3,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[KeySpec {
@@ -857,6 +962,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "evalsha_ro",
+        arity: -3,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[KeySpec {
@@ -871,12 +977,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "exec",
+        arity: 1,
         cats: SLOW | TRANSACTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "exists",
+        arity: -2,
         cats: KEYSPACE | READ | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -891,6 +999,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "expire",
+        arity: -3,
         cats: KEYSPACE | WRITE | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -905,6 +1014,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "expireat",
+        arity: -3,
         cats: KEYSPACE | WRITE | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -919,6 +1029,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "expiretime",
+        arity: 2,
         cats: KEYSPACE | READ | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -933,12 +1044,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "failover",
+        arity: -1,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "fcall",
+        arity: -3,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[KeySpec {
@@ -953,6 +1066,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "fcall_ro",
+        arity: -3,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[KeySpec {
@@ -967,78 +1081,91 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "flushall",
+        arity: -1,
         cats: KEYSPACE | WRITE | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "flushdb",
+        arity: -1,
         cats: KEYSPACE | WRITE | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function|delete",
+        arity: 3,
         cats: WRITE | SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function|dump",
+        arity: 2,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function|flush",
+        arity: -2,
         cats: WRITE | SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function|help",
+        arity: 2,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function|kill",
+        arity: 2,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function|list",
+        arity: -2,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function|load",
+        arity: -3,
         cats: WRITE | SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function|restore",
+        arity: -3,
         cats: WRITE | SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "function|stats",
+        arity: 2,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "geoadd",
+        arity: -5,
         cats: WRITE | GEO | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1053,6 +1180,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "geodist",
+        arity: -4,
         cats: READ | GEO | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1067,6 +1195,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "geohash",
+        arity: -2,
         cats: READ | GEO | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1081,6 +1210,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "geopos",
+        arity: -2,
         cats: READ | GEO | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1095,6 +1225,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "georadius",
+        arity: -6,
         cats: WRITE | GEO | SLOW,
         no_auth: false,
         specs: &[
@@ -1129,6 +1260,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "georadius_ro",
+        arity: -6,
         cats: READ | GEO | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1143,6 +1275,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "georadiusbymember",
+        arity: -5,
         cats: WRITE | GEO | SLOW,
         no_auth: false,
         specs: &[
@@ -1177,6 +1310,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "georadiusbymember_ro",
+        arity: -5,
         cats: READ | GEO | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1191,6 +1325,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "geosearch",
+        arity: -7,
         cats: READ | GEO | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1205,6 +1340,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "geosearchstore",
+        arity: -8,
         cats: WRITE | GEO | SLOW,
         no_auth: false,
         specs: &[
@@ -1230,6 +1366,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "get",
+        arity: 2,
         cats: READ | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1244,6 +1381,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "getbit",
+        arity: 3,
         cats: READ | BITMAP | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1258,6 +1396,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "getdel",
+        arity: 2,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1272,6 +1411,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "getex",
+        arity: -2,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1286,6 +1426,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "getrange",
+        arity: 4,
         cats: READ | STRING | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1300,6 +1441,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "getset",
+        arity: 3,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1314,6 +1456,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hdel",
+        arity: -3,
         cats: WRITE | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1328,12 +1471,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hello",
+        arity: -1,
         cats: FAST | CONNECTION,
         no_auth: true,
         specs: &[],
     },
     RCmd {
         name: "hexists",
+        arity: 3,
         cats: READ | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1348,6 +1493,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hget",
+        arity: 3,
         cats: READ | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1362,6 +1508,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hgetall",
+        arity: 2,
         cats: READ | HASH | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1376,6 +1523,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hincrby",
+        arity: 4,
         cats: WRITE | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1390,6 +1538,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hincrbyfloat",
+        arity: 4,
         cats: WRITE | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1404,6 +1553,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hkeys",
+        arity: 2,
         cats: READ | HASH | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1418,6 +1568,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hlen",
+        arity: 2,
         cats: READ | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1432,6 +1583,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hmget",
+        arity: -3,
         cats: READ | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1446,6 +1598,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hmset",
+        arity: -4,
         cats: WRITE | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1460,6 +1613,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hrandfield",
+        arity: -2,
         cats: READ | HASH | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1474,6 +1628,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hscan",
+        arity: -3,
         cats: READ | HASH | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1488,6 +1643,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hset",
+        arity: -4,
         cats: WRITE | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1502,6 +1658,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hsetnx",
+        arity: 4,
         cats: WRITE | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1516,6 +1673,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hstrlen",
+        arity: 3,
         cats: READ | HASH | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1530,6 +1688,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "hvals",
+        arity: 2,
         cats: READ | HASH | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1544,6 +1703,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "incr",
+        arity: 2,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1558,6 +1718,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "incrby",
+        arity: 3,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1572,6 +1733,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "incrbyfloat",
+        arity: 3,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1586,72 +1748,84 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "info",
+        arity: -1,
         cats: SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "keys",
+        arity: 2,
         cats: KEYSPACE | READ | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "lastsave",
+        arity: 1,
         cats: ADMIN | FAST | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "latency",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "latency|doctor",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "latency|graph",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "latency|help",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "latency|histogram",
+        arity: -2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "latency|history",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "latency|latest",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "latency|reset",
+        arity: -2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "lcs",
+        arity: -3,
         cats: READ | STRING | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1666,6 +1840,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lindex",
+        arity: 3,
         cats: READ | LIST | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1680,6 +1855,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "linsert",
+        arity: 5,
         cats: WRITE | LIST | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1694,6 +1870,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "llen",
+        arity: 2,
         cats: READ | LIST | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1708,6 +1885,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lmove",
+        arity: 5,
         cats: WRITE | LIST | SLOW,
         no_auth: false,
         specs: &[
@@ -1733,6 +1911,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lmpop",
+        arity: -4,
         cats: WRITE | LIST | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1747,12 +1926,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lolwut",
+        arity: -1,
         cats: READ | FAST,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "lpop",
+        arity: -2,
         cats: WRITE | LIST | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1767,6 +1948,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lpos",
+        arity: -3,
         cats: READ | LIST | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1781,6 +1963,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lpush",
+        arity: -3,
         cats: WRITE | LIST | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1795,6 +1978,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lpushx",
+        arity: -3,
         cats: WRITE | LIST | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1809,6 +1993,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lrange",
+        arity: 4,
         cats: READ | LIST | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1823,6 +2008,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lrem",
+        arity: 4,
         cats: WRITE | LIST | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1837,6 +2023,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "lset",
+        arity: 4,
         cats: WRITE | LIST | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1851,6 +2038,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "ltrim",
+        arity: 4,
         cats: WRITE | LIST | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1865,42 +2053,49 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "memory",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "memory|doctor",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "memory|help",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "memory|malloc-stats",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "memory|purge",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "memory|stats",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "memory|usage",
+        arity: -3,
         cats: READ | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -1915,6 +2110,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "mget",
+        arity: -2,
         cats: READ | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -1929,6 +2125,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "migrate",
+        arity: -6,
         cats: KEYSPACE | WRITE | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[
@@ -1954,48 +2151,56 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "module",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "module|help",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "module|list",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "module|load",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "module|loadex",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "module|unload",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "monitor",
+        arity: 1,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "move",
+        arity: 3,
         cats: KEYSPACE | WRITE | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2010,6 +2215,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "mset",
+        arity: -3,
         cats: WRITE | STRING | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2024,6 +2230,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "msetnx",
+        arity: -3,
         cats: WRITE | STRING | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2038,18 +2245,21 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "multi",
+        arity: 1,
         cats: FAST | TRANSACTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "object",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "object|encoding",
+        arity: 3,
         cats: KEYSPACE | READ | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2064,6 +2274,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "object|freq",
+        arity: 3,
         cats: KEYSPACE | READ | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2078,12 +2289,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "object|help",
+        arity: 2,
         cats: KEYSPACE | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "object|idletime",
+        arity: 3,
         cats: KEYSPACE | READ | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2098,6 +2311,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "object|refcount",
+        arity: 3,
         cats: KEYSPACE | READ | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2112,6 +2326,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "persist",
+        arity: 2,
         cats: KEYSPACE | WRITE | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2126,6 +2341,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "pexpire",
+        arity: -3,
         cats: KEYSPACE | WRITE | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2140,6 +2356,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "pexpireat",
+        arity: -3,
         cats: KEYSPACE | WRITE | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2154,6 +2371,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "pexpiretime",
+        arity: 2,
         cats: KEYSPACE | READ | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2168,6 +2386,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "pfadd",
+        arity: -2,
         cats: WRITE | HYPERLOGLOG | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2182,6 +2401,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "pfcount",
+        arity: -2,
         cats: READ | HYPERLOGLOG | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2196,6 +2416,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "pfdebug",
+        arity: 3,
         cats: WRITE | HYPERLOGLOG | ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[KeySpec {
@@ -2210,6 +2431,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "pfmerge",
+        arity: -2,
         cats: WRITE | HYPERLOGLOG | SLOW,
         no_auth: false,
         specs: &[
@@ -2235,18 +2457,21 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "pfselftest",
+        arity: 1,
         cats: HYPERLOGLOG | ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "ping",
+        arity: -1,
         cats: FAST | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "psetex",
+        arity: 4,
         cats: WRITE | STRING | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2261,18 +2486,21 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "psubscribe",
+        arity: -2,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "psync",
+        arity: -3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "pttl",
+        arity: 2,
         cats: KEYSPACE | READ | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2287,84 +2515,98 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "publish",
+        arity: 3,
         cats: PUBSUB | FAST,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "pubsub",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "pubsub|channels",
+        arity: -2,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "pubsub|help",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "pubsub|numpat",
+        arity: 2,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "pubsub|numsub",
+        arity: -2,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "pubsub|shardchannels",
+        arity: -2,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "pubsub|shardnumsub",
+        arity: -2,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "punsubscribe",
+        arity: -1,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "quit",
+        arity: -1,
         cats: FAST | CONNECTION,
         no_auth: true,
         specs: &[],
     },
     RCmd {
         name: "randomkey",
+        arity: 1,
         cats: KEYSPACE | READ | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "readonly",
+        arity: 1,
         cats: FAST | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "readwrite",
+        arity: 1,
         cats: FAST | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "rename",
+        arity: 3,
         cats: KEYSPACE | WRITE | SLOW,
         no_auth: false,
         specs: &[
@@ -2390,6 +2632,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "renamenx",
+        arity: 3,
         cats: KEYSPACE | WRITE | FAST,
         no_auth: false,
         specs: &[
@@ -2415,24 +2658,28 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "replconf",
+        arity: -1,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "replicaof",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "reset",
+        arity: 1,
         cats: FAST | CONNECTION,
         no_auth: true,
         specs: &[],
     },
     RCmd {
         name: "restore",
+        arity: -4,
         cats: KEYSPACE | WRITE | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[KeySpec {
@@ -2447,6 +2694,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "restore-asking",
+        arity: -4,
         cats: KEYSPACE | WRITE | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[KeySpec {
@@ -2461,12 +2709,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "role",
+        arity: 1,
         cats: ADMIN | FAST | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "rpop",
+        arity: -2,
         cats: WRITE | LIST | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2481,6 +2731,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "rpoplpush",
+        arity: 3,
         cats: WRITE | LIST | SLOW,
         no_auth: false,
         specs: &[
@@ -2506,6 +2757,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "rpush",
+        arity: -3,
         cats: WRITE | LIST | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2520,6 +2772,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "rpushx",
+        arity: -3,
         cats: WRITE | LIST | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2534,6 +2787,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sadd",
+        arity: -3,
         cats: WRITE | SET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2548,18 +2802,21 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "save",
+        arity: 1,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "scan",
+        arity: -2,
         cats: KEYSPACE | READ | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "scard",
+        arity: 2,
         cats: READ | SET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2574,48 +2831,56 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "script",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "script|debug",
+        arity: 3,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "script|exists",
+        arity: -3,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "script|flush",
+        arity: -2,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "script|help",
+        arity: 2,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "script|kill",
+        arity: 2,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "script|load",
+        arity: 3,
         cats: SLOW | SCRIPTING,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "sdiff",
+        arity: -2,
         cats: READ | SET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2630,6 +2895,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sdiffstore",
+        arity: -3,
         cats: WRITE | SET | SLOW,
         no_auth: false,
         specs: &[
@@ -2655,12 +2921,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "select",
+        arity: 2,
         cats: FAST | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "set",
+        arity: -3,
         cats: WRITE | STRING | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2675,6 +2943,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "setbit",
+        arity: 4,
         cats: WRITE | BITMAP | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2689,6 +2958,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "setex",
+        arity: 4,
         cats: WRITE | STRING | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2703,6 +2973,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "setnx",
+        arity: 3,
         cats: WRITE | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2717,6 +2988,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "setrange",
+        arity: 4,
         cats: WRITE | STRING | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2731,12 +3003,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "shutdown",
+        arity: -1,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "sinter",
+        arity: -2,
         cats: READ | SET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2751,6 +3025,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sintercard",
+        arity: -3,
         cats: READ | SET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2765,6 +3040,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sinterstore",
+        arity: -3,
         cats: WRITE | SET | SLOW,
         no_auth: false,
         specs: &[
@@ -2790,6 +3066,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sismember",
+        arity: 3,
         cats: READ | SET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2804,42 +3081,49 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "slaveof",
+        arity: 3,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "slowlog",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "slowlog|get",
+        arity: -2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "slowlog|help",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "slowlog|len",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "slowlog|reset",
+        arity: 2,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "smembers",
+        arity: 2,
         cats: READ | SET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2854,6 +3138,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "smismember",
+        arity: -3,
         cats: READ | SET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2868,6 +3153,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "smove",
+        arity: 4,
         cats: WRITE | SET | FAST,
         no_auth: false,
         specs: &[
@@ -2893,6 +3179,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sort",
+        arity: -2,
         cats: WRITE | SET | SORTEDSET | LIST | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[
@@ -2919,6 +3206,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sort_ro",
+        arity: -2,
         cats: READ | SET | SORTEDSET | LIST | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[
@@ -2940,6 +3228,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "spop",
+        arity: -2,
         cats: WRITE | SET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2954,6 +3243,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "spublish",
+        arity: 3,
         cats: PUBSUB | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2968,6 +3258,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "srandmember",
+        arity: -2,
         cats: READ | SET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -2982,6 +3273,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "srem",
+        arity: -3,
         cats: WRITE | SET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -2996,6 +3288,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sscan",
+        arity: -3,
         cats: READ | SET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3010,6 +3303,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "ssubscribe",
+        arity: -2,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3024,6 +3318,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "strlen",
+        arity: 2,
         cats: READ | STRING | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3038,12 +3333,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "subscribe",
+        arity: -2,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "substr",
+        arity: 4,
         cats: READ | STRING | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3058,6 +3355,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sunion",
+        arity: -2,
         cats: READ | SET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3072,6 +3370,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sunionstore",
+        arity: -3,
         cats: WRITE | SET | SLOW,
         no_auth: false,
         specs: &[
@@ -3097,6 +3396,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "sunsubscribe",
+        arity: -1,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3111,66 +3411,77 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "swapdb",
+        arity: 3,
         cats: KEYSPACE | WRITE | FAST | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "sync",
+        arity: 1,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "tenant",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "tenant|get",
+        arity: -3,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "tenant|help",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "tenant|info",
+        arity: 3,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "tenant|list",
+        arity: 2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "tenant|mrc",
+        arity: -3,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "tenant|set",
+        arity: -5,
         cats: ADMIN | SLOW | DANGEROUS,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "time",
+        arity: 1,
         cats: FAST,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "touch",
+        arity: -2,
         cats: KEYSPACE | READ | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3185,6 +3496,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "ttl",
+        arity: 2,
         cats: KEYSPACE | READ | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3199,6 +3511,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "type",
+        arity: 2,
         cats: KEYSPACE | READ | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3213,6 +3526,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "unlink",
+        arity: -2,
         cats: KEYSPACE | WRITE | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3227,24 +3541,28 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "unsubscribe",
+        arity: -1,
         cats: PUBSUB | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "unwatch",
+        arity: 1,
         cats: FAST | TRANSACTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "wait",
+        arity: 3,
         cats: SLOW | CONNECTION,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "watch",
+        arity: -2,
         cats: FAST | TRANSACTION,
         no_auth: false,
         specs: &[KeySpec {
@@ -3259,6 +3577,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xack",
+        arity: -4,
         cats: WRITE | STREAM | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3273,6 +3592,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xadd",
+        arity: -5,
         cats: WRITE | STREAM | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3287,6 +3607,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xautoclaim",
+        arity: -6,
         cats: WRITE | STREAM | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3301,6 +3622,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xclaim",
+        arity: -6,
         cats: WRITE | STREAM | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3315,6 +3637,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xdel",
+        arity: -3,
         cats: WRITE | STREAM | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3329,12 +3652,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xgroup",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "xgroup|create",
+        arity: -5,
         cats: WRITE | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3349,6 +3674,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xgroup|createconsumer",
+        arity: 5,
         cats: WRITE | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3363,6 +3689,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xgroup|delconsumer",
+        arity: 5,
         cats: WRITE | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3377,6 +3704,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xgroup|destroy",
+        arity: 4,
         cats: WRITE | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3391,12 +3719,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xgroup|help",
+        arity: 2,
         cats: STREAM | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "xgroup|setid",
+        arity: -5,
         cats: WRITE | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3411,12 +3741,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xinfo",
+        arity: -2,
         cats: SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "xinfo|consumers",
+        arity: 4,
         cats: READ | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3431,6 +3763,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xinfo|groups",
+        arity: 3,
         cats: READ | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3445,12 +3778,14 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xinfo|help",
+        arity: 2,
         cats: STREAM | SLOW,
         no_auth: false,
         specs: &[],
     },
     RCmd {
         name: "xinfo|stream",
+        arity: -3,
         cats: READ | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3465,6 +3800,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xlen",
+        arity: 2,
         cats: READ | STREAM | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3479,6 +3815,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xpending",
+        arity: -3,
         cats: READ | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3493,6 +3830,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xrange",
+        arity: -4,
         cats: READ | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3507,6 +3845,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xread",
+        arity: -4,
         cats: READ | STREAM | SLOW | BLOCKING,
         no_auth: false,
         specs: &[KeySpec {
@@ -3521,6 +3860,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xreadgroup",
+        arity: -7,
         cats: WRITE | STREAM | SLOW | BLOCKING,
         no_auth: false,
         specs: &[KeySpec {
@@ -3535,6 +3875,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xrevrange",
+        arity: -4,
         cats: READ | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3549,6 +3890,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xsetid",
+        arity: -3,
         cats: WRITE | STREAM | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3563,6 +3905,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "xtrim",
+        arity: -4,
         cats: WRITE | STREAM | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3577,6 +3920,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zadd",
+        arity: -4,
         cats: WRITE | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3591,6 +3935,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zcard",
+        arity: 2,
         cats: READ | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3605,6 +3950,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zcount",
+        arity: 4,
         cats: READ | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3619,6 +3965,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zdiff",
+        arity: -3,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3633,6 +3980,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zdiffstore",
+        arity: -4,
         cats: WRITE | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[
@@ -3658,6 +4006,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zincrby",
+        arity: 4,
         cats: WRITE | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3672,6 +4021,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zinter",
+        arity: -3,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3686,6 +4036,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zintercard",
+        arity: -3,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3700,6 +4051,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zinterstore",
+        arity: -4,
         cats: WRITE | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[
@@ -3725,6 +4077,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zlexcount",
+        arity: 4,
         cats: READ | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3739,6 +4092,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zmpop",
+        arity: -4,
         cats: WRITE | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3753,6 +4107,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zmscore",
+        arity: -3,
         cats: READ | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3767,6 +4122,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zpopmax",
+        arity: -2,
         cats: WRITE | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3781,6 +4137,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zpopmin",
+        arity: -2,
         cats: WRITE | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3795,6 +4152,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrandmember",
+        arity: -2,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3809,6 +4167,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrange",
+        arity: -4,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3823,6 +4182,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrangebylex",
+        arity: -4,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3837,6 +4197,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrangebyscore",
+        arity: -4,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3851,6 +4212,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrangestore",
+        arity: -5,
         cats: WRITE | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[
@@ -3876,6 +4238,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrank",
+        arity: 3,
         cats: READ | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3890,6 +4253,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrem",
+        arity: -3,
         cats: WRITE | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -3904,6 +4268,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zremrangebylex",
+        arity: 4,
         cats: WRITE | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3918,6 +4283,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zremrangebyrank",
+        arity: 4,
         cats: WRITE | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3932,6 +4298,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zremrangebyscore",
+        arity: 4,
         cats: WRITE | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3946,6 +4313,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrevrange",
+        arity: -4,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3960,6 +4328,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrevrangebylex",
+        arity: -4,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3974,6 +4343,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrevrangebyscore",
+        arity: -4,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -3988,6 +4358,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zrevrank",
+        arity: 3,
         cats: READ | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -4002,6 +4373,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zscan",
+        arity: -3,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -4016,6 +4388,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zscore",
+        arity: 3,
         cats: READ | SORTEDSET | FAST,
         no_auth: false,
         specs: &[KeySpec {
@@ -4030,6 +4403,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zunion",
+        arity: -3,
         cats: READ | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[KeySpec {
@@ -4044,6 +4418,7 @@ pub static RCMDS: &[RCmd] = &[
     },
     RCmd {
         name: "zunionstore",
+        arity: -4,
         cats: WRITE | SORTEDSET | SLOW,
         no_auth: false,
         specs: &[

@@ -322,3 +322,40 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn native_getkeys_for_sort_and_migrate() {
+    let p = perms(&["+@all", "%R~read*", "%W~write*", "%RW~rw*"]);
+    assert_eq!(check(&p, &["SORT", "read", "STORE", "write"]), Ok(()));
+    assert_eq!(
+        check(&p, &["SORT", "read", "STORE", "read"]),
+        Err(Denied::Key(3))
+    );
+    assert_eq!(
+        check(&p, &["SORT", "write", "STORE", "write"]),
+        Err(Denied::Key(1))
+    );
+    assert_eq!(check(&p, &["MIGRATE", "h", "p", "rw", "0", "500"]), Ok(()));
+    assert_eq!(
+        check(&p, &["MIGRATE", "h", "p", "read", "0", "500"]),
+        Err(Denied::Key(3))
+    );
+    let keys = [
+        "MIGRATE", "h", "p", "", "0", "5000", "AUTH2", "KEYS", "123", "KEYS", "write",
+    ];
+    assert_eq!(check(&p, &keys), Err(Denied::Key(10)));
+    // GEORADIUS's STORE / STOREDIST are keyword key specs.
+    let g = [
+        "GEORADIUS",
+        "read",
+        "1",
+        "2",
+        "3",
+        "M",
+        "STOREDIST",
+        "write",
+    ];
+    assert_eq!(check(&p, &g), Ok(()));
+    let g = ["GEORADIUS", "read1", "1", "2", "3", "M", "STORE", "read2"];
+    assert_eq!(check(&p, &g), Err(Denied::Key(7)));
+}

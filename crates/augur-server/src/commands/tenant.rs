@@ -362,29 +362,27 @@ pub(super) fn acl_command(
                     lossy(args.get(2))
                 ));
             };
+            // Any Redis 7.0 command can be tried, served by Augur or not: the ACL table
+            // knows every command's categories, arity and key specs.
             let rest = args.range(3, args.len());
-            let mut buf = [0u8; 16];
-            let Some(cspec) = crate::cmdtable::upper(rest.get(0), &mut buf)
-                .and_then(crate::cmdtable::lookup)
-            else {
-                return c.out.error(&format!(
-                    "ERR Command '{}' not found",
-                    lossy(rest.get(0))
-                ));
+            let name = lossy(rest.get(0)).into_owned();
+            let not_found = || format!("ERR Command '{name}' not found");
+            let Some(base) = acl::lookup(&name).filter(|_| !name.contains('|')) else {
+                return c.out.error(&not_found());
             };
-            let arity = match cspec.sub(if rest.len() > 1 { rest.get(1) } else { b"" }) {
-                Some(s) if !cspec.subcommands.is_empty() => (s.arity, s.name),
-                _ => (cspec.arity, cspec.name),
+            let Some(id) = acl::request_id(&name, rest) else {
+                return c.out.error(&not_found());
             };
-            if !crate::cmdtable::arity_ok(arity.0, rest.len()) {
+            if id == base && acl::has_subcommands(base) && rest.len() >= 2 {
+                return c.out.error(&not_found());
+            }
+            let rc = acl::rcmd(id);
+            if !crate::cmdtable::arity_ok(rc.arity, rest.len()) {
                 return c.out.error(&format!(
                     "ERR wrong number of arguments for '{}' command",
-                    arity.1
+                    rc.name
                 ));
             }
-            let Some(id) = acl::request_id(cspec.name, rest) else {
-                return c.out.ok();
-            };
             match u.perms.check(&Request { id, args: rest }) {
                 Ok(()) => c.out.ok(),
                 Err(d) => c
