@@ -95,7 +95,7 @@ start_kind() {
   local args=(--maxmemory "$mm" --maxmemory-policy allkeys-lru --maxmemory-samples 5
     --tenant-sample-rate "$SAMPLE_RATE" --tenant-interval-ms "$INTERVAL_MS"
     --tenant-interval 1000000000 --tenant-alloc-unit "$ALLOC_UNIT")
-  for u in "${users[@]}"; do args+=(--user "$u on >pw-$u"); done
+  for u in "${users[@]}"; do args+=(--user "$u on >pw-$u ~* &* +@all -@admin"); done
   case $kind in
     off) args+=(--tenant-partitioning off) ;;
     static)

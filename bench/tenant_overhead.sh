@@ -18,7 +18,7 @@ common=(--maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru)
 start_augur 7201 "${common[@]}" --tenant-sample-rate 0
 start_augur 7202 "${common[@]}"
 start_augur 7203 "${common[@]}" --tenant-partitioning kredis \
-  --user "t1 on >p1" --user "t2 on >p2" --user "t3 on >p3" --user "t4 on >p4"
+  --user "t1 on >p1 ~* &* +@all" --user "t2 on >p2 ~* &* +@all" --user "t3 on >p3 ~* &* +@all" --user "t4 on >p4 ~* &* +@all"
 echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS"
 OUT=$(mktemp)
 for pair in $(seq 1 "$PAIRS"); do

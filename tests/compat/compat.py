@@ -233,8 +233,8 @@ def pubsub():
         return  # the rest is Augur's tenancy
     # Channels are per tenant: a tenant's PUBLISH reaches only its own subscribers.
     admin = redis.Redis(port=PORT, decode_responses=True)
-    admin.execute_command("ACL", "SETUSER", "ps1", "on", ">pw")
-    admin.execute_command("ACL", "SETUSER", "ps2", "on", ">pw")
+    admin.execute_command("ACL", "SETUSER", "ps1", "on", ">pw", "~*", "&*", "+@all")
+    admin.execute_command("ACL", "SETUSER", "ps2", "on", ">pw", "~*", "&*", "+@all")
     t1 = redis.Redis(port=PORT, username="ps1", password="pw", decode_responses=True)
     t2 = redis.Redis(port=PORT, username="ps2", password="pw", decode_responses=True)
     p1 = t1.pubsub(ignore_subscribe_messages=True)
@@ -398,8 +398,8 @@ def scripting():
 def tenants():
     """Tenants are ACL users: redis-py's username=/password= and redis-cli --user."""
     admin = redis.Redis(port=PORT, decode_responses=True)
-    check("acl setuser", admin.acl_setuser("shop", enabled=True, passwords=["+s3cret"]), True)
-    check("acl setuser 2", admin.execute_command("ACL", "SETUSER", "blog", "on", ">pw"), "OK")
+    check("acl setuser", admin.acl_setuser("shop", enabled=True, passwords=["+s3cret"], keys=["*"], channels=["*"], commands=["+@all", "-@admin"]), True)
+    check("acl setuser 2", admin.execute_command("ACL", "SETUSER", "blog", "on", ">pw", "~*", "&*", "+@all", "-@admin"), "OK")
     shop = redis.Redis(port=PORT, username="shop", password="s3cret", decode_responses=True)
     blog = redis.Redis(port=PORT, username="blog", password="pw", decode_responses=True)
     check("whoami", shop.acl_whoami(), "shop")

@@ -303,6 +303,43 @@ const ACL_SUBS: &[SubSpec] = &[
         summary: "Returns the authenticated username of the current connection.",
     },
     SubSpec {
+        name: "acl|cat",
+        arity: -2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Lists the ACL categories, or the commands inside a category.",
+    },
+    SubSpec {
+        name: "acl|dryrun",
+        arity: -4,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Simulates the execution of a command by a user, without executing the command.",
+    },
+    SubSpec {
+        name: "acl|genpass",
+        arity: -2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary:
+            "Generates a pseudorandom, secure password that can be used to identify ACL users.",
+    },
+    SubSpec {
+        name: "acl|log",
+        arity: -2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Lists recent security events generated due to ACL rules.",
+    },
+    SubSpec {
+        name: "acl|load",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Reloads the rules from the configured ACL file.",
+    },
+    SubSpec {
+        name: "acl|save",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Saves the effective ACL rules in the configured ACL file.",
+    },
+    SubSpec {
         name: "acl|help",
         arity: 2,
         flags: LOADING | STALE,

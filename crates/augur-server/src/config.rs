@@ -136,6 +136,13 @@ pub struct ServerConfig {
     /// `notify-keyspace-events` as Redis's flags word (`augur_store::notify::flags`);
     /// 0, the default, publishes nothing.
     pub notify_keyspace_events: u32,
+    /// ACL LOG's length (`acllog-max-len`).
+    pub acllog_max_len: usize,
+    /// `acl-pubsub-default`: whether new users start with `allchannels` (Redis 7.0's
+    /// default is `resetchannels`).
+    pub acl_pubsub_default_all: bool,
+    /// `aclfile`: users come from this file (ACL LOAD / ACL SAVE); empty = none.
+    pub aclfile: String,
 }
 
 /// The kRedis tuner's objective (`tenant-objective`).
@@ -206,6 +213,9 @@ impl Default for ServerConfig {
             save: String::new(),
             key_load_delay: 0,
             notify_keyspace_events: 0,
+            acllog_max_len: 128,
+            acl_pubsub_default_all: false,
+            aclfile: String::new(),
         }
     }
 }
@@ -269,6 +279,9 @@ pub const PARAMS: &[&str] = &[
     "slaveof",
     "key-load-delay",
     "notify-keyspace-events",
+    "acllog-max-len",
+    "acl-pubsub-default",
+    "aclfile",
 ];
 
 /// Parameters `CONFIG GET` with a pattern (`*`) does not list; only their exact name
@@ -321,6 +334,8 @@ pub const LIVE_PARAMS: &[&str] = &[
     "repl-backlog-size",
     "key-load-delay",
     "notify-keyspace-events",
+    "acllog-max-len",
+    "acl-pubsub-default",
 ];
 
 /// Parses a memory amount as Redis's `memtoull`: digits with an optional unit
@@ -605,6 +620,15 @@ impl ServerConfig {
                 self.notify_keyspace_events = augur_store::notify::parse_flags(value.as_bytes())
                     .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?
             }
+            "acllog-max-len" => self.acllog_max_len = parse_int(value)?,
+            "aclfile" => self.aclfile = value.to_string(),
+            "acl-pubsub-default" => {
+                self.acl_pubsub_default_all = match value.to_ascii_lowercase().as_str() {
+                    "allchannels" => true,
+                    "resetchannels" => false,
+                    _ => return Err("argument(s) must be one of the following: allchannels, resetchannels".into()),
+                }
+            }
             _ => return Err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")),
         }
         Ok(())
@@ -616,6 +640,14 @@ impl ServerConfig {
             "port" => self.port.to_string(),
             "bind" => self.bind.join(" "),
             "requirepass" => self.requirepass.clone().unwrap_or_default(),
+            "acllog-max-len" => self.acllog_max_len.to_string(),
+            "aclfile" => self.aclfile.clone(),
+            "acl-pubsub-default" => if self.acl_pubsub_default_all {
+                "allchannels"
+            } else {
+                "resetchannels"
+            }
+            .to_string(),
             "maxclients" => self.maxclients.to_string(),
             "timeout" => self.timeout.to_string(),
             "maxmemory" => self.maxmemory.to_string(),

@@ -4,6 +4,7 @@
 //! Entry points: [`ServerConfig`] (defaults, config file, overrides), [`Server::bind`]
 //! then [`Server::run`]. The keyspace itself is `augur-store`.
 
+pub mod acl;
 pub mod cmdtable;
 pub mod commands;
 pub mod config;

@@ -310,6 +310,23 @@ impl Registry {
         })
     }
 
+    /// Every subscription of connection `id` in `tenant` (ACL changes check them).
+    pub fn subscriptions_of(&self, tenant: TenantId, id: u64) -> Vec<(Kind, Bytes)> {
+        let g = self.tenants.lock();
+        let Some(space) = g.get(&tenant) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            for (name, subs) in &space.maps[kind.index()] {
+                if subs.contains_key(&id) {
+                    out.push((kind, name.clone()));
+                }
+            }
+        }
+        out
+    }
+
     fn add(&self, tenant: TenantId, kind: Kind, name: &Bytes, mb: &Arc<Mailbox>) {
         let mut g = self.tenants.lock();
         g.entry(tenant).or_default().maps[kind.index()]

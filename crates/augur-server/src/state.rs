@@ -90,6 +90,12 @@ impl StripedCounter {
     }
 }
 
+/// [`ClientMeta::acl_state`]: the user's rules changed; reload them before the next
+/// command.
+pub const ACL_DIRTY: u8 = 1;
+/// [`ClientMeta::acl_state`]: the user is restricted; check every command.
+pub const ACL_RESTRICTED: u8 = 2;
+
 /// What other tasks may see of a connection.
 pub struct ClientMeta {
     pub id: u64,
@@ -111,6 +117,12 @@ pub struct ClientMeta {
     pub sub: AtomicU32,
     pub psub: AtomicU32,
     pub ssub: AtomicU32,
+    /// ACL state bits ([`ACL_DIRTY`], [`ACL_RESTRICTED`]): zero lets commands skip the
+    /// permission check on one load and branch.
+    pub acl_state: AtomicU8,
+    /// The slot of the ACL user the connection is authenticated as (its tenant is that
+    /// user's keyspace, which `tenant:` may make another user's).
+    pub user_id: std::sync::atomic::AtomicU16,
     /// Set (then `kill` notified) to make the connection close: idle timeout, shutdown.
     pub killed: AtomicBool,
     pub kill: Notify,
@@ -187,6 +199,8 @@ impl ClientMeta {
             sub: AtomicU32::new(0),
             psub: AtomicU32::new(0),
             ssub: AtomicU32::new(0),
+            acl_state: AtomicU8::new(ACL_DIRTY),
+            user_id: std::sync::atomic::AtomicU16::new(0),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
             stats: ClientStats {
@@ -265,6 +279,8 @@ pub struct Shared {
     /// (None before [`crate::Server::run`]).
     pub listener_ctl:
         Mutex<Option<tokio::sync::mpsc::UnboundedSender<crate::server::ListenerChange>>>,
+    /// ACL LOG.
+    pub acl_log: crate::acl::AclLog,
 }
 
 /// CLIENT PAUSE state (networking.c `pauseClients`): until when, and whether every
@@ -343,6 +359,9 @@ impl Shared {
         stats
             .latency_tracking
             .store(config.latency_tracking, Relaxed);
+        tenants
+            .pubsub_default_all
+            .store(config.acl_pubsub_default_all, Relaxed);
         Self {
             store,
             gate: crate::gate::ExecGate::default(),
@@ -371,6 +390,7 @@ impl Shared {
             monitors: Arc::default(),
             pause: Pause::default(),
             listener_ctl: Mutex::new(None),
+            acl_log: crate::acl::AclLog::default(),
         }
     }
 
@@ -396,7 +416,10 @@ impl Shared {
         self.maxclients.store(new.maxclients, Relaxed);
         self.timeout_secs.store(new.timeout, Relaxed);
         self.hz.store(new.hz, Relaxed);
-        self.pass_required.store(new.requirepass.is_some(), Relaxed);
+        self.tenants
+            .pubsub_default_all
+            .store(new.acl_pubsub_default_all, Relaxed);
+        self.acl_log.truncate(new.acllog_max_len);
         self.stats
             .latency_tracking
             .store(new.latency_tracking, Relaxed);
@@ -412,6 +435,8 @@ impl Shared {
             };
             let refs: Vec<&[u8]> = rules.iter().map(Vec::as_slice).collect();
             let _ = self.tenants.set_user("default", &refs);
+            self.refresh_default_auth();
+            self.acl_changed();
         }
         if old.tenant_partitioning != new.tenant_partitioning {
             self.store.set_partitioning(new.tenant_partitioning);
@@ -448,13 +473,30 @@ impl Shared {
                 c.maxmemory,
             )
         };
+        let aclfile = self.config.read().aclfile.clone();
+        if !aclfile.is_empty() {
+            if !users.is_empty() {
+                return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+            }
+            self.load_acl_file()?;
+        }
+        let mut seen = std::collections::HashSet::new();
         for line in &users {
             let mut words = line.split_whitespace();
             let name = words.next().ok_or("user: missing name")?;
-            let rules: Vec<&[u8]> = words.map(str::as_bytes).collect();
+            if !seen.insert(name.to_string()) {
+                return Err(format!("Error in user declaration '{name}': Duplicate user found. A user can only be defined once in config files"));
+            }
+            // Config-file users are declared whole (ACLLoadConfiguredUsers): the
+            // default user is reset first, the others are created fresh.
+            let mut rules: Vec<&[u8]> = Vec::new();
+            if name == "default" {
+                rules.push(b"reset");
+            }
+            rules.extend(words.map(str::as_bytes));
             self.tenants
                 .set_user(name, &rules)
-                .map_err(|e| format!("user {name}: {e:?}"))?;
+                .map_err(|e| format!("Error in user declaration '{name}': {e:?}"))?;
         }
         for line in &lines {
             let words: Vec<&str> = line.split_whitespace().collect();
@@ -470,10 +512,54 @@ impl Shared {
                 .set_settings(name, &pairs, maxmemory)
                 .map_err(|e| format!("tenant {name}: {e:?}"))?;
         }
+        self.refresh_default_auth();
         self.store.set_partitioning(mode);
         self.install_sample_rates();
         self.install_tenant_limits();
         Ok(())
+    }
+
+    /// Loads `aclfile` (startup and ACL LOAD): every user replaced at once; the keyspaces
+    /// of users gone are dropped and new users start empty. Err is Redis's error text.
+    pub fn load_acl_file(&self) -> Result<(), String> {
+        let path = self.config.read().aclfile.clone();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("Error loading ACLs, opening file '{path}': {e}"))?;
+        let (removed, created) = self.tenants.load_file(&text, &path)?;
+        for u in &removed {
+            self.store.drop_tenant(u.id);
+            self.profiler.views.lock().remove(&u.id);
+        }
+        let rate = self.config.read().tenant_sample_rate;
+        for id in created {
+            self.store.drop_tenant(id);
+            self.store.set_tenant_sample_rate(id, rate);
+        }
+        self.install_tenant_limits();
+        self.refresh_default_auth();
+        self.acl_changed();
+        Ok(())
+    }
+
+    /// ACL SAVE: ACL LIST's lines, written to a temporary file then renamed over
+    /// `aclfile` (ACLSaveToFile).
+    pub fn save_acl_file(&self) -> Result<(), String> {
+        let path = self.config.read().aclfile.clone();
+        let mut users = self.tenants.users();
+        users.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut text = String::new();
+        for u in users {
+            text.push_str(&u.describe());
+            text.push('\n');
+        }
+        let tmp = format!("{path}.tmp-{}", std::process::id());
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                tracing::warn!("Failed to save the ACL file {path}: {e}");
+                "There was an error trying to save the ACLs. Please check the server logs for more information".to_string()
+            })
     }
 
     /// Pushes every tenant's profiler sampling rate to the store.
@@ -498,8 +584,37 @@ impl Shared {
             .install_static_limits(&self.store, maxmemory, tuner_owns);
     }
 
-    /// Closes every connection authenticated as tenant `t` (ACL DELUSER, or the user
-    /// turned off), except connection `keep` (the one asking).
+    /// New connections start authenticated exactly when the default user is `on` and
+    /// `nopass` (networking.c createClient); keeps the hot copy in step.
+    pub fn refresh_default_auth(&self) {
+        let open = self
+            .tenants
+            .get("default")
+            .is_some_and(|u| u.enabled && u.nopass);
+        self.pass_required.store(!open, Relaxed);
+    }
+
+    /// Tells every connection to reload its user's permissions before its next command
+    /// (after ACL SETUSER and anything else that changes a user).
+    pub fn acl_changed(&self) {
+        for c in self.clients.lock().values() {
+            c.acl_state
+                .fetch_or(ACL_DIRTY, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// Closes every connection authenticated as user slot `u` (ACL DELUSER), except
+    /// connection `keep`.
+    pub fn disconnect_user_except(&self, u: augur_store::TenantId, keep: u64) {
+        for c in self.clients.lock().values() {
+            if c.user_id.load(Relaxed) == u && c.id != keep {
+                c.close();
+            }
+        }
+    }
+
+    /// Closes every connection working in tenant (keyspace) `t`, except connection
+    /// `keep` (the one asking).
     pub fn disconnect_tenant_except(&self, t: augur_store::TenantId, keep: u64) {
         for c in self.clients.lock().values() {
             if c.tenant.load(Relaxed) == t && c.id != keep {

@@ -88,7 +88,8 @@ pub struct Args {
     #[arg(long)]
     pub metrics_port: Option<String>,
     /// An ACL user (= tenant) as in a config file's `user` line, e.g.
-    /// `--user "app1 on >secret"`; repeat for several.
+    /// `--user "app1 on >secret ~* &* +@all -@admin"` (a new user may run nothing until
+    /// given rules, as in Redis); repeat for several.
     #[arg(long)]
     pub user: Vec<String>,
     /// Tenant settings as in a config file's `tenant` line, e.g.

@@ -217,7 +217,10 @@ async fn exec_is_atomic_across_shards() {
 #[tokio::test]
 async fn watches_are_per_tenant() {
     let cfg = ServerConfig {
-        users: vec!["alice on >pa".into(), "bob on >pb".into()],
+        users: vec![
+            "alice on >pa ~* &* +@all".into(),
+            "bob on >pb ~* &* +@all".into(),
+        ],
         ..ServerConfig::default()
     };
     let s = TestServer::start(cfg).await;

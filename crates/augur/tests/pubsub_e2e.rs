@@ -337,7 +337,7 @@ async fn resp3_pushes_and_commands_while_subscribed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reset_leaves_pubsub_mode_and_restores_defaults() {
     let srv = TestServer::start(ServerConfig {
-        users: vec!["app on >pw".into()],
+        users: vec!["app on >pw ~* &* +@all".into()],
         ..Default::default()
     })
     .await;
@@ -373,7 +373,10 @@ async fn reset_leaves_pubsub_mode_and_restores_defaults() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn channels_are_per_tenant() {
     let srv = TestServer::start(ServerConfig {
-        users: vec!["app1 on >pw1".into(), "app2 on >pw2".into()],
+        users: vec![
+            "app1 on >pw1 ~* &* +@all".into(),
+            "app2 on >pw2 ~* &* +@all".into(),
+        ],
         ..Default::default()
     })
     .await;

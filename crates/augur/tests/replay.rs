@@ -896,9 +896,9 @@ fn tenant_groups_against_augur_serve_with_kredis_and_polls() {
     // Two tenants with the same key names (no prefix): the server keeps them apart.
     let augur = Augur::start(&[
         "--user",
-        "t1 on >pw1",
+        "t1 on >pw1 ~* &* +@all",
         "--user",
-        "t2 on >pw2",
+        "t2 on >pw2 ~* &* +@all",
         "--maxmemory",
         "64mb",
         "--tenant-partitioning",
@@ -1018,11 +1018,11 @@ fn tenant_groups_against_augur_serve_with_kredis_and_polls() {
 fn split_divides_one_trace_between_tenants() {
     let augur = Augur::start(&[
         "--user",
-        "a on >p",
+        "a on >p ~* &* +@all",
         "--user",
-        "b on >p",
+        "b on >p ~* &* +@all",
         "--user",
-        "c on >p",
+        "c on >p ~* &* +@all",
         "--tenant-partitioning",
         "static",
     ]);

@@ -464,7 +464,10 @@ async fn oom_refuses_the_first_write_only() {
 #[tokio::test]
 async fn scripts_run_as_the_caller_tenant_and_database() {
     let cfg = ServerConfig {
-        users: vec!["app1 on >pw1".into(), "app2 on >pw2".into()],
+        users: vec![
+            "app1 on >pw1 ~* &* +@all".into(),
+            "app2 on >pw2 ~* &* +@all".into(),
+        ],
         ..Default::default()
     };
     let s = TestServer::start(cfg).await;

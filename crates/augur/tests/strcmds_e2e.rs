@@ -64,7 +64,7 @@ async fn relocation_across_shards_and_databases_keeps_values_and_ttls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relocation_stays_inside_the_callers_tenant() {
     let cfg = ServerConfig {
-        users: vec!["app on >pw".into()],
+        users: vec!["app on >pw ~* &* +@all".into()],
         ..Default::default()
     };
     let s = TestServer::start(cfg).await;

@@ -40,7 +40,10 @@ async fn wait_intervals(con: &mut MultiplexedConnection, tenant: &str, n: u64) {
 fn two_tenants() -> ServerConfig {
     ServerConfig {
         maxmemory_policy: augur_store::EvictionPolicy::AllKeysLru,
-        users: vec!["app1 on >pw1".into(), "app2 on >pw2".into()],
+        users: vec![
+            "app1 on >pw1 ~* &* +@all -@admin".into(),
+            "app2 on >pw2 ~* &* +@all -@admin".into(),
+        ],
         ..Default::default()
     }
 }
@@ -315,9 +318,12 @@ async fn acl_and_tenant_administration_and_bad_input() {
 
     // A new user is a new, empty tenant; deleting it closes its connections and drops
     // its keys; a re-created user of the same name starts empty.
-    let _: () = q(&mut d, &["ACL", "SETUSER", "app3", "on", ">pw3"])
-        .await
-        .unwrap();
+    let _: () = q(
+        &mut d,
+        &["ACL", "SETUSER", "app3", "on", ">pw3", "~*", "&*", "+@all"],
+    )
+    .await
+    .unwrap();
     let mut c3 = s.con_as("app3", "pw3").await;
     let _: () = q(&mut c3, &["SET", "k3", "v"]).await.unwrap();
     assert_eq!(
@@ -331,9 +337,12 @@ async fn acl_and_tenant_administration_and_bad_input() {
         q::<String>(&mut c3, &["GET", "k3"]).await.is_err(),
         "a deleted tenant's connection must be closed"
     );
-    let _: () = q(&mut d, &["ACL", "SETUSER", "app3", "on", ">pw3"])
-        .await
-        .unwrap();
+    let _: () = q(
+        &mut d,
+        &["ACL", "SETUSER", "app3", "on", ">pw3", "~*", "&*", "+@all"],
+    )
+    .await
+    .unwrap();
     let mut c3 = s.con_as("app3", "pw3").await;
     assert_eq!(q::<i64>(&mut c3, &["DBSIZE"]).await.unwrap(), 0);
 

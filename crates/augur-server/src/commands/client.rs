@@ -520,7 +520,7 @@ fn is_pubsub(m: &ClientMeta) -> bool {
 /// `me` is the client running the command, and the command's arguments, when `m` is its
 /// own connection: its figures are taken live rather than from what it last published
 /// (`argv-mem` is the running command's, as networking.c's argv_len_sum).
-fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: &mut String) {
+pub(super) fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: &mut String) {
     let s = &m.stats;
     let bits = s.flags.load(Relaxed);
     let mut flags = String::new();

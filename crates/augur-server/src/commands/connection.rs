@@ -44,24 +44,32 @@ pub(super) fn select_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
 }
 
 /// Authenticates as `user` (an ACL user, i.e. a tenant): on success the connection's
-/// keyspace becomes that tenant's.
-fn check_password(shared: &Shared, c: &mut Client, user: &[u8], pass: &[u8]) -> bool {
-    let Some(u) = shared.tenants.get(&lossy(user)) else {
+/// keyspace becomes that tenant's (or its `tenant:` target's) and its permissions the
+/// user's. A failure is logged in ACL LOG (reason `auth`, object the command's name).
+fn check_password(shared: &Shared, c: &mut Client, cmd: &[u8], user: &[u8], pass: &[u8]) -> bool {
+    let name = lossy(user).into_owned();
+    let Some(u) = shared.tenants.get(&name).filter(|u| u.password_ok(pass)) else {
+        let context = if c.multi.is_some() {
+            "multi"
+        } else {
+            "toplevel"
+        };
+        super::tenant::log_denial(shared, c, "auth", context, cmd.to_vec(), Some(name));
         return false;
     };
-    if !u.password_ok(pass) {
-        return false;
-    }
     c.authenticated = true;
-    if c.tenant != u.id {
+    let keyspace = shared.tenants.keyspace_of(&u);
+    if c.tenant != keyspace {
         // Subscriptions belong to the tenant that made them (see crate::pubsub).
         c.pubsub = None;
     }
-    c.tenant = u.id;
+    c.tenant = keyspace;
     *c.meta.user.lock() = u.name.clone();
     c.attach_db_map(shared);
     c.user = u.name;
     c.meta.tenant.store(c.tenant, Relaxed);
+    c.meta.user_id.store(u.id, Relaxed);
+    c.meta.acl_state.fetch_or(crate::state::ACL_DIRTY, Relaxed);
     true
 }
 
@@ -70,14 +78,14 @@ pub(super) fn auth_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
         return c.out.error(ERR_SYNTAX);
     }
     let (user, pass) = if args.len() == 2 {
-        if !shared.pass_required.load(Relaxed) {
+        if shared.tenants.get("default").is_some_and(|u| u.nopass) {
             return c.out.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
         }
         (&b"default"[..], args.get(1))
     } else {
         (args.get(1), args.get(2))
     };
-    if check_password(shared, c, user, pass) {
+    if check_password(shared, c, args.get(0), user, pass) {
         c.out.ok();
     } else {
         tracing::debug!(client = c.meta.id, "AUTH failed");
@@ -133,7 +141,7 @@ pub(super) fn hello_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
         j += 1;
     }
     if let Some((user, pass)) = auth {
-        if !check_password(shared, c, user, pass) {
+        if !check_password(shared, c, args.get(0), user, pass) {
             return c.out.error(ERR_WRONGPASS);
         }
     }
@@ -186,6 +194,8 @@ pub(super) fn reset_command(shared: &Shared, c: &mut Client) {
     c.reply = 0;
     c.meta.no_evict.store(false, Relaxed);
     c.monitor = None;
+    c.meta.user_id.store(0, Relaxed);
+    c.meta.acl_state.fetch_or(crate::state::ACL_DIRTY, Relaxed);
     c.authenticated = !shared.pass_required.load(Relaxed);
     c.out.simple("RESET");
 }

@@ -307,6 +307,14 @@ impl ScriptHost for Host<'_> {
                 "This Redis command is not allowed from script".into(),
             ));
         }
+        // scriptVerifyACL: the caller's permissions apply inside the script.
+        if self.c.meta.acl_state.load(Relaxed) != 0 {
+            if let Err((denied, _)) =
+                super::tenant::check_request(self.shared, self.c, spec, args, "lua")
+            {
+                return Err(denied.script_error().into());
+            }
+        }
         if self.readonly && flags & WRITE != 0 {
             return Err(self.refuse(
                 Some(slot),
@@ -343,8 +351,17 @@ impl ScriptHost for Host<'_> {
     }
 
     fn acl_check(&self, args: Args<'_>) -> Option<bool> {
-        // Every ACL user (tenant) may run every command; only unknown ones fail.
-        resolve(args).map(|_| true)
+        let (spec, _, _) = resolve(args)?;
+        if self.c.perms.unrestricted {
+            return Some(true);
+        }
+        let id = crate::acl::request_id(spec.name, args)?;
+        Some(
+            self.c
+                .perms
+                .check(&crate::acl::Request { id, args })
+                .is_ok(),
+        )
     }
 
     fn interrupt(&mut self) -> bool {

@@ -83,6 +83,8 @@ pub struct Client {
     /// The tenant's logical -> physical database map (SWAPDB), shared with the store:
     /// set with the tenant (`Shared::attach_db_map`), read on every keyed command.
     pub db_map: Arc<augur_store::DbMap>,
+    /// The user's permissions as of its last refresh (see `tenant::refresh_perms`).
+    pub perms: Arc<crate::acl::Perms>,
 }
 
 impl Client {
@@ -104,6 +106,7 @@ impl Client {
             reply: 0,
             monitor: None,
             db_map: Arc::new(augur_store::DbMap::identity(0)),
+            perms: Arc::new(crate::acl::Perms::new(false)),
         }
     }
 
@@ -177,6 +180,18 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     }
     if spec.flags & NO_AUTH == 0 && c.auth_required(shared) {
         return reject(c, slot, |out| out.error(ERR_NOAUTH));
+    }
+    // ACL: one load and branch unless the user is restricted or its rules changed.
+    if c.meta.acl_state.load(Relaxed) != 0 {
+        let context = if c.multi.is_some() {
+            "multi"
+        } else {
+            "toplevel"
+        };
+        if let Err((denied, fullname)) = tenant::check_request(shared, c, spec, args, context) {
+            flag_transaction(c);
+            return c.out.error(&denied.error(fullname));
+        }
     }
     if spec.flags & DENYOOM != 0 && shared.store.over_limit_for_writes() {
         return reject(c, slot, |out| out.error(ERR_OOM));

@@ -148,6 +148,14 @@ pub(super) fn exec_command(shared: &Shared, c: &mut Client, now: u64) {
     for q in &m.queue {
         let args = Args::from_parts(&q.bytes, &q.ranges);
         c.commands += 1;
+        // The rules may have changed since the command was queued (execCommand).
+        if c.meta.acl_state.load(Relaxed) != 0 {
+            if let Err((denied, _)) = super::tenant::check_request(shared, c, q.spec, args, "multi")
+            {
+                c.out.error(&denied.exec_error());
+                continue;
+            }
+        }
         dispatch_call(shared, c, q.spec, args, now);
     }
 }
