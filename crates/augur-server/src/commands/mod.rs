@@ -189,8 +189,7 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
             "toplevel"
         };
         if let Err((denied, fullname)) = tenant::check_request(shared, c, spec, args, context) {
-            flag_transaction(c);
-            return c.out.error(&denied.error(fullname));
+            return reject(c, slot, |out| out.error(&denied.error(fullname)));
         }
     }
     if spec.flags & DENYOOM != 0 && shared.store.over_limit_for_writes() {
