@@ -363,6 +363,7 @@ async fn serve(
             client.commands = 0;
         }
         shared.stats.flush(&mut client.out.stats);
+        client.clock = None;
         if !client.out.buf.is_empty() {
             counters.net_output_bytes.add(client.out.buf.len() as u64);
             if client.pubsub.is_some() {
