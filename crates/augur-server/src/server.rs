@@ -604,6 +604,7 @@ async fn serve(
             client.commands = 0;
         }
         shared.stats.flush(&mut client.out.stats);
+        client.clock = None;
         if !client.out.buf.is_empty() {
             let len = client.out.buf.len();
             rb_peak = rb_peak.max(len);

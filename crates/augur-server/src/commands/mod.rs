@@ -85,6 +85,10 @@ pub struct Client {
     pub db_map: Arc<augur_store::DbMap>,
     /// The user's permissions as of its last refresh (see `tenant::refresh_perms`).
     pub perms: Arc<crate::acl::Perms>,
+    /// When the previous command of this read batch ended: the next one's start, so a
+    /// pipelined command costs one clock read, not two (on this project's VMs a read is
+    /// ~100 ns under load). The connection loop clears it after each batch.
+    pub clock: Option<Instant>,
 }
 
 impl Client {
@@ -107,6 +111,7 @@ impl Client {
             monitor: None,
             db_map: Arc::new(augur_store::DbMap::identity(0)),
             perms: Arc::new(crate::acl::Perms::new(false)),
+            clock: None,
         }
     }
 
@@ -157,6 +162,8 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
 
 fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     c.commands += 1;
+    // Only a command that runs starts where the previous one ended (see `clock`).
+    let prev_end = c.clock.take();
     let name = args.get(0);
     let mut buf = [0u8; 16];
     let spec = match cmdtable::upper(name, &mut buf).and_then(cmdtable::lookup) {
@@ -221,11 +228,16 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     }
     // From here the command runs: it is a call (server.c's call()), timed, and failed if
     // it replied an error that no command nested in it (EXEC, scripts) accounted for.
-    let t0 = Instant::now();
+    // The duration starts where the previous command of the batch ended (it includes
+    // parsing this one, tens of nanoseconds).
+    let t0 = prev_end.unwrap_or_else(Instant::now);
     c.out.stats.begin();
     run(shared, c, spec, args, now);
+    let t1 = Instant::now();
+    c.clock = Some(t1);
     if sub_arity.is_some() {
-        c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
+        let nanos = t1.saturating_duration_since(t0).as_nanos() as u64;
+        c.out.stats.call(slot, nanos);
     }
 }
 
