@@ -74,7 +74,12 @@ counts() { # log -> "passed failed skipped"
   ok=$(grep -c '^\[ok\]' "$1" || true)
   err=$(grep -cE '^\[(err|exception)\]' "$1" || true)
   skp=$(grep -c '^\[skip\]' "$1" || true)
-  if ! grep -qE 'All tests passed|\[ok\]|\[err\]' "$1"; then err=$((err + 1)); fi
+  # A unit that did not run to its end counts as a failure even if some tests passed:
+  # the suite's own --timeout (no progress for 120 s, e.g. a script left busy) prints
+  # [TIMEOUT] and stops without an [err] line, and `timeout 600` kills it silently.
+  if grep -q '^\[TIMEOUT\]' "$1" || ! grep -qE 'All tests passed|\[err\]|\[exception\]' "$1"; then
+    err=$((err + 1))
+  fi
   echo "$ok $err $skp"
 }
 
@@ -110,8 +115,9 @@ for u in "${UNITS[@]}"; do
   if grep -qE '^\[(err|exception)\]' "$log"; then
     echo "--- $u: failing tests"
     grep -E '^\[(err|exception)\]' "$log" | sed 's/^/  /'
-  elif ! grep -qE 'All tests passed|\[ok\]|\[err\]' "$log"; then
-    echo "--- $u: the file did not run"; tail -20 "$log" | sed 's/^/  /'
+  elif ! grep -qE 'All tests passed|\[err\]' "$log" || grep -q '^\[TIMEOUT\]' "$log"; then
+    echo "--- $u: the file did not run to its end (hung, timed out or crashed)"
+    tail -20 "$log" | sed 's/^/  /'
   fi
 done
 [ -n "${KEEP_LOGS:-}" ] && cp -r "$WORK" "$KEEP_LOGS"

@@ -311,7 +311,7 @@ unsafe fn decode_value(l: *mut ffi::lua_State, c: &mut Cursor<'_>) -> Result<(),
             ffi::lua_pushnumber(l, f64::from_bits(c.be(1, 8)));
             c.at += 9;
         }
-        0xd9 | 0xda | 0xdb => {
+        0xd9..=0xdb => {
             let hdr = match t {
                 0xd9 => 1,
                 0xda => 2,
@@ -324,7 +324,7 @@ unsafe fn decode_value(l: *mut ffi::lua_State, c: &mut Cursor<'_>) -> Result<(),
             push_bytes(l, &c.b[c.at..c.at + n]);
             c.at += n;
         }
-        0xdc | 0xdd | 0xde | 0xdf => {
+        0xdc..=0xdf => {
             let hdr = if t == 0xdc || t == 0xde { 2 } else { 4 };
             c.need(1 + hdr)?;
             let n = c.be(1, hdr);
