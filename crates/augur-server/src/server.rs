@@ -610,15 +610,10 @@ async fn serve(
             rb_peak = rb_peak.max(len);
             counters.net_output_bytes.add(len as u64);
             meta.stats.obl.store(len as u64, Relaxed);
-            if client.pubsub.is_some() || client.monitor.is_some() {
-                // A subscriber disconnected for its output-buffer limit may be the one
-                // not reading: do not wait for its socket.
-                tokio::select! {
-                    r = sock.write_all(&client.out.buf) => r?,
-                    _ = &mut killed => return Ok(()),
-                }
-            } else {
-                sock.write_all(&client.out.buf).await?;
+            // A client killed (CLIENT KILL, an output-buffer limit) may be the one not
+            // reading: do not wait for its socket.
+            if !write_unless_killed(sock, &client.out.buf, meta, &mut killed).await? {
+                return Ok(());
             }
             meta.stats.obl.store(0, Relaxed);
             client.out.buf.clear();
@@ -677,19 +672,40 @@ async fn write_pushed<'a>(
     let len = client.out.buf.len();
     shared.counters.net_output_bytes.add(len as u64);
     meta.stats.obl.store(len as u64, Relaxed);
-    tokio::select! {
-        r = sock.write_all(&client.out.buf) => r?,
-        _ = killed.as_mut() => {
-            // Closed while the client was not reading; a shrink nudge waits for later.
-            if !meta.killed.load(Relaxed) {
-                killed.set(meta.kill.notified());
-                sock.write_all(&client.out.buf).await?;
-            }
-        }
+    if !write_unless_killed(sock, &client.out.buf, meta, killed).await? {
+        return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "killed"));
     }
     meta.stats.obl.store(0, Relaxed);
     client.out.buf.clear();
     Ok(())
+}
+
+/// Writes `buf` whole; false if the connection was killed meanwhile (then the write is
+/// abandoned). A wake-up that is not a kill (the cron's read-buffer nudge) leaves the
+/// write running. When the socket takes the bytes at once, as it nearly always does,
+/// this is one poll of the write.
+async fn write_unless_killed<'a>(
+    sock: &mut TcpStream,
+    buf: &[u8],
+    meta: &'a ClientMeta,
+    killed: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'a>>,
+) -> io::Result<bool> {
+    let mut write = std::pin::pin!(sock.write_all(buf));
+    loop {
+        tokio::select! {
+            biased;
+            r = &mut write => {
+                r?;
+                return Ok(true);
+            }
+            _ = killed.as_mut() => {
+                if meta.killed.load(Relaxed) {
+                    return Ok(false);
+                }
+                killed.set(meta.kill.notified());
+            }
+        }
+    }
 }
 
 /// The next Pub/Sub message, or never without subscriptions.

@@ -201,8 +201,8 @@ fn connection_and_server_commands() {
         "-ERR wrong number of arguments for 'config|set' command\r\n"
     );
     assert_eq!(
-        h.run("CONFIG SET port 1"),
-        "-ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config\r\n"
+        h.run("CONFIG SET databases 4"),
+        "-ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config\r\n"
     );
     assert_eq!(h.run("CONFIG SET maxmemory 5mb hz 20"), "+OK\r\n");
     assert_eq!(h.shared.store.maxmemory(), 5 * 1024 * 1024);
