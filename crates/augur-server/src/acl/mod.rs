@@ -381,7 +381,7 @@ impl Selector {
                     perm = PERM_RW;
                 }
                 let pattern = &op[offset..];
-                if pattern.iter().any(|&b| b == b' ') {
+                if pattern.contains(&b' ') {
                     return Err(RuleError::Syntax);
                 }
                 if pattern == b"*" && perm == PERM_RW {
@@ -403,7 +403,7 @@ impl Selector {
                     return Err(RuleError::ChannelAfterAll);
                 }
                 let pat = &op[1..];
-                if pat.iter().any(|&b| b == b' ') {
+                if pat.contains(&b' ') {
                     return Err(RuleError::Syntax);
                 }
                 if !self.channels.iter().any(|c| c == pat) {
