@@ -86,6 +86,7 @@ for u in "${UNITS[@]}"; do
     grep -E '^\[(err|exception)\]' "$log" | sed 's/^/  /'
   elif ! grep -qE 'All tests passed|\[ok\]|\[err\]' "$log"; then
     echo "--- $u: the file did not run"; tail -20 "$log" | sed 's/^/  /'
+    status=1
   fi
 done
 exit $status
