@@ -600,7 +600,7 @@ impl ServerConfig {
             "save" => {
                 // Pairs of <seconds> <changes>, or "" (config.c's setConfigSaveOption).
                 let words: Vec<&str> = value.split_whitespace().collect();
-                if words.len() % 2 != 0 || words.iter().any(|w| w.parse::<u64>().is_err()) {
+                if !words.len().is_multiple_of(2) || words.iter().any(|w| w.parse::<u64>().is_err()) {
                     return Err("Invalid save parameters".into());
                 }
                 self.save = words.join(" ");

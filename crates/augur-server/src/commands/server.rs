@@ -456,7 +456,7 @@ fn command_list(c: &mut Client, args: Args<'_>) {
                 Filter::Module => false,
                 Filter::AclCat(cat) => cmdtable::acl_categories(name)
                     .iter()
-                    .any(|c| c[1..].as_bytes().eq_ignore_ascii_case(cat)),
+                    .any(|c| c.as_bytes()[1..].eq_ignore_ascii_case(cat)),
                 Filter::Pattern(p) => glob_match(p, name.as_bytes()),
             };
             if keep {
