@@ -239,7 +239,7 @@ async fn client_info_and_list_report_true_fields_in_redis_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_kill_forms_errors_and_prompt_close() {
     let srv = TestServer::start(ServerConfig {
-        users: vec!["app on >pw".into()],
+        users: vec!["app on >pw ~* &* +@all".into()],
         ..ServerConfig::default()
     })
     .await;
@@ -530,7 +530,10 @@ fn after_time(line: &str) -> &str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_format_transactions_scripts_redaction_and_tenants() {
     let srv = TestServer::start(ServerConfig {
-        users: vec!["app1 on >pw1".into(), "app2 on >pw2".into()],
+        users: vec![
+            "app1 on >pw1 ~* &* +@all".into(),
+            "app2 on >pw2 ~* &* +@all".into(),
+        ],
         ..ServerConfig::default()
     })
     .await;

@@ -295,8 +295,8 @@ async fn keymiss_events_for_read_misses() {
 async fn notifications_stay_within_their_tenant() {
     let srv = TestServer::start(ServerConfig {
         users: vec![
-            "app1 on >pw1 ~* +@all".into(),
-            "app2 on >pw2 ~* +@all".into(),
+            "app1 on >pw1 ~* &* +@all".into(),
+            "app2 on >pw2 ~* &* +@all".into(),
         ],
         notify_keyspace_events: augur_store::notify::parse_flags(b"KEA").unwrap(),
         ..Default::default()
@@ -332,7 +332,7 @@ async fn notifications_stay_within_their_tenant() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn swapdb_swaps_contents_for_every_connection_of_the_tenant() {
     let srv = TestServer::start(ServerConfig {
-        users: vec!["app on >pw ~* +@all".into()],
+        users: vec!["app on >pw ~* &* +@all".into()],
         ..Default::default()
     })
     .await;

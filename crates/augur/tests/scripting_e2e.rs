@@ -839,7 +839,10 @@ async fn functions_dump_and_restore() {
 #[tokio::test]
 async fn functions_are_per_tenant() {
     let cfg = ServerConfig {
-        users: vec!["app1 on >pw1".into(), "app2 on >pw2".into()],
+        users: vec![
+            "app1 on >pw1 ~* &* +@all".into(),
+            "app2 on >pw2 ~* &* +@all".into(),
+        ],
         ..Default::default()
     };
     let s = TestServer::start(cfg).await;
