@@ -476,22 +476,18 @@ impl LhdCache {
 
     fn evict_one(&mut self) {
         let n = self.slots.len();
-        let mut best = usize::MAX;
-        let mut best_rank = f32::MAX;
-        for _ in 0..self.model.cfg.associativity {
-            let i = self.rng.gen_range(0..n);
+        let rng = &mut self.rng;
+        let sampled =
+            std::iter::repeat_with(|| rng.gen_range(0..n)).take(self.model.cfg.associativity);
+        let recent = self
+            .recent
+            .iter()
+            .filter_map(|k| self.index.get(k).map(|&i| i as usize));
+        let (mut best, mut best_rank) = (usize::MAX, f32::MAX);
+        for i in sampled.chain(recent) {
             let r = self.model.rank(&self.slots[i].tag, self.slots[i].cost);
             if r < best_rank {
                 (best, best_rank) = (i, r);
-            }
-        }
-        for k in 0..self.recent.len() {
-            if let Some(&i) = self.index.get(&self.recent[k]) {
-                let i = i as usize;
-                let r = self.model.rank(&self.slots[i].tag, self.slots[i].cost);
-                if r < best_rank {
-                    (best, best_rank) = (i, r);
-                }
             }
         }
         let s = self.remove_slot(best);

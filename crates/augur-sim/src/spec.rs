@@ -170,15 +170,8 @@ pub fn build(policy: PolicySpec, capacity: u64, unit: Unit, seed: u64) -> Box<dy
             unit,
             seed,
         )),
-        PolicySpec::Lhd { k } => Box::new(LhdCache::new(
-            LhdConfig {
-                associativity: k,
-                ..LhdConfig::default()
-            },
-            capacity,
-            unit,
-            seed,
-        )),
+        // At full scale the miniature's time constants are LHD's own.
+        PolicySpec::Lhd { .. } => build_miniature(policy, capacity, unit, seed, 1.0),
     }
 }
 

@@ -1,26 +1,11 @@
 //! Hashes and sets in the store: one cached object each, charged its real memory, for
 //! eviction, tenants' accounting and the profiler.
 
+use crate::tests::{check_all, store};
 use crate::*;
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-
-fn store(maxmemory: u64, policy: EvictionPolicy, shards: usize) -> Store {
-    Store::new(StoreConfig {
-        shards,
-        databases: 4,
-        maxmemory,
-        policy,
-        samples: 5,
-    })
-}
-
-fn check_all(s: &Store) {
-    for i in 0..s.shard_count() {
-        s.lock_shard(i).check_invariants();
-    }
-}
 
 fn lim() -> EncodingLimits {
     EncodingLimits {

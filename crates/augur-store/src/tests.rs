@@ -4,7 +4,8 @@ use crate::*;
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 
-fn store(maxmemory: u64, policy: EvictionPolicy, shards: usize) -> Store {
+/// A store with 4 databases and K = 5 (shared with `tests_keyops` and `object_tests`).
+pub(crate) fn store(maxmemory: u64, policy: EvictionPolicy, shards: usize) -> Store {
     Store::new(StoreConfig {
         shards,
         databases: 4,
@@ -14,7 +15,7 @@ fn store(maxmemory: u64, policy: EvictionPolicy, shards: usize) -> Store {
     })
 }
 
-fn check_all(s: &Store) {
+pub(crate) fn check_all(s: &Store) {
     for i in 0..s.shard_count() {
         s.lock_shard(i).check_invariants();
     }

@@ -1,25 +1,10 @@
 //! Tests of the entry-level key operations: RENAME/COPY/MOVE against a map model,
 //! in-place updates, SCAN page sizes and OBJECT IDLETIME's seconds.
 
+use crate::tests::{check_all, store};
 use crate::*;
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
-
-fn store(maxmemory: u64, policy: EvictionPolicy, shards: usize) -> Store {
-    Store::new(StoreConfig {
-        shards,
-        databases: 4,
-        maxmemory,
-        policy,
-        samples: 5,
-    })
-}
-
-fn check_all(s: &Store) {
-    for i in 0..s.shard_count() {
-        s.lock_shard(i).check_invariants();
-    }
-}
 
 fn key(k: u8) -> Vec<u8> {
     format!("key:{k}").into_bytes()

@@ -306,11 +306,10 @@ impl FromStr for TraceFormat {
 pub(crate) type Input = Box<dyn Read + Send>;
 
 /// Opens `path`, transparently decompressing zstd (recognised by its magic number).
-/// Returns the stream, whether it was compressed, and the decompressed length when it is
-/// known without reading: the file's length, or for zstd the first frame's content size
+/// Returns the stream and the decompressed length when it is known without reading: the file's length, or for zstd the first frame's content size
 /// (the `zstd` tool records it when it compresses a file; a stream compressed from a pipe
 /// has none).
-fn open_input_sized(path: &Path) -> Result<(Input, bool, Option<u64>)> {
+fn open_input(path: &Path) -> Result<(Input, Option<u64>)> {
     let file = File::open(path).with_context(|| format!("opening trace {}", path.display()))?;
     let mut buf = BufReader::with_capacity(1 << 20, file);
     let head = buf
@@ -320,7 +319,7 @@ fn open_input_sized(path: &Path) -> Result<(Input, bool, Option<u64>)> {
         let content = zstd::zstd_safe::get_frame_content_size(head).ok().flatten();
         let dec = zstd::stream::read::Decoder::with_buffer(buf)
             .with_context(|| format!("starting zstd decoder for {}", path.display()))?;
-        Ok((Box::new(dec), true, content))
+        Ok((Box::new(dec), content))
     } else {
         let name = path.to_string_lossy();
         if name.ends_with(".zst") || name.ends_with(".zstd") {
@@ -330,7 +329,7 @@ fn open_input_sized(path: &Path) -> Result<(Input, bool, Option<u64>)> {
             );
         }
         let len = std::fs::metadata(path).ok().map(|m| m.len());
-        Ok((Box::new(buf), false, len))
+        Ok((Box::new(buf), len))
     }
 }
 
@@ -372,7 +371,7 @@ impl Iterator for TraceReader {
 /// Opens a trace in the given format (zstd or not, detected from the content).
 pub fn open(path: impl AsRef<Path>, format: &TraceFormat) -> Result<TraceReader> {
     let path = path.as_ref();
-    let (input, _, bytes) = open_input_sized(path)?;
+    let (input, bytes) = open_input(path)?;
     let name = path.display().to_string();
     let (inner, len_hint) = match format {
         TraceFormat::OracleGeneral => {

@@ -19,7 +19,6 @@ use augur_mrc::olken::Olken;
 use augur_mrc::MrcModel;
 use augur_sim::{simulate_grid, working_set, PolicySpec, Unit, WorkingSet, WorkingSetCounter};
 use augur_trace::Op;
-use indicatif::ProgressBar;
 use serde::Serialize;
 
 use crate::trace_input;
@@ -359,8 +358,7 @@ fn size_grid(max: u64, n: usize) -> Vec<u64> {
 /// The working set of a trace file by a streaming pass.
 fn footprint_of(args: &ModelArgs) -> Result<WorkingSet> {
     let reader = args.open_trace()?;
-    let pb = progress_bar(reader.len_hint());
-    pb.set_message("working set");
+    let pb = crate::progress::bar(reader.len_hint(), "working set");
     let mut fp = WorkingSetCounter::default();
     for req in reader {
         let req = req?;
@@ -381,10 +379,6 @@ fn size_unit(bytes: bool) -> SizeUnit {
     }
 }
 
-fn progress_bar(len: Option<u64>) -> ProgressBar {
-    crate::progress::bar(len, "")
-}
-
 /// The working set in the curve's unit.
 fn in_unit(ws: WorkingSet, unit: SizeUnit) -> u64 {
     match unit {
@@ -397,8 +391,7 @@ fn in_unit(ws: WorkingSet, unit: SizeUnit) -> u64 {
 /// Returns the working set, the number of trace entries and how many were DELETEs.
 fn feed(args: &ModelArgs, model: &mut dyn MrcModel, msg: &str) -> Result<(WorkingSet, u64, u64)> {
     let reader = args.open_trace()?;
-    let pb = progress_bar(reader.len_hint());
-    pb.set_message(msg.to_string());
+    let pb = crate::progress::bar(reader.len_hint(), msg);
     let mut fp = WorkingSetCounter::default();
     let (mut n, mut deletes) = (0u64, 0u64);
     for req in reader {
@@ -766,8 +759,10 @@ pub fn run_compare(args: CompareArgs) -> Result<()> {
     let t_model = t0.elapsed().as_secs_f64();
     let refs = reference_policies(args.common.model, &args.common.k, &args.common.policies);
     let policies: Vec<PolicySpec> = refs.iter().map(|r| r.1).collect();
-    let pb = progress_bar(Some((policies.len() * sizes.len() * trace.len()) as u64));
-    pb.set_message("simulating");
+    let pb = crate::progress::bar(
+        Some((policies.len() * sizes.len() * trace.len()) as u64),
+        "simulating",
+    );
     let t1 = Instant::now();
     let results = simulate_grid(
         &trace,

@@ -5,19 +5,10 @@
 mod common;
 
 use augur_server::ServerConfig;
-use common::{err, q, TestServer};
+use common::{encoding, err, info_field, q, TestServer};
 use std::collections::{HashMap, HashSet};
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-fn info_field(info: &str, name: &str) -> u64 {
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
-        .trim()
-        .parse()
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hash_commands() {
@@ -163,12 +154,7 @@ async fn hash_commands() {
             .await
             .unwrap();
     }
-    assert_eq!(
-        q::<String>(&mut c, &["OBJECT", "ENCODING", "big"])
-            .await
-            .unwrap(),
-        "hashtable"
-    );
+    assert_eq!(encoding(&mut c, "big").await, "hashtable");
     let mut seen = HashMap::new();
     let mut cursor = "0".to_string();
     let mut calls = 0;
@@ -287,12 +273,7 @@ async fn set_commands() {
             .await
             .unwrap();
     }
-    assert_eq!(
-        q::<String>(&mut c, &["OBJECT", "ENCODING", "ints"])
-            .await
-            .unwrap(),
-        "intset"
-    );
+    assert_eq!(encoding(&mut c, "ints").await, "intset");
     let popped: Vec<String> = q(&mut c, &["SPOP", "ints", "10"]).await.unwrap();
     assert_eq!(popped.iter().collect::<HashSet<_>>().len(), 10);
     assert_eq!(q::<i64>(&mut c, &["SCARD", "ints"]).await.unwrap(), 90);
@@ -307,12 +288,7 @@ async fn set_commands() {
     q::<()>(&mut c, &["SADD", "ints", "not-an-int"])
         .await
         .unwrap();
-    assert_eq!(
-        q::<String>(&mut c, &["OBJECT", "ENCODING", "ints"])
-            .await
-            .unwrap(),
-        "hashtable"
-    );
+    assert_eq!(encoding(&mut c, "ints").await, "hashtable");
     let mut seen = HashSet::new();
     let mut cursor = "0".to_string();
     loop {
@@ -415,12 +391,7 @@ async fn encodings_config_and_memory_usage() {
         .unwrap();
     assert_eq!(got, ["hash-max-ziplist-entries", "128"]);
     q::<()>(&mut c, &["HSET", "h", "f", "v"]).await.unwrap();
-    assert_eq!(
-        q::<String>(&mut c, &["OBJECT", "ENCODING", "h"])
-            .await
-            .unwrap(),
-        "listpack"
-    );
+    assert_eq!(encoding(&mut c, "h").await, "listpack");
     let small: i64 = q(&mut c, &["MEMORY", "USAGE", "h"]).await.unwrap();
     q::<()>(&mut c, &["CONFIG", "SET", "hash-max-listpack-value", "4"])
         .await
@@ -428,12 +399,7 @@ async fn encodings_config_and_memory_usage() {
     q::<()>(&mut c, &["HSET", "h", "g", "longer-than-4"])
         .await
         .unwrap();
-    assert_eq!(
-        q::<String>(&mut c, &["OBJECT", "ENCODING", "h"])
-            .await
-            .unwrap(),
-        "hashtable"
-    );
+    assert_eq!(encoding(&mut c, "h").await, "hashtable");
     for i in 0..1000 {
         q::<()>(
             &mut c,
@@ -453,19 +419,9 @@ async fn encodings_config_and_memory_usage() {
         .await
         .unwrap();
     q::<()>(&mut c, &["SADD", "s", "1", "2"]).await.unwrap();
-    assert_eq!(
-        q::<String>(&mut c, &["OBJECT", "ENCODING", "s"])
-            .await
-            .unwrap(),
-        "intset"
-    );
+    assert_eq!(encoding(&mut c, "s").await, "intset");
     q::<()>(&mut c, &["SADD", "s", "3"]).await.unwrap();
-    assert_eq!(
-        q::<String>(&mut c, &["OBJECT", "ENCODING", "s"])
-            .await
-            .unwrap(),
-        "hashtable"
-    );
+    assert_eq!(encoding(&mut c, "s").await, "hashtable");
     srv.stop().await;
 }
 

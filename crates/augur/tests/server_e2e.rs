@@ -5,7 +5,7 @@
 mod common;
 
 use augur_server::ServerConfig;
-use common::{err, q, TestServer};
+use common::{err, info_field, q, TestServer};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -26,15 +26,6 @@ async fn raw_exchange(s: &mut TcpStream, send: &[u8], want: usize) -> (Vec<u8>, 
             Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
         }
     }
-}
-
-fn info_field(info: &str, name: &str) -> u64 {
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

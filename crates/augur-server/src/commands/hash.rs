@@ -14,7 +14,7 @@ use crate::notify::flags::{GENERIC, HASH};
 use crate::notify::notify;
 use crate::resp::{parse_i64, Args, Out};
 use crate::state::Shared;
-use augur_store::{glob_match, Hash, Kind, Object};
+use augur_store::{Hash, Kind, Object};
 use rand::seq::SliceRandom;
 use rand::Rng;
 
@@ -261,87 +261,6 @@ pub(super) fn hgetall_command(
             }
         }
     }
-}
-
-/// Parses an HSCAN/SSCAN cursor (db.c parseScanCursorOrReply).
-pub(super) fn parse_cursor(out: &mut Out, arg: &[u8]) -> Option<u64> {
-    let c = std::str::from_utf8(arg)
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok());
-    if c.is_none() {
-        out.error("ERR invalid cursor");
-    }
-    c
-}
-
-/// Parses `[MATCH pattern] [COUNT count]` from `args[from..]` (scanGenericCommand).
-pub(super) fn parse_scan_options<'a>(
-    out: &mut Out,
-    args: Args<'a>,
-    from: usize,
-) -> Option<(Option<&'a [u8]>, usize)> {
-    let mut count = 10usize;
-    let mut pattern = None;
-    let mut i = from;
-    while i < args.len() {
-        let opt = args.get(i);
-        let has_value = i + 1 < args.len();
-        if eq(opt, "count") && has_value {
-            match parse_i64(args.get(i + 1)) {
-                None => {
-                    out.error(ERR_NOT_INT);
-                    return None;
-                }
-                Some(n) if n < 1 => {
-                    out.error(ERR_SYNTAX);
-                    return None;
-                }
-                Some(n) => count = n.min(1 << 20) as usize,
-            }
-        } else if eq(opt, "match") && has_value {
-            let p = args.get(i + 1);
-            pattern = if p == b"*" { None } else { Some(p) };
-        } else {
-            out.error(ERR_SYNTAX);
-            return None;
-        }
-        i += 2;
-    }
-    Some((pattern, count))
-}
-
-/// Writes a scan reply: the cursor, then the items.
-pub(super) fn scan_reply(out: &mut Out, cursor: u64, items: &[&[u8]]) {
-    out.array(2);
-    out.bulk(cursor.to_string().as_bytes());
-    out.array(items.len());
-    for i in items {
-        out.bulk(i);
-    }
-}
-
-pub(super) fn hscan_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
-    let Some(cursor) = parse_cursor(&mut c.out, args.get(2)) else {
-        return;
-    };
-    let key = args.get(1);
-    let mut shard = shared.store.lock_key(key);
-    let h = match shard.read_object(c.ns(), key, Kind::Hash, now) {
-        Err(_) => return c.out.error(ERR_WRONGTYPE),
-        Ok(None) => return scan_reply(&mut c.out, 0, &[]),
-        Ok(Some(o)) => hash(o),
-    };
-    let Some((pattern, count)) = parse_scan_options(&mut c.out, args, 3) else {
-        return;
-    };
-    let mut items: Vec<&[u8]> = Vec::new();
-    let next = h.scan(cursor, count, |f, v| {
-        if pattern.is_none_or(|p| glob_match(p, f)) {
-            items.push(f);
-            items.push(v);
-        }
-    });
-    scan_reply(&mut c.out, next, &items);
 }
 
 /// Parses the count of HRANDFIELD / SRANDMEMBER (`-LONG_MAX..=LONG_MAX`, t_hash.c's

@@ -207,58 +207,6 @@ pub(super) fn keys_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     }
 }
 
-pub(super) fn scan_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
-    let cursor = match std::str::from_utf8(args.get(1))
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    {
-        Some(v) => v,
-        None => return c.out.error("ERR invalid cursor"),
-    };
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut type_filter: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < args.len() {
-        let opt = args.get(i);
-        let has_value = i + 1 < args.len();
-        if eq(opt, "count") && has_value {
-            match parse_i64(args.get(i + 1)) {
-                None => return c.out.error(ERR_NOT_INT),
-                Some(n) if n < 1 => return c.out.error(ERR_SYNTAX),
-                Some(n) => count = n.min(1 << 20) as usize,
-            }
-        } else if eq(opt, "match") && has_value {
-            let p = args.get(i + 1);
-            // "*" matches everything: skip the per-key matching.
-            pattern = if p == b"*" { None } else { Some(p) };
-        } else if eq(opt, "type") && has_value {
-            type_filter = Some(args.get(i + 1));
-        } else {
-            return c.out.error(ERR_SYNTAX);
-        }
-        i += 2;
-    }
-    let mut page = shared.store.scan(c.ns(), cursor, count, pattern, now);
-    if let Some(t) = type_filter {
-        // As Redis (db.c scanGenericCommand), filtered after the page is collected; a
-        // type name Redis does not know matches nothing.
-        page.keys.retain(|k| {
-            shared
-                .store
-                .lock_key(k)
-                .kind(c.ns(), k, now)
-                .is_some_and(|kind| eq(t, kind.name()))
-        });
-    }
-    c.out.array(2);
-    c.out.bulk(page.next_cursor.to_string().as_bytes());
-    c.out.array(page.keys.len());
-    for k in &page.keys {
-        c.out.bulk(k);
-    }
-}
-
 pub(super) fn randomkey_command(shared: &Shared, c: &mut Client, now: u64) {
     match shared.store.random_key(c.ns(), now) {
         Some(k) => c.out.bulk(&k),

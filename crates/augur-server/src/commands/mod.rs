@@ -19,6 +19,7 @@ mod hash;
 mod keyspace;
 pub mod multi;
 mod pubsub;
+mod scan;
 mod scripting;
 mod server;
 mod set;
@@ -381,7 +382,7 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::GetRange => strings::getrange_command(shared, c, args, now),
         Cmd::SetRange => strings::setrange_command(shared, c, args, now),
         Cmd::Keys => keyspace::keys_command(shared, c, args, now),
-        Cmd::Scan => keyspace::scan_command(shared, c, args, now),
+        Cmd::Scan => scan::scan_command(shared, c, args, now),
         Cmd::RandomKey => keyspace::randomkey_command(shared, c, now),
         Cmd::DbSize => keyspace::dbsize_command(shared, c),
         Cmd::FlushDb | Cmd::FlushAll => keyspace::flush_command(shared, c, spec, args),
@@ -420,7 +421,7 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
             hash::hash_int_command(shared, c, spec, args, now)
         }
         Cmd::HKeys | Cmd::HVals | Cmd::HGetAll => hash::hgetall_command(shared, c, spec, args, now),
-        Cmd::HScan => hash::hscan_command(shared, c, args, now),
+        Cmd::HScan => scan::collection_scan_command(shared, c, args, augur_store::Kind::Hash, now),
         Cmd::HRandField => hash::hrandfield_command(shared, c, args, now),
         Cmd::SAdd => set::sadd_command(shared, c, args, now),
         Cmd::SRem => set::srem_command(shared, c, args, now),
@@ -438,7 +439,7 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         | Cmd::SUnionStore
         | Cmd::SDiff
         | Cmd::SDiffStore => set::setop_command(shared, c, spec, args, now),
-        Cmd::SScan => set::sscan_command(shared, c, args, now),
+        Cmd::SScan => scan::collection_scan_command(shared, c, args, augur_store::Kind::Set, now),
         Cmd::Subscribe => pubsub::subscribe_command(shared, c, PsKind::Channel, args),
         Cmd::PSubscribe => pubsub::subscribe_command(shared, c, PsKind::Pattern, args),
         Cmd::SSubscribe => pubsub::subscribe_command(shared, c, PsKind::Shard, args),

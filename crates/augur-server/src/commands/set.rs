@@ -8,16 +8,14 @@
 //! all of them before computing anything, so a WRONGTYPE anywhere leaves the destination
 //! untouched.
 
-use super::hash::{
-    distinct_indices, parse_cursor, parse_random_count, parse_scan_options, scan_reply,
-};
+use super::hash::{distinct_indices, parse_random_count};
 use super::{write_error, Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::cmdtable::{Cmd, CommandSpec};
 use crate::notify::flags::{GENERIC, SET};
 use crate::notify::notify;
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
-use augur_store::{glob_match, Detached, Kind, Object, Set, Value};
+use augur_store::{Detached, Kind, Object, Set, Value};
 use std::borrow::Cow;
 
 /// The set inside an object `read_object`/`write_object` returned for `Kind::Set`.
@@ -285,30 +283,6 @@ pub(super) fn srandmember_command(shared: &Shared, c: &mut Client, args: Args<'_
     for m in &picked {
         c.out.bulk(m);
     }
-}
-
-pub(super) fn sscan_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
-    let Some(cursor) = parse_cursor(&mut c.out, args.get(2)) else {
-        return;
-    };
-    let key = args.get(1);
-    let mut shard = shared.store.lock_key(key);
-    let s = match shard.read_object(c.ns(), key, Kind::Set, now) {
-        Err(_) => return c.out.error(ERR_WRONGTYPE),
-        Ok(None) => return scan_reply(&mut c.out, 0, &[]),
-        Ok(Some(o)) => set(o),
-    };
-    let Some((pattern, count)) = parse_scan_options(&mut c.out, args, 3) else {
-        return;
-    };
-    let mut items: Vec<Cow<'_, [u8]>> = Vec::new();
-    let next = s.scan(cursor, count, |m| {
-        if pattern.is_none_or(|p| glob_match(p, &m)) {
-            items.push(m);
-        }
-    });
-    let refs: Vec<&[u8]> = items.iter().map(|m| &m[..]).collect();
-    scan_reply(&mut c.out, next, &refs);
 }
 
 /// SINTER, SUNION and SDIFF and their STORE forms, and SINTERCARD.

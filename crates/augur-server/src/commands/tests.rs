@@ -4,13 +4,14 @@ use super::*;
 use crate::config::ServerConfig;
 use crate::resp::{Parsed, Parser};
 
-struct Harness {
-    shared: Shared,
-    client: Client,
+/// A server state and one client, no network (shared with `tests_strcmds`).
+pub(super) struct Harness {
+    pub(super) shared: Shared,
+    pub(super) client: Client,
 }
 
 impl Harness {
-    fn new(cfg: ServerConfig) -> Self {
+    pub(super) fn new(cfg: ServerConfig) -> Self {
         let shared = Shared::new(cfg, None);
         let addr = "127.0.0.1:1".parse().unwrap();
         let authenticated = !shared.pass_required.load(Relaxed);
@@ -20,19 +21,29 @@ impl Harness {
     }
 
     /// Runs one inline command line at time `now`; returns the reply bytes as text.
-    fn at(&mut self, line: &str, now: u64) -> String {
-        let buf = format!("{line}\r\n");
+    pub(super) fn at(&mut self, line: &str, now: u64) -> String {
+        self.exec(format!("{line}\r\n").as_bytes(), now)
+    }
+
+    /// Runs one command given as binary arguments (RESP-encoded, so any byte passes).
+    pub(super) fn raw(&mut self, args: &[&[u8]], now: u64) -> String {
+        let mut req = Vec::new();
+        crate::resp::encode_request(args, &mut req);
+        self.exec(&req, now)
+    }
+
+    fn exec(&mut self, req: &[u8], now: u64) -> String {
         let mut p = Parser::default();
-        let Ok(Parsed::Command(_)) = p.parse(buf.as_bytes()) else {
-            panic!("parse {line}")
+        let Ok(Parsed::Command(_)) = p.parse(req) else {
+            panic!("parse {}", String::from_utf8_lossy(req))
         };
-        execute(&self.shared, &mut self.client, p.args(buf.as_bytes()), now);
+        execute(&self.shared, &mut self.client, p.args(req), now);
         let out = String::from_utf8_lossy(&self.client.out.buf).into_owned();
         self.client.out.buf.clear();
         out
     }
 
-    fn run(&mut self, line: &str) -> String {
+    pub(super) fn run(&mut self, line: &str) -> String {
         self.at(line, 1_000_000)
     }
 }

@@ -1,46 +1,14 @@
 //! Semantics of the keyspace relocation, bit and LCS commands (db.c, bitops.c,
 //! t_string.c) without a network: inline commands in, RESP bytes out.
 
-use super::*;
+use super::tests::Harness;
 use crate::config::ServerConfig;
-use crate::resp::{Parsed, Parser};
-
-struct Harness {
-    shared: Shared,
-    client: Client,
-}
-
-impl Harness {
-    fn new() -> Self {
-        let shared = Shared::new(ServerConfig::default(), None);
-        let addr = "127.0.0.1:1".parse().unwrap();
-        let mut client = Client::new(Arc::new(ClientMeta::new(1, addr, addr)), true);
-        client.attach_db_map(&shared);
-        Harness { shared, client }
-    }
-
-    fn at(&mut self, line: &str, now: u64) -> String {
-        let buf = format!("{line}\r\n");
-        let mut p = Parser::default();
-        let Ok(Parsed::Command(_)) = p.parse(buf.as_bytes()) else {
-            panic!("parse {line}")
-        };
-        execute(&self.shared, &mut self.client, p.args(buf.as_bytes()), now);
-        let out = String::from_utf8_lossy(&self.client.out.buf).into_owned();
-        self.client.out.buf.clear();
-        out
-    }
-
-    fn run(&mut self, line: &str) -> String {
-        self.at(line, 1_000_000)
-    }
-}
 
 const NOT_INT: &str = "-ERR value is not an integer or out of range\r\n";
 
 #[test]
 fn rename_renamenx_move_copy() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     assert_eq!(h.run("RENAME nokey x"), "-ERR no such key\r\n");
     assert_eq!(h.run("RENAME nokey nokey"), "-ERR no such key\r\n");
     assert_eq!(h.run("SET a 1 EX 100"), "+OK\r\n");
@@ -94,7 +62,7 @@ fn rename_renamenx_move_copy() {
 
 #[test]
 fn expiretime() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     assert_eq!(h.run("EXPIRETIME k"), ":-2\r\n");
     assert_eq!(h.run("SET k v"), "+OK\r\n");
     assert_eq!(h.run("PEXPIRETIME k"), ":-1\r\n");
@@ -107,7 +75,7 @@ fn expiretime() {
 
 #[test]
 fn object_encoding_follows_redis() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     let enc = |h: &mut Harness, k: &str| h.run(&format!("OBJECT ENCODING {k}"));
     h.run("SET i 1234");
     assert_eq!(enc(&mut h, "i"), "$3\r\nint\r\n");
@@ -151,7 +119,7 @@ fn object_encoding_follows_redis() {
 
 #[test]
 fn setbit_getbit() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     assert_eq!(h.run("SETBIT k 1 1"), ":0\r\n");
     assert_eq!(h.run("GET k"), "$1\r\n@\r\n");
     assert_eq!(h.run("SETBIT k 1 0"), ":1\r\n");
@@ -183,7 +151,7 @@ fn setbit_getbit() {
 
 #[test]
 fn bitcount_bitpos() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     assert_eq!(h.run("BITCOUNT nokey"), ":0\r\n");
     assert_eq!(
         h.run("BITCOUNT nokey 0"),
@@ -223,7 +191,7 @@ fn bitcount_bitpos() {
 
 #[test]
 fn bitop() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     h.run("SET a \"\\x01\\x02\\xff\\xff\"");
     h.run("SET b \"\\x01\\x02\\xff\"");
     assert_eq!(h.run("BITOP AND r a b"), ":4\r\n");
@@ -250,7 +218,7 @@ fn bitop() {
 
 #[test]
 fn bitfield() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     assert_eq!(
         h.run("BITFIELD bf SET i8 0 -100 GET i8 0"),
         "*2\r\n:0\r\n:-100\r\n"
@@ -333,7 +301,7 @@ fn bitfield() {
 
 #[test]
 fn lcs() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     h.run("SET a ohmytext");
     h.run("SET b mynewtext");
     assert_eq!(h.run("LCS a b"), "$6\r\nmytext\r\n");
@@ -363,7 +331,7 @@ fn lcs() {
 
 #[test]
 fn scan_pages_are_not_empty() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     for i in 0..300 {
         h.run(&format!("SET key:{i} v"));
     }
@@ -387,25 +355,14 @@ fn scan_pages_are_not_empty() {
 
 #[test]
 fn dump_restore() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(ServerConfig::default());
     assert_eq!(h.run("DUMP nokey"), "$-1\r\n");
     h.run("SET k hello");
     let payload = super::dump::dump_string(b"hello");
     let reply = h.run("DUMP k");
     assert_eq!(reply.as_bytes()[..4], *b"$17\r");
     // Restore through the byte-exact RESP path (the payload is binary).
-    let restore = |h: &mut Harness, args: &[&[u8]], now: u64| {
-        let mut req = Vec::new();
-        crate::resp::encode_request(args, &mut req);
-        let mut p = Parser::default();
-        let Ok(Parsed::Command(_)) = p.parse(&req) else {
-            panic!("parse")
-        };
-        execute(&h.shared, &mut h.client, p.args(&req), now);
-        let out = String::from_utf8_lossy(&h.client.out.buf).into_owned();
-        h.client.out.buf.clear();
-        out
-    };
+    let restore = |h: &mut Harness, args: &[&[u8]], now: u64| h.raw(args, now);
     assert_eq!(
         restore(&mut h, &[b"RESTORE", b"k", b"0", &payload], 1_000_000),
         "-BUSYKEY Target key name already exists.\r\n"

@@ -78,3 +78,18 @@ pub async fn err(con: &mut MultiplexedConnection, args: &[&str]) -> String {
         }
     }
 }
+
+/// A numeric `name:value` field of an INFO reply.
+pub fn info_field(info: &str, name: &str) -> u64 {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// OBJECT ENCODING of `key`.
+pub async fn encoding(con: &mut MultiplexedConnection, key: &str) -> String {
+    q(con, &["OBJECT", "ENCODING", key]).await.unwrap()
+}
