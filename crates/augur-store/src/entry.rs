@@ -43,6 +43,8 @@ use crate::object::{Kind, Object};
 use std::ptr::NonNull;
 
 const HEADER: usize = 12;
+/// The fewest bytes any entry is charged (a header with an empty key and value).
+pub(crate) const SMALLEST_ENTRY: usize = HEADER;
 const TTL_BLOCK: usize = 12;
 const LONG_KEY_BLOCK: usize = 4;
 const HAS_TTL: u8 = 1;

@@ -344,9 +344,17 @@ impl Store {
 
     /// Whether a write must be refused up front (noeviction and over maxmemory). Write
     /// commands call this before doing anything, as Redis does for `denyoom` commands.
+    ///
+    /// Redis's `used_memory` includes the server's own baseline, so it is never 0 and
+    /// `used > maxmemory` refuses writes under any tiny limit (the suite's `maxmemory 1`).
+    /// Ours counts stored data only, so the question is whether even the smallest entry
+    /// (a header) would still fit: otherwise a write on an empty store would be let in
+    /// and then fail inside the command, counted as a failed call instead of a rejected one.
     pub fn over_limit_for_writes(&self) -> bool {
         let max = self.maxmemory();
-        max > 0 && self.policy() == EvictionPolicy::NoEviction && self.used_memory() > max
+        max > 0
+            && self.policy() == EvictionPolicy::NoEviction
+            && self.used_memory() + crate::entry::SMALLEST_ENTRY as u64 > max
     }
 
     /// Whole-store counters; `keys_per_db` is tenant `keyspace_of`'s databases (INFO

@@ -114,6 +114,37 @@ async fn commandstats_calls_rejected_failed() {
     s.stop().await;
 }
 
+/// Under a limit smaller than any entry, on an empty store, a write is refused before it
+/// runs (rejected, not failed), at the top level and from a script (unit/scripting's
+/// "Consistent eval error reporting"); what is stored is untouched.
+#[tokio::test]
+async fn tiny_maxmemory_rejects_writes_up_front() {
+    let (s, mut c) = server().await;
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "1"])
+        .await
+        .unwrap();
+    let _: () = q(&mut c, &["CONFIG", "RESETSTAT"]).await.unwrap();
+    assert!(err(&mut c, &["SET", "x", "y"])
+        .await
+        .starts_with("OOM command not allowed"));
+    assert_eq!(counts(&cmdstat(&mut c, "set").await), (0, 1, 0));
+    let _: () = q(&mut c, &["CONFIG", "RESETSTAT"]).await.unwrap();
+    let e = err(
+        &mut c,
+        &["EVAL", "return redis.call('set','x','y')", "1", "x"],
+    )
+    .await;
+    assert!(e.starts_with("OOM command not allowed"), "{e}");
+    assert_eq!(counts(&cmdstat(&mut c, "set").await), (0, 1, 0));
+    assert_eq!(counts(&cmdstat(&mut c, "eval").await), (1, 0, 1));
+    assert_eq!(errorstat(&mut c, "OOM").await, "count=1");
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "0"])
+        .await
+        .unwrap();
+    let _: () = q(&mut c, &["SET", "x", "y"]).await.unwrap();
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn stats_are_server_wide_and_see_pipelined_commands() {
     let (s, mut a) = server().await;
