@@ -50,7 +50,7 @@ run() { # NAME SERVER-BINARY
       --tags -needs:debug --tags -needs:repl --durable --timeout 120 \
       "${skip[@]}" >"$log" 2>&1) || true
     sed -i "s/\x1b\[[0-9;]*m//g" "$log"
-    [ -n "${KEEP_LOGS:-}" ] && mkdir -p "$KEEP_LOGS" && cp "$log" "$KEEP_LOGS/"
+    if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS" && cp "$log" "$KEEP_LOGS/"; fi
   done
 }
 
