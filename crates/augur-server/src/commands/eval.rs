@@ -208,6 +208,7 @@ fn run_prepared(
             threshold,
             sha: name,
             busy: false,
+            next_hand_off: Duration::ZERO,
         };
         let allow_oom = host.allow_oom;
         if allow_oom {
@@ -253,6 +254,8 @@ struct Host<'a> {
     threshold: Duration,
     sha: &'a str,
     busy: bool,
+    /// Script time at which a busy script next offers its worker (see `interrupt`).
+    next_hand_off: Duration,
 }
 
 /// The command `args` names, with its flags and arity (a container's subcommand
@@ -369,9 +372,9 @@ impl ScriptHost for Host<'_> {
         if s.killed.load(Relaxed) || self.shared.shutdown_requested.load(Relaxed) {
             return true;
         }
-        if !self.busy && !self.threshold.is_zero() {
+        if !self.threshold.is_zero() {
             let elapsed = self.start.elapsed();
-            if elapsed >= self.threshold {
+            if !self.busy && elapsed >= self.threshold {
                 self.busy = true;
                 tracing::warn!(
                     "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the SCRIPT KILL command. Script name is: {}.",
@@ -379,12 +382,21 @@ impl ScriptHost for Host<'_> {
                     self.sha
                 );
                 s.busy.store(true, Relaxed);
+            }
+            // Not once but every HAND_OFF_EVERY: a hand-off can come back with the worker
+            // (when the thread meant to take it over had not started yet, as on a loaded
+            // machine), and the connections queued on it would then wait for the script.
+            if self.busy && elapsed >= self.next_hand_off {
+                self.next_hand_off = elapsed + HAND_OFF_EVERY;
                 hand_off_worker();
             }
         }
         false
     }
 }
+
+/// How often a busy script hands its worker over again (each costs it about 1 ms).
+const HAND_OFF_EVERY: Duration = Duration::from_millis(50);
 
 /// The script keeps this thread for a while: on tokio's multi-thread runtime, let the
 /// worker's other tasks (connections) move to another thread (`block_in_place` hands the
