@@ -1007,13 +1007,15 @@ pub fn redis_command(name: &[u8]) -> Option<&'static RedisCommand> {
 
 /// The ACL categories of a command or `container|sub` subcommand, with their `@`, as
 /// Redis 7.0 declares them. Augur's own commands (TENANT) are `@slow` and, for the
-/// administrative subcommands, `@admin @dangerous`.
+/// administrative subcommands, `@admin @dangerous`; CLIENT SETINFO and NO-TOUCH have Redis 7.2's.
 pub fn acl_categories(name: &str) -> &'static [&'static str] {
     if let Some(c) = redis_command(name.as_bytes()) {
         return c.acl_categories;
     }
     match name {
         "tenant|set" => &["@admin", "@slow", "@dangerous"],
+        // Redis 7.2's categories for these.
+        "client|setinfo" | "client|no-touch" => &["@slow", "@connection"],
         _ => &["@slow"],
     }
 }

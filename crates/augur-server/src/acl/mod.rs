@@ -5,16 +5,17 @@
 //! names (with the read/write access its key specs declare) and every channel it
 //! publishes or subscribes to.
 //!
-//! The command universe is Redis 7.0.15's whole command table ([`table`]), not only what
-//! Augur serves, so an ACL file written for Redis (`-debug`, `+@all -@dangerous`) loads
-//! unchanged and describes back the same. Command ids are indexes into that table.
+//! The command universe is Redis 7.0.15's whole command table (cmdtable's
+//! `REDIS_COMMANDS`, the one copy of Redis's metadata Augur keeps) plus Augur's own
+//! TENANT family, not only what Augur serves, so an ACL file written for Redis (`-debug`,
+//! `+@all -@dangerous`) loads unchanged and describes back the same. Command ids are
+//! indexes into that universe ([`rcmds`]); keys are found by cmdtable's key specs.
 //!
 //! The request path pays for none of this unless the user is restricted: a user with a
 //! selector that allows every command, key and channel is [`Perms::unrestricted`], and
 //! the connection skips the check on one flag (see `commands::execute`).
 
-pub mod table;
-
+use crate::cmdtable::{self, RedisCommand};
 use augur_store::glob_match;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -92,29 +93,6 @@ pub mod kf {
     pub const VARIABLE_FLAGS: u16 = 1 << 10;
 }
 
-/// Where a key spec starts looking (Redis's begin_search).
-#[derive(Debug, Clone, Copy)]
-pub enum Begin {
-    Index(i32),
-    Keyword(&'static str, i32),
-    Unknown,
-}
-
-/// How a key spec finds keys from its start (Redis's find_keys).
-#[derive(Debug, Clone, Copy)]
-pub enum Find {
-    Range { last: i32, step: i32, limit: i32 },
-    Keynum { idx: i32, first: i32, step: i32 },
-    Unknown,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct KeySpec {
-    pub flags: u16,
-    pub begin: Begin,
-    pub find: Find,
-}
-
 /// One command or subcommand of Redis 7.0.15 (or Augur's TENANT family).
 #[derive(Debug)]
 pub struct RCmd {
@@ -122,12 +100,68 @@ pub struct RCmd {
     pub name: &'static str,
     /// Redis's arity (negative: at least).
     pub arity: i32,
+    /// Category bits ([`category_bit`]).
     pub cats: u32,
     pub no_auth: bool,
-    pub specs: &'static [KeySpec],
+    /// Redis's metadata (key specs); None for Augur's own commands, which take no keys.
+    pub redis: Option<&'static RedisCommand>,
 }
 
-/// Command ids are `u16` indexes into [`table::RCMDS`].
+impl RCmd {
+    fn from_redis(c: &'static RedisCommand) -> RCmd {
+        RCmd {
+            name: c.name,
+            arity: c.arity,
+            cats: category_bits(c.acl_categories),
+            no_auth: c.has_flag("no_auth"),
+            redis: Some(c),
+        }
+    }
+
+    fn augur(name: &'static str, arity: i32) -> RCmd {
+        RCmd {
+            name,
+            arity,
+            cats: category_bits(cmdtable::acl_categories(name)),
+            no_auth: false,
+            redis: None,
+        }
+    }
+}
+
+fn category_bits(names: &[&str]) -> u32 {
+    names
+        .iter()
+        .filter_map(|n| category_bit(n.trim_start_matches('@')))
+        .fold(0, |a, b| a | b)
+}
+
+/// The command universe, sorted by name (ids are binary-search indexes): every command
+/// and subcommand of Redis 7.0.15, and those Augur serves that Redis 7.0 does not have
+/// (TENANT, and Redis 7.2's CLIENT SETINFO and NO-TOUCH).
+pub fn rcmds() -> &'static [RCmd] {
+    static T: OnceLock<Vec<RCmd>> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut v = Vec::new();
+        for c in crate::redis_commands::REDIS_COMMANDS {
+            v.push(RCmd::from_redis(c));
+            v.extend(c.subcommands.iter().map(RCmd::from_redis));
+        }
+        let not_in_redis = |name: &str| cmdtable::redis_command(name.as_bytes()).is_none();
+        for c in cmdtable::COMMANDS {
+            if not_in_redis(c.name) {
+                v.push(RCmd::augur(c.name, c.arity));
+            }
+            for s in c.subcommands.iter().filter(|s| not_in_redis(s.name)) {
+                v.push(RCmd::augur(s.name, s.arity));
+            }
+        }
+        v.sort_by(|a, b| a.name.cmp(b.name));
+        v
+    })
+}
+
+/// Command ids are `u16` indexes into [`rcmds`].
 pub type CmdId = u16;
 
 const WORDS: usize = 8;
@@ -141,10 +175,10 @@ struct Universe {
 fn universe() -> &'static Universe {
     static U: OnceLock<Universe> = OnceLock::new();
     U.get_or_init(|| {
-        let n = table::RCMDS.len();
+        let n = rcmds().len();
         let mut children = vec![Vec::new(); n];
         let mut parent = vec![None; n];
-        for (i, c) in table::RCMDS.iter().enumerate() {
+        for (i, c) in rcmds().iter().enumerate() {
             if let Some((p, _)) = c.name.split_once('|') {
                 if let Some(pid) = lookup(p) {
                     children[pid as usize].push(i as CmdId);
@@ -166,14 +200,14 @@ pub fn lookup(name: &str) -> Option<CmdId> {
         *d = s.to_ascii_lowercase();
     }
     let lower = std::str::from_utf8(&buf[..name.len()]).ok()?;
-    table::RCMDS
+    rcmds()
         .binary_search_by(|c| c.name.cmp(lower))
         .ok()
         .map(|i| i as CmdId)
 }
 
 pub fn rcmd(id: CmdId) -> &'static RCmd {
-    &table::RCMDS[id as usize]
+    &rcmds()[id as usize]
 }
 
 /// Whether a command is a container (CONFIG, CLIENT, ACL, ...).
@@ -308,7 +342,7 @@ impl Selector {
     }
 
     fn set_category(&mut self, bit: u32, allow: bool) {
-        for (i, c) in table::RCMDS.iter().enumerate() {
+        for (i, c) in rcmds().iter().enumerate() {
             if c.cats & bit != 0 {
                 self.change_perm(i as CmdId, allow);
             }
@@ -461,7 +495,7 @@ impl Selector {
 
     fn count_category(&self, bit: u32) -> (usize, usize) {
         let (mut on, mut off) = (0, 0);
-        for (i, c) in table::RCMDS.iter().enumerate() {
+        for (i, c) in rcmds().iter().enumerate() {
             if c.cats & bit != 0 {
                 if self.bit(i as CmdId) {
                     on += 1
@@ -509,7 +543,7 @@ impl Selector {
             applied[j] = true;
         }
         // Top-level commands in table order, each followed by its subcommands.
-        for i in 0..table::RCMDS.len() {
+        for i in 0..rcmds().len() {
             let id = i as CmdId;
             if parent(id).is_some() {
                 continue;
@@ -737,187 +771,42 @@ pub struct Request<'a> {
     pub args: crate::resp::Args<'a>,
 }
 
-fn arg_eq(a: &[u8], s: &str) -> bool {
-    a.eq_ignore_ascii_case(s.as_bytes())
+/// getKeysFromCommandWithSpecs: (argument index, key-spec flags) of every key, found by
+/// cmdtable's key specs and, for SET, BITFIELD, SORT and MIGRATE whose flags or keys
+/// depend on the arguments, their own getkeys procedures (the same code COMMAND
+/// GETKEYSANDFLAGS answers from). Arguments the specs cannot parse name no keys.
+pub fn keys_of(req: &Request<'_>) -> Vec<(usize, u16)> {
+    let Some(c) = rcmd(req.id).redis else {
+        return Vec::new();
+    };
+    let args: Vec<&[u8]> = req.args.iter().collect();
+    cmdtable::get_keys(c, &args)
+        .map(|keys| {
+            keys.into_iter()
+                .map(|k| (k.pos, key_flag_bits(k.flags)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
-/// getKeysFromCommandWithSpecs: (argument index, key-spec flags) of every key, with the
-/// native getkeys of SET and BITFIELD whose flags depend on the arguments.
-pub fn keys_of(req: &Request<'_>) -> Vec<(usize, u16)> {
-    let c = rcmd(req.id);
-    let argc = req.args.len();
-    let mut out = Vec::new();
-    match c.name {
-        "set" => {
-            if argc > 1 {
-                let get = (3..argc).any(|i| arg_eq(req.args.get(i), "get"));
-                let f = if get {
-                    kf::RW | kf::ACCESS | kf::UPDATE
-                } else {
-                    kf::OW | kf::UPDATE
-                };
-                out.push((1, f));
-            }
-            return out;
+/// A key spec's flag names (Redis's CMD_KEY_* as COMMAND INFO spells them) as [`kf`] bits.
+fn key_flag_bits(flags: &[&str]) -> u16 {
+    flags.iter().fold(0, |bits, f| {
+        bits | match *f {
+            "RO" => kf::RO,
+            "RW" => kf::RW,
+            "OW" => kf::OW,
+            "RM" => kf::RM,
+            "access" => kf::ACCESS,
+            "update" => kf::UPDATE,
+            "insert" => kf::INSERT,
+            "delete" => kf::DELETE,
+            "not_key" => kf::NOT_KEY,
+            "incomplete" => kf::INCOMPLETE,
+            "variable_flags" => kf::VARIABLE_FLAGS,
+            _ => 0,
         }
-        "bitfield" => {
-            if argc > 1 {
-                let mut readonly = true;
-                let mut i = 2;
-                while i < argc {
-                    let rem = argc - i - 1;
-                    let a = req.args.get(i);
-                    if arg_eq(a, "get") && rem >= 2 {
-                        i += 3;
-                    } else if (arg_eq(a, "set") || arg_eq(a, "incrby")) && rem >= 3 {
-                        readonly = false;
-                        break;
-                    } else if arg_eq(a, "overflow") && rem >= 1 {
-                        i += 2;
-                    } else {
-                        readonly = false;
-                        break;
-                    }
-                }
-                let f = if readonly {
-                    kf::RO | kf::ACCESS
-                } else {
-                    kf::RW | kf::ACCESS | kf::UPDATE
-                };
-                out.push((1, f));
-            }
-            return out;
-        }
-        // Specs Redis marks incomplete or cannot follow: its native getkeys.
-        "migrate" => {
-            let (mut first, mut num) = (3usize, 1usize);
-            if argc > 6 {
-                let mut i = 6;
-                while i < argc {
-                    let a = req.args.get(i);
-                    if arg_eq(a, "keys") {
-                        if !req.args.get(3).is_empty() {
-                            return out;
-                        }
-                        first = i + 1;
-                        num = argc - first;
-                        break;
-                    }
-                    if arg_eq(a, "auth") {
-                        i += 1;
-                    } else if arg_eq(a, "auth2") {
-                        i += 2;
-                    }
-                    i += 1;
-                }
-            }
-            for p in first..(first + num).min(argc) {
-                out.push((p, kf::RW | kf::ACCESS | kf::DELETE));
-            }
-            return out;
-        }
-        "sort" => {
-            if argc > 1 {
-                out.push((1, kf::RO | kf::ACCESS));
-            }
-            let mut store = None;
-            let mut i = 2;
-            while i < argc {
-                let a = req.args.get(i);
-                if arg_eq(a, "limit") {
-                    i += 2;
-                } else if arg_eq(a, "get") || arg_eq(a, "by") {
-                    i += 1;
-                } else if arg_eq(a, "store") && i + 1 < argc {
-                    store = Some(i + 1);
-                }
-                i += 1;
-            }
-            if let Some(p) = store {
-                out.push((p, kf::OW | kf::UPDATE));
-            }
-            return out;
-        }
-        _ => {}
-    }
-    for spec in c.specs {
-        if spec.flags & kf::NOT_KEY != 0 {
-            continue;
-        }
-        let first = match spec.begin {
-            Begin::Index(i) => i as usize,
-            Begin::Keyword(kw, start) => {
-                let found = if start >= 0 {
-                    (start as usize..argc).find(|&i| arg_eq(req.args.get(i), kw))
-                } else {
-                    let from = argc as i64 + start as i64;
-                    (1..=from.max(0) as usize)
-                        .rev()
-                        .find(|&i| i < argc && arg_eq(req.args.get(i), kw))
-                };
-                match found {
-                    Some(i) => i + 1,
-                    None => continue,
-                }
-            }
-            Begin::Unknown => continue,
-        };
-        if first >= argc {
-            continue;
-        }
-        let (last, step) = match spec.find {
-            Find::Range { last, step, limit } => {
-                let (f, n) = (first as i64, argc as i64);
-                let last = if last >= 0 {
-                    f + last as i64
-                } else if limit == 0 {
-                    n + last as i64
-                } else {
-                    f + (n - f) / limit as i64 + last as i64
-                };
-                if last >= n || last < f {
-                    continue;
-                }
-                (last as usize, step.max(1) as usize)
-            }
-            Find::Keynum {
-                idx,
-                first: kfirst,
-                step,
-            } => {
-                let at = first + idx.max(0) as usize;
-                if at >= argc {
-                    continue;
-                }
-                let n = match crate::resp::parse_i64(req.args.get(at)) {
-                    Some(n) if n >= 0 => n as usize,
-                    _ => continue,
-                };
-                let start = first + kfirst as usize;
-                if n == 0 {
-                    continue;
-                }
-                let step = step.max(1) as usize;
-                let last = start + (n - 1) * step;
-                if last >= argc {
-                    continue;
-                }
-                let mut i = start;
-                while i <= last {
-                    out.push((i, spec.flags));
-                    i += step;
-                }
-                continue;
-            }
-            Find::Unknown => continue,
-        };
-        let mut i = first;
-        while i <= last {
-            out.push((i, spec.flags));
-            i += step;
-        }
-    }
-    out
+    })
 }
 
 /// getChannelsFromCommand: (argument index, is_pattern) of every channel the command
@@ -1224,7 +1113,7 @@ pub fn genpass(bits: usize) -> String {
 
 /// Commands (full names) of a category, in table order, restricted by `served`.
 pub fn commands_in(bit: u32, served: impl Fn(&str) -> bool) -> Vec<&'static str> {
-    table::RCMDS
+    rcmds()
         .iter()
         .filter(|c| c.cats & bit != 0 && served(c.name))
         .map(|c| c.name)
