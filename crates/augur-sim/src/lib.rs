@@ -28,6 +28,7 @@ pub mod policy;
 pub mod run;
 pub mod sampled;
 pub mod spec;
+mod working_set;
 
 pub use lhd::{LhdCache, LhdConfig, LhdModel, LhdTag};
 pub use list::{ListCache, ListOrder};

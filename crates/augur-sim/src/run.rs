@@ -12,7 +12,6 @@
 //! monomorphised per (request, simulator) type; for tuples the DELETE branch is a
 //! constant `false` and compiles away.
 
-use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use crate::lhd::{LhdCache, LhdConfig};
@@ -118,41 +117,13 @@ impl WorkingSet {
     }
 }
 
-/// Builds a [`WorkingSet`] request by request, for traces that are streamed rather
-/// than held in memory. A key whose size changes counts with its first size (the
-/// oracleGeneral traces here have one size per key except cloudphysics, where sizes
-/// rarely change).
-#[derive(Debug, Default)]
-pub struct WorkingSetCounter {
-    seen: HashMap<u64, ()>,
-    total: WorkingSet,
-}
-
-impl WorkingSetCounter {
-    pub fn add(&mut self, key: u64, size: u32) {
-        if self.seen.insert(key, ()).is_none() {
-            self.total.objects += 1;
-            self.total.bytes += u64::from(size);
-        }
-    }
-
-    pub fn working_set(&self) -> WorkingSet {
-        self.total
-    }
-}
+pub use crate::working_set::WorkingSetCounter;
 
 /// The working set of a trace (see [`WorkingSetCounter`]); DELETEs are skipped, so it
 /// is over the keys the trace references (GET / SET).
 pub fn working_set<R: SimRequest>(trace: &[R]) -> WorkingSet {
-    let mut counter = WorkingSetCounter {
-        seen: HashMap::with_capacity(trace.len() / 4),
-        total: WorkingSet::default(),
-    };
-    for r in trace {
-        if !r.is_delete() {
-            counter.add(r.key(), r.size());
-        }
-    }
+    let mut counter = WorkingSetCounter::with_capacity(trace.len() as u64 / 4);
+    counter.add_batch(trace, |r| (!r.is_delete()).then(|| (r.key(), r.size())));
     counter.working_set()
 }
 

@@ -140,6 +140,59 @@ fn truncated_real_trace_reports_an_error() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Decoding on a second thread hands over every request in order (more than one batch),
+/// reports a truncated file as the serial reader does after the requests before it, and
+/// stops the decoder when the consumer fails.
+#[test]
+fn batches_decoded_ahead_are_the_trace_in_order() {
+    let path = trace("cloudphysics");
+    let serial = load_all(&path).unwrap();
+    let mut got = Vec::new();
+    let mut batches = 0;
+    augur_trace::open_auto(&path)
+        .unwrap()
+        .for_each_batch(|b| {
+            batches += 1;
+            got.extend_from_slice(b);
+            Ok(())
+        })
+        .unwrap();
+    assert!(batches > 1, "one batch only");
+    assert_eq!(got, serial);
+
+    let dir = std::env::temp_dir().join(format!("augur-trace-batch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cut = dir.join("cut.oracleGeneral.bin");
+    augur_trace::write_oracle_general_file(&cut, &serial).unwrap();
+    let len = std::fs::metadata(&cut).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&cut).unwrap();
+    f.set_len(len - 10).unwrap();
+    drop(f);
+    let mut seen = 0usize;
+    let err = augur_trace::open_auto(&cut)
+        .unwrap()
+        .for_each_batch(|b| {
+            seen += b.len();
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("truncated"), "{err}");
+    assert_eq!(seen, serial.len() - 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let mut calls = 0;
+    let err = augur_trace::open_auto(&path)
+        .unwrap()
+        .for_each_batch(|_| {
+            calls += 1;
+            anyhow::bail!("consumer gave up")
+        })
+        .unwrap_err();
+    assert_eq!(err.to_string(), "consumer gave up");
+    assert_eq!(calls, 1);
+}
+
 /// A zstd trace written by the `zstd` tool records its content size, so the offline tools
 /// can show a total and an ETA without a first pass (the shipped traces all do).
 #[test]

@@ -359,16 +359,19 @@ fn size_grid(max: u64, n: usize) -> Vec<u64> {
 fn footprint_of(args: &ModelArgs) -> Result<WorkingSet> {
     let reader = args.open_trace()?;
     let pb = crate::progress::bar(reader.len_hint(), "working set");
-    let mut fp = WorkingSetCounter::default();
-    for req in reader {
-        let req = req?;
-        if req.op != Op::Delete {
-            fp.add(req.key, req.size);
-        }
-        pb.inc(1);
-    }
+    let mut fp = WorkingSetCounter::with_capacity(reader.len_hint().unwrap_or(0) / 8);
+    reader.for_each_batch(|batch| {
+        fp.add_batch(batch, reference);
+        pb.inc(batch.len() as u64);
+        Ok(())
+    })?;
     pb.finish_and_clear();
     Ok(fp.working_set())
+}
+
+/// A request's key and size if it is a reference (GET / SET), for the working set.
+fn reference(r: &augur_trace::Request) -> Option<(u64, u32)> {
+    (r.op != Op::Delete).then_some((r.key, r.size))
 }
 
 fn size_unit(bytes: bool) -> SizeUnit {
@@ -387,30 +390,30 @@ fn in_unit(ws: WorkingSet, unit: SizeUnit) -> u64 {
     }
 }
 
-/// Feeds a trace file to `model`, streaming: GET and SET are references, DELETE removes.
-/// Returns the working set, the number of trace entries and how many were DELETEs.
+/// Feeds a trace file to `model`, streaming (decoded on a second thread, see
+/// [`augur_trace::TraceReader::for_each_batch`]): GET and SET are references, DELETE
+/// removes. The working set is counted in the same pass. Returns it, the number of trace
+/// entries and how many were DELETEs.
 fn feed(args: &ModelArgs, model: &mut dyn MrcModel, msg: &str) -> Result<(WorkingSet, u64, u64)> {
     let reader = args.open_trace()?;
     let pb = crate::progress::bar(reader.len_hint(), msg);
-    let mut fp = WorkingSetCounter::default();
+    let mut fp = WorkingSetCounter::with_capacity(reader.len_hint().unwrap_or(0) / 8);
     let (mut n, mut deletes) = (0u64, 0u64);
-    for req in reader {
-        let req = req?;
-        match req.op {
-            Op::Get | Op::Set => {
-                fp.add(req.key, req.size);
-                model.access(req.key, req.size);
-            }
-            Op::Delete => {
-                deletes += 1;
-                model.delete(req.key)
+    reader.for_each_batch(|batch| {
+        for req in batch {
+            match req.op {
+                Op::Get | Op::Set => model.access(req.key, req.size),
+                Op::Delete => {
+                    deletes += 1;
+                    model.delete(req.key)
+                }
             }
         }
-        n += 1;
-        if n & 0xffff == 0 {
-            pb.inc(65_536);
-        }
-    }
+        fp.add_batch(batch, reference);
+        n += batch.len() as u64;
+        pb.inc(batch.len() as u64);
+        Ok(())
+    })?;
     pb.finish_and_clear();
     Ok((fp.working_set(), n, deletes))
 }

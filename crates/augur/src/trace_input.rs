@@ -28,15 +28,17 @@ pub fn load_for_simulation(path: &Path, format: Option<&str>) -> Result<(Vec<Tra
     let reader = open(path, format)?;
     let mut trace = Vec::with_capacity(reader.len_hint().unwrap_or(0) as usize);
     let mut deletes = 0u64;
-    for r in reader {
-        let r = r.with_context(|| format!("reading {}", path.display()))?;
-        trace.push(match r.op {
-            Op::Get | Op::Set => TraceOp::get(r.key, r.size),
-            Op::Delete => {
-                deletes += 1;
-                TraceOp::delete(r.key)
-            }
-        });
-    }
+    reader
+        .for_each_batch(|batch| {
+            trace.extend(batch.iter().map(|r| match r.op {
+                Op::Get | Op::Set => TraceOp::get(r.key, r.size),
+                Op::Delete => {
+                    deletes += 1;
+                    TraceOp::delete(r.key)
+                }
+            }));
+            Ok(())
+        })
+        .with_context(|| format!("reading {}", path.display()))?;
     Ok((trace, deletes))
 }
