@@ -355,18 +355,42 @@ fn size_grid(max: u64, n: usize) -> Vec<u64> {
     (1..=n).map(|i| (max * i / n).max(1)).collect()
 }
 
-/// The working set of a trace file by a streaming pass.
-fn footprint_of(args: &ModelArgs) -> Result<WorkingSet> {
-    let reader = args.open_trace()?;
-    let pb = crate::progress::bar(reader.len_hint(), "working set");
-    let mut fp = WorkingSetCounter::with_capacity(reader.len_hint().unwrap_or(0) / 8);
-    reader.for_each_batch(|batch| {
-        fp.add_batch(batch, reference);
-        pb.inc(batch.len() as u64);
-        Ok(())
-    })?;
-    pb.finish_and_clear();
-    Ok(fp.working_set())
+/// A trace read once into memory, for the models that need its working set before
+/// they are built (their size grid): decoded in one pass, the working set counted over
+/// the requests in memory, then fed from there. 16 bytes a request.
+struct LoadedTrace {
+    ops: Vec<augur_sim::TraceOp>,
+    deletes: u64,
+    working_set: WorkingSet,
+}
+
+impl LoadedTrace {
+    fn load(args: &ModelArgs) -> Result<LoadedTrace> {
+        let (ops, deletes) = trace_input::load_for_simulation(&args.trace, args.format.as_deref())?;
+        let working_set = working_set(&ops);
+        Ok(LoadedTrace {
+            ops,
+            deletes,
+            working_set,
+        })
+    }
+
+    /// Feeds the requests to `model` as [`feed`] does; returns the same counts.
+    fn feed(&self, model: &mut dyn MrcModel, msg: &str) -> (WorkingSet, u64, u64) {
+        let pb = crate::progress::bar(Some(self.ops.len() as u64), msg);
+        for chunk in self.ops.chunks(1 << 16) {
+            for op in chunk {
+                if op.delete {
+                    model.delete(op.key);
+                } else {
+                    model.access(op.key, op.size);
+                }
+            }
+            pb.inc(chunk.len() as u64);
+        }
+        pb.finish_and_clear();
+        (self.working_set, self.ops.len() as u64, self.deletes)
+    }
 }
 
 /// A request's key and size if it is a reference (GET / SET), for the working set.
@@ -438,15 +462,21 @@ pub fn run_mrc(args: MrcArgs) -> Result<()> {
         bail!("--points must be at least 1");
     }
     let unit = size_unit(args.common.bytes);
-    let working_set = if ModelSpec::needs_working_set(args.common.model) {
-        in_unit(footprint_of(&args.common)?, unit)
+    // One read of the trace either way: streamed into the model, or, when the model's
+    // size grid needs the working set first, loaded once and fed from memory.
+    let loaded = if ModelSpec::needs_working_set(args.common.model) {
+        Some(LoadedTrace::load(&args.common)?)
     } else {
-        0
+        None
     };
+    let working_set = loaded.as_ref().map_or(0, |l| in_unit(l.working_set, unit));
     let sizes = size_grid(working_set, args.points);
     let mut model = build_model(&args.common.spec(&sizes, working_set))?;
     let t0 = Instant::now();
-    let (fp, n, deletes) = feed(&args.common, model.as_mut(), "modelling")?;
+    let (fp, n, deletes) = match &loaded {
+        Some(l) => l.feed(model.as_mut(), "modelling"),
+        None => feed(&args.common, model.as_mut(), "modelling")?,
+    };
     let elapsed = t0.elapsed().as_secs_f64();
     let ws = in_unit(fp, unit) as f64;
     let curves: Vec<Curve> = model
