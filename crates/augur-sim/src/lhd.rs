@@ -240,6 +240,15 @@ impl LhdModel {
         }
     }
 
+    /// Prefetches what [`LhdModel::rank`] of `tag` will read (its entry of the density
+    /// table, 16 classes x 20k ages x 4 bytes: bigger than L2), so that a caller ranking
+    /// many sampled candidates overlaps their cache misses.
+    #[inline]
+    pub fn prefetch_rank(&self, tag: &LhdTag) {
+        let density = &self.classes[self.class_of(tag)].density;
+        crate::prefetch::prefetch(density.as_ptr().wrapping_add(self.age(tag)));
+    }
+
     fn maybe_explorer(&mut self, size: u64, rng: &mut impl Rng) -> bool {
         let roll = rng.gen_range(0..self.cfg.explore_inverse_probability) == 0;
         if roll && self.explorer_budget > 0 {
@@ -431,6 +440,8 @@ pub struct LhdCache {
     index: HashMap<u64, u32>,
     recent: Vec<u64>,
     recent_head: usize,
+    /// Scratch for [`LhdCache::evict_one`]'s candidates (kept to not allocate per miss).
+    candidates: Vec<u32>,
     used: u64,
     capacity: u64,
     unit: Unit,
@@ -453,6 +464,7 @@ impl LhdCache {
             index: HashMap::new(),
             recent,
             recent_head: 0,
+            candidates: Vec::new(),
             used: 0,
             capacity,
             unit,
@@ -474,22 +486,37 @@ impl LhdCache {
         s
     }
 
+    /// Evicts the lowest-ranked of `associativity` uniform samples and the recently
+    /// admitted low-density objects. The candidates are gathered first and their slots,
+    /// then their density-table entries, prefetched before any is ranked: the slots and
+    /// the table outgrow L2, and ranking them one by one would wait for each miss in turn
+    /// (same candidates, same order, same victim as ranking them as drawn).
     fn evict_one(&mut self) {
         let n = self.slots.len();
-        let rng = &mut self.rng;
-        let sampled =
-            std::iter::repeat_with(|| rng.gen_range(0..n)).take(self.model.cfg.associativity);
-        let recent = self
-            .recent
-            .iter()
-            .filter_map(|k| self.index.get(k).map(|&i| i as usize));
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        for _ in 0..self.model.cfg.associativity {
+            let i = self.rng.gen_range(0..n);
+            crate::prefetch::prefetch(self.slots.as_ptr().wrapping_add(i));
+            candidates.push(i as u32);
+        }
+        candidates.extend(
+            self.recent
+                .iter()
+                .filter_map(|k| self.index.get(k).copied()),
+        );
+        for &i in &candidates {
+            self.model.prefetch_rank(&self.slots[i as usize].tag);
+        }
         let (mut best, mut best_rank) = (usize::MAX, f32::MAX);
-        for i in sampled.chain(recent) {
-            let r = self.model.rank(&self.slots[i].tag, self.slots[i].cost);
+        for &i in &candidates {
+            let s = &self.slots[i as usize];
+            let r = self.model.rank(&s.tag, s.cost);
             if r < best_rank {
-                (best, best_rank) = (i, r);
+                (best, best_rank) = (i as usize, r);
             }
         }
+        self.candidates = candidates;
         let s = self.remove_slot(best);
         self.model.on_evict(&s.tag, s.cost, best_rank);
     }

@@ -25,6 +25,7 @@
 pub mod lhd;
 pub mod list;
 pub mod policy;
+mod prefetch;
 pub mod run;
 pub mod sampled;
 pub mod spec;

@@ -85,15 +85,7 @@ impl WorkingSetCounter {
 
     #[inline]
     fn prefetch(&self, key: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let p = self.slots.as_ptr().wrapping_add(self.home(key)) as *const i8;
-            // SAFETY: a prefetch is only a hint and never faults; the address is inside
-            // `slots` (home() < slots.len()).
-            unsafe { std::arch::x86_64::_mm_prefetch(p, std::arch::x86_64::_MM_HINT_T0) }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = key;
+        crate::prefetch::prefetch(self.slots.as_ptr().wrapping_add(self.home(key)));
     }
 
     /// Inserts `key`; true if it was not there.
