@@ -472,3 +472,99 @@ async fn eviction_treats_a_large_hash_as_one_object() {
     assert!(info_field(&info, "used_memory") <= 2 * 1024 * 1024);
     srv.stop().await;
 }
+
+/// DUMP / RESTORE of hashes and sets over a socket: round trips with a TTL, REPLACE over
+/// another type, BUSYKEY, and a payload DUMPed by redis-server 7.0.15 (a listpack hash),
+/// which Redis writes for small hashes.
+#[tokio::test]
+async fn dump_and_restore_hashes_and_sets() {
+    let s = TestServer::start(ServerConfig::default()).await;
+    let mut c = s.con().await;
+    let long = "v".repeat(200);
+    let _: i64 = q(&mut c, &["HSET", "h", "a", "1", "b", &long, "c", "-7"])
+        .await
+        .unwrap();
+    let _: i64 = q(&mut c, &["SADD", "s", "1", "x", "70000"]).await.unwrap();
+    for (key, copy) in [("h", "h2"), ("s", "s2")] {
+        let payload: Vec<u8> = redis::cmd("DUMP")
+            .arg(key)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("RESTORE")
+            .arg(copy)
+            .arg(60_000)
+            .arg(&payload)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let ttl: i64 = q(&mut c, &["PTTL", copy]).await.unwrap();
+        assert!(ttl > 0 && ttl <= 60_000, "{ttl}");
+        // Restoring onto an existing key needs REPLACE, whatever that key holds.
+        let e: redis::RedisResult<()> = redis::cmd("RESTORE")
+            .arg(copy)
+            .arg(0)
+            .arg(&payload)
+            .query_async(&mut c)
+            .await;
+        assert_eq!(e.unwrap_err().code(), Some("BUSYKEY"));
+        let _: () = q(&mut c, &["SET", "str", "x"]).await.unwrap();
+        let _: () = redis::cmd("RESTORE")
+            .arg("str")
+            .arg(0)
+            .arg(&payload)
+            .arg("REPLACE")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let t: String = q(&mut c, &["TYPE", "str"]).await.unwrap();
+        assert_eq!(t, if key == "h" { "hash" } else { "set" });
+        let _: i64 = q(&mut c, &["DEL", "str"]).await.unwrap();
+    }
+    let h2: HashMap<String, String> = q(&mut c, &["HGETALL", "h2"]).await.unwrap();
+    let want: HashMap<String, String> = [("a", "1"), ("b", long.as_str()), ("c", "-7")]
+        .into_iter()
+        .map(|(f, v)| (f.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(h2, want);
+    let s2: HashSet<String> = q(&mut c, &["SMEMBERS", "s2"]).await.unwrap();
+    assert_eq!(
+        s2,
+        ["1", "x", "70000"].map(String::from).into_iter().collect()
+    );
+
+    // redis-server 7.0.15's DUMP of HSET k a 1 b 300 c 70000 d 5000000000 e -5 f hello g "".
+    let hex = "103c3c0000000e008161020101816202c12c02816302f270110104816402f400f2052a0100000009816502dffb028166028568656c6c6f068167028001ff0a00fa540bacd91bd0af";
+    let redis_payload: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let _: () = redis::cmd("RESTORE")
+        .arg("fromredis")
+        .arg(0)
+        .arg(&redis_payload)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let got: HashMap<String, String> = q(&mut c, &["HGETALL", "fromredis"]).await.unwrap();
+    assert_eq!(got.len(), 7);
+    assert_eq!(got["d"], "5000000000");
+    assert_eq!(got["e"], "-5");
+    assert_eq!(got["g"], "");
+    // A corrupted payload is refused and nothing is written.
+    let mut bad = redis_payload.clone();
+    bad[5] ^= 0x40;
+    let e: redis::RedisResult<()> = redis::cmd("RESTORE")
+        .arg("bad")
+        .arg(0)
+        .arg(&bad)
+        .query_async(&mut c)
+        .await;
+    assert!(e
+        .unwrap_err()
+        .to_string()
+        .contains("payload version or checksum are wrong"));
+    let n: i64 = q(&mut c, &["EXISTS", "bad"]).await.unwrap();
+    assert_eq!(n, 0);
+    s.stop().await;
+}

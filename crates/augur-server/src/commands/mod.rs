@@ -12,7 +12,7 @@
 mod bits;
 mod client;
 mod connection;
-pub(crate) mod dump;
+pub mod dump;
 pub mod eval;
 mod expire;
 mod hash;
