@@ -8,6 +8,9 @@
 # latency per run and the median over REPS repetitions; configurations are run in an
 # order rotated every repetition (the machine is shared: alternate, take medians).
 #
+# Traces: where K matters on their first PREFIX requests (`augur sim -p redis-lru:1,5,16
+# -s 30%,75%`): two-phase (K = 1 best at 75 %), cloudphysics (K = 1 best at 75 %, 16 at
+# 30 %), arc_oltp (K >= 5 best at 30 %).
 # Bounds: each trace's first PREFIX requests are replayed over and over (--loop) with
 # CONNS connections: WARMUP seconds unmeasured, then DURATION measured seconds. The
 # working set is the bytes the server reports after one pass of the prefix, no limit.
@@ -19,7 +22,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TRACE_DIR=${TRACE_DIR:-${AUGUR_TRACES:-$ROOT/../shared/traces}}
-TRACES=${TRACES:-"twophase arc_oltp scarab-recs"}
+TRACES=${TRACES:-"twophase cloudphysics arc_oltp"}
 FRACS=${FRACS:-"30 75"}
 CONFIGS=${CONFIGS:-"auto k5 k1 k16"}
 REPS=${REPS:-1}
@@ -28,6 +31,7 @@ CONNS=${CONNS:-16}
 WARMUP=${WARMUP:-10}
 DURATION=${DURATION:-20}
 PENALTY=${PENALTY:-2000us}
+VALUE_SIZE=${VALUE_SIZE:-200}     # uniform values, as DLRU §4.3.1 (cloudphysics's real sizes reach 68 KiB)
 SAMPLE_RATE=${SAMPLE_RATE:-0.05}
 INTERVAL_MS=${INTERVAL_MS:-2000}
 DLRU_INTERVAL=${DLRU_INTERVAL:-100000}
@@ -64,7 +68,7 @@ for tr in $TRACES; do
   start_config k5 "$PORT" 0
   pid=$LAST_PID
   empty=$(info_field "$PORT" memory used_memory)
-  "$AUGUR" replay --addr "127.0.0.1:$PORT" --no-progress --limit "$PREFIX" "$path" >/dev/null
+  "$AUGUR" replay --addr "127.0.0.1:$PORT" --no-progress --value-size "$VALUE_SIZE" --limit "$PREFIX" "$path" >/dev/null
   ws=$(( $(info_field "$PORT" memory used_memory) - empty ))
   stop_server "$pid"
   echo "== $tr: working set $ws B (empty $empty B)"
@@ -79,7 +83,7 @@ for tr in $TRACES; do
         start_config "$cfg" "$PORT" "$mm"
         pid=$LAST_PID
         common=(--addr "127.0.0.1:$PORT" --no-progress --loop --connections "$CONNS"
-          --miss-penalty "$PENALTY" --limit "$PREFIX" "$path")
+          --miss-penalty "$PENALTY" --value-size "$VALUE_SIZE" --limit "$PREFIX" "$path")
         "$AUGUR" replay "${common[@]}" --duration "${WARMUP}s" >/dev/null
         "$AUGUR" replay "${common[@]}" --duration "${DURATION}s" --json "$OUT/$tr-$f-$cfg-$rep.json" >/dev/null
         kend=$(info_field "$PORT" dlru maxmemory_samples_effective)
