@@ -63,6 +63,14 @@ pub struct ServerConfig {
     pub maxmemory: u64,
     pub maxmemory_policy: EvictionPolicy,
     pub maxmemory_samples: usize,
+    /// `maxmemory-samples auto`: DLRU chooses K each interval (crate::dlru);
+    /// `maxmemory_samples` stays the K a number set and the one restored when a number
+    /// is set again.
+    pub maxmemory_samples_auto: bool,
+    /// GETs per DLRU interval (DLRU §3.5's 5M); the profiler's interval also ends one.
+    pub dlru_interval: u64,
+    /// The per-K curves the kRedis tuner partitions with: KRR or miniature caches.
+    pub k_chooser: crate::dlru::KChooser,
     /// `maxmemory-clients`: bytes the connections may hold together before the largest
     /// are closed; negative values are a percentage of maxmemory (as Redis stores it);
     /// 0 = no limit.
@@ -181,6 +189,9 @@ impl Default for ServerConfig {
             maxmemory: 0,
             maxmemory_policy: EvictionPolicy::NoEviction,
             maxmemory_samples: 5,
+            maxmemory_samples_auto: false,
+            dlru_interval: 5_000_000,
+            k_chooser: crate::dlru::KChooser::Krr,
             maxmemory_clients: 0,
             databases: 16,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -258,6 +269,8 @@ pub const PARAMS: &[&str] = &[
     "tenant-interval-ms",
     "tenant-sample-rate",
     "tenant-k-set",
+    "dlru-interval",
+    "k-chooser",
     "tenant-alloc-unit",
     "tenant-miss-cutoff-ms",
     "tenant-default-miss-penalty",
@@ -317,6 +330,8 @@ pub const LIVE_PARAMS: &[&str] = &[
     "tenant-interval-ms",
     "tenant-sample-rate",
     "tenant-k-set",
+    "dlru-interval",
+    "k-chooser",
     "tenant-alloc-unit",
     "tenant-miss-cutoff-ms",
     "tenant-default-miss-penalty",
@@ -440,12 +455,16 @@ impl ServerConfig {
             "maxmemory-policy" => {
                 self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction".to_string())?
             }
+            "maxmemory-samples" if value.eq_ignore_ascii_case("auto") => {
+                self.maxmemory_samples_auto = true;
+            }
             "maxmemory-samples" => {
                 let n: usize = parse_int(value)?;
                 if !(1..=64).contains(&n) {
                     return Err("argument must be between 1 and 64 inclusive".into());
                 }
                 self.maxmemory_samples = n;
+                self.maxmemory_samples_auto = false;
             }
             "maxmemory-clients" => self.maxmemory_clients = parse_memory_or_percent(value)?,
             "databases" => {
@@ -536,6 +555,17 @@ impl ServerConfig {
                     return Err("argument must list 1 to 8 values of K".into());
                 }
                 self.tenant_k_set = ks;
+            }
+            "dlru-interval" => {
+                let n: u64 = parse_int(value)?;
+                if n < 1000 {
+                    return Err("argument must be between 1000 and 18446744073709551615 inclusive".into());
+                }
+                self.dlru_interval = n;
+            }
+            "k-chooser" => {
+                self.k_chooser = crate::dlru::KChooser::parse(value)
+                    .ok_or("argument(s) must be one of the following: krr, minisim")?
             }
             "tenant-alloc-unit" => {
                 let n = parse_memory(value).ok_or("argument must be a memory value")?;
@@ -652,7 +682,10 @@ impl ServerConfig {
             "timeout" => self.timeout.to_string(),
             "maxmemory" => self.maxmemory.to_string(),
             "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
+            "maxmemory-samples" if self.maxmemory_samples_auto => "auto".into(),
             "maxmemory-samples" => self.maxmemory_samples.to_string(),
+            "dlru-interval" => self.dlru_interval.to_string(),
+            "k-chooser" => self.k_chooser.name().to_string(),
             "maxmemory-clients" if self.maxmemory_clients < 0 => {
                 format!("{}%", -self.maxmemory_clients)
             }

@@ -25,6 +25,7 @@ const ALL: &[&str] = &[
     "cluster",
     "keyspace",
     "tenants",
+    "dlru",
 ];
 
 /// `INFO` and `INFO default`: all but the per-command sections, as in Redis 7.0.
@@ -87,6 +88,7 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
         ($($arg:tt)*) => {{ let _ = write!(o, $($arg)*); o.push_str("\r\n"); }};
     }
     match section {
+        "dlru" => crate::dlru::info_section(shared, o),
         "server" => {
             line!("# Server");
             line!("redis_version:{REDIS_COMPAT_VERSION}");

@@ -8,6 +8,7 @@ pub mod acl;
 pub mod cmdtable;
 pub mod commands;
 pub mod config;
+pub mod dlru;
 pub mod gate;
 pub mod info;
 pub mod memstats;

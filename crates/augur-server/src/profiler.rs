@@ -24,9 +24,11 @@
 //!   tenant's target bytes and K are installed in the store. With one tenant this is
 //!   choosing K for the whole memory (§6.9.1).
 
+use crate::dlru::{self, KChooser, Scope};
 use crate::state::Shared;
 use augur_mrc::curve::{Curve, Point, SizeUnit};
 use augur_mrc::krr::{Krr, KrrConfig};
+use augur_mrc::minisim::MiniSim;
 use augur_mrc::partition::{self, MergedMrc, Objective, TenantDemand};
 use augur_mrc::MrcModel;
 use augur_store::{Partitioning, RefKind, Reference, ReferenceSink, TenantId, MAX_TENANTS};
@@ -138,6 +140,8 @@ pub struct ProfilerState {
     pub intervals: AtomicU64,
     /// The last partitioning error (e.g. min-memory above maxmemory), for INFO.
     pub last_error: Mutex<Option<String>>,
+    /// DLRU's last decision per scope (`maxmemory-samples auto`), for INFO.
+    pub dlru: Mutex<Vec<crate::dlru::Decision>>,
 }
 
 /// One tenant's model and counters on the profiler thread.
@@ -173,6 +177,18 @@ struct TenantModel {
     /// The curves of the last intervals' references only, to predict the next.
     forecast: Vec<Curve>,
     history: VecDeque<(u64, u64, u32)>,
+    /// `k-chooser minisim`: miniature `redis-lru:K` caches at several sizes, fed the same
+    /// sample (crate::dlru), whose per-K curves the tuner then partitions with.
+    mini: Option<MiniSim>,
+}
+
+/// Full-scale sizes of the `k-chooser minisim` curves: 16 points, geometric from
+/// `max / 1024` to `max`.
+fn minisim_sizes(max: u64) -> Vec<u64> {
+    (0..16)
+        .map(|i| (max as f64 * 1024f64.powf(i as f64 / 15.0 - 1.0)).round() as u64)
+        .map(|b| b.max(1))
+        .collect()
 }
 
 fn krr_config(ks: &[u32], rate: f64) -> KrrConfig {
@@ -211,7 +227,34 @@ impl TenantModel {
             snapshots: VecDeque::new(),
             forecast: Vec::new(),
             history: VecDeque::new(),
+            mini: None,
         }
+    }
+
+    /// The miniature caches' curves at full scale. They run at rate 1 on sizes already
+    /// scaled by R (the references arrive sampled: `MiniSim`'s own filter would sample
+    /// them again), so sizes scale back by 1/R.
+    fn mini_curves(&self) -> Option<Vec<Curve>> {
+        let mini = self.mini.as_ref()?;
+        if mini.sampled_requests() == 0 {
+            return None;
+        }
+        Some(
+            mini.curves()
+                .into_iter()
+                .map(|c| {
+                    let points = c
+                        .points
+                        .iter()
+                        .map(|p| Point {
+                            size: p.size / self.rate,
+                            miss_ratio: p.miss_ratio,
+                        })
+                        .collect();
+                    Curve::new("minisim", c.k, c.unit, points)
+                })
+                .collect(),
+        )
     }
 
     fn feed(&mut self, id: u64, bytes: u32) {
@@ -220,6 +263,9 @@ impl TenantModel {
             self.seen_bytes += u64::from(bytes);
         }
         self.krr.access(id, bytes);
+        if let Some(mini) = &mut self.mini {
+            mini.access(id, bytes);
+        }
         self.fed += 1;
         self.fed_in_interval += 1;
         self.size_sum += bytes as f64;
@@ -249,6 +295,9 @@ pub struct Profiler {
     tenant_meta: HashMap<TenantId, (String, f64)>,
     ks: Vec<u32>,
     cutoff: Duration,
+    /// DLRU (`maxmemory-samples auto`) and the `k-chooser` in use.
+    dlru: dlru::Engine,
+    chooser: KChooser,
 }
 
 impl Profiler {
@@ -264,6 +313,8 @@ impl Profiler {
             tenant_meta: HashMap::new(),
             ks: Vec::new(),
             cutoff: Duration::ZERO,
+            dlru: dlru::Engine::default(),
+            chooser: KChooser::Krr,
         }
         .refreshed()
     }
@@ -278,7 +329,15 @@ impl Profiler {
         let cfg = self.shared.config.read();
         self.ks = cfg.tenant_k_set.clone();
         self.cutoff = Duration::from_millis(cfg.tenant_miss_cutoff_ms);
+        self.chooser = cfg.k_chooser;
+        let (auto, dlru_interval) = (cfg.maxmemory_samples_auto, cfg.dlru_interval);
         drop(cfg);
+        self.dlru
+            .configure(auto, dlru_interval, self.shared.store.partitioning());
+        if auto {
+            // Starts the measurement once per process, when auto is first on.
+            let _ = dlru::overhead();
+        }
         // The model samples at the rate the store filters with (one source of truth:
         // the tenant's threshold in the store).
         let store = &self.shared.store;
@@ -339,11 +398,128 @@ impl Profiler {
     fn model(&mut self, t: TenantId) -> Option<&mut TenantModel> {
         let (name, rate) = self.tenant_meta.get(&t)?;
         let ks = &self.ks;
-        Some(
-            self.models
-                .entry(t)
-                .or_insert_with(|| TenantModel::new(name.clone(), ks, *rate)),
-        )
+        let m = self
+            .models
+            .entry(t)
+            .or_insert_with(|| TenantModel::new(name.clone(), ks, *rate));
+        match self.chooser {
+            KChooser::Krr => m.mini = None,
+            KChooser::Minisim if m.mini.is_none() => {
+                let store = &self.shared.store;
+                let (cap, _, _) = store.tenant_limits(t);
+                let max = if cap > 0 { cap } else { store.maxmemory() };
+                if max > 0 {
+                    let sizes: Vec<u64> = minisim_sizes(max)
+                        .into_iter()
+                        .map(|b| ((b as f64 * m.rate).round() as u64).max(1))
+                        .collect();
+                    let mut mini = MiniSim::new(1.0, SizeUnit::Bytes, &sizes).with_adjust(false);
+                    for &k in &m.ks {
+                        mini.add_spec(augur_sim::PolicySpec::RedisLru { k: k as usize }, 7);
+                    }
+                    m.mini = Some(mini);
+                }
+            }
+            KChooser::Minisim => {}
+        }
+        Some(m)
+    }
+
+    /// Feeds DLRU's miniature caches (after the tenant's model took the reference).
+    fn dlru_feed(&mut self, t: TenantId, id: u64, bytes: u32) {
+        if !self.dlru.on {
+            return;
+        }
+        let rate = if self.dlru.off_mode {
+            // One keyspace model: every tenant's references at the lowest rate (the
+            // store's filter is a threshold, so a key sampled at that rate is sampled
+            // at every higher one).
+            self.tenant_meta
+                .values()
+                .map(|m| m.1)
+                .filter(|&r| r >= 1.0 / (1u64 << 24) as f64)
+                .fold(f64::INFINITY, f64::min)
+        } else {
+            match self.tenant_meta.get(&t) {
+                Some(m) => m.1,
+                None => return,
+            }
+        };
+        if !rate.is_finite() || rate < 1.0 / (1u64 << 24) as f64 {
+            return;
+        }
+        let store = &self.shared.store;
+        let maxmemory = store.maxmemory();
+        self.dlru.access(t, id, bytes, rate, |scope| {
+            dlru::cache_bytes(store, maxmemory, scope)
+        });
+    }
+
+    /// A sampled GET: DLRU's interval clock.
+    fn dlru_get(&mut self, t: TenantId, id: u64) {
+        if !self.dlru.on {
+            return;
+        }
+        if let Some(scope) = self.dlru.count_get(t, id) {
+            self.dlru_decide(scope);
+        }
+    }
+
+    /// Ends `scope`'s DLRU interval: Eq. 3, install, publish (crate::dlru).
+    fn dlru_decide(&mut self, scope: Scope) {
+        let default_penalty = self.shared.config.read().tenant_default_miss_penalty_us;
+        let (penalty_us, name) = match scope {
+            Some(t) => {
+                let user = self.shared.tenants.users().into_iter().find(|u| u.id == t);
+                let configured = user.as_ref().and_then(|u| u.settings.miss_penalty_us);
+                let measured = self.models.get(&t).and_then(|m| {
+                    if m.lat_n > 0 {
+                        Some(m.lat_sum_us / m.lat_n as f64)
+                    } else {
+                        m.lat_mean_us
+                    }
+                });
+                (
+                    measured.or(configured).unwrap_or(default_penalty),
+                    format!("tenant_{}", user.map_or_else(|| t.to_string(), |u| u.name)),
+                )
+            }
+            None => {
+                // Every tenant's measured latency, weighted by its refills.
+                let (mut sum, mut n) = (0.0, 0.0);
+                for m in self.models.values() {
+                    if m.lat_n > 0 {
+                        sum += m.lat_sum_us;
+                        n += m.lat_n as f64;
+                    } else if let Some(l) = m.lat_mean_us {
+                        sum += l * m.lat_weight;
+                        n += m.lat_weight;
+                    }
+                }
+                (
+                    if n > 0.0 { sum / n } else { default_penalty },
+                    "keyspace".to_string(),
+                )
+            }
+        };
+        let store = &self.shared.store;
+        let c = dlru::cache_bytes(store, store.maxmemory(), scope);
+        let zero = dlru::Overhead {
+            per_k_us: dlru::DLRU_KS.iter().map(|&k| (k, 0.0)).collect(),
+        };
+        let oh = dlru::overhead().unwrap_or(&zero);
+        let Some(d) = self.dlru.scopes.get_mut(&scope) else {
+            return;
+        };
+        let mut dec = d.end_interval(penalty_us, oh, c, c);
+        dec.scope = name;
+        // Re-read: CONFIG SET maxmemory-samples N may have turned auto off meanwhile.
+        if self.shared.config.read().maxmemory_samples_auto {
+            dec.installed = dlru::install(store, scope, dec.k);
+        }
+        let mut views = self.shared.profiler.dlru.lock();
+        views.retain(|v| v.scope != dec.scope);
+        views.push(dec);
     }
 
     /// One sampled reference.
@@ -353,7 +529,9 @@ impl Profiler {
             RefKind::Hit => {
                 if let Some(m) = self.model(r.tenant) {
                     m.feed(r.id, r.bytes);
+                    self.dlru_feed(r.tenant, r.id, r.bytes);
                 }
+                self.dlru_get(r.tenant, r.id);
             }
             RefKind::Miss => {
                 if self.pending.len() >= PENDING_CAPACITY {
@@ -367,12 +545,15 @@ impl Profiler {
                             let s = m.mean_size();
                             m.unfilled += 1;
                             m.feed(r.id, s);
+                            self.dlru_feed(r.tenant, r.id, s);
                         }
                     }
                 } else if let Some(m) = self.model(r.tenant) {
                     let s = m.mean_size();
                     m.feed(r.id, s);
+                    self.dlru_feed(r.tenant, r.id, s);
                 }
+                self.dlru_get(r.tenant, r.id);
             }
             RefKind::Write => {
                 let missed_at = self.pending.remove(&(r.tenant, r.id));
@@ -387,13 +568,18 @@ impl Profiler {
                         m.refills += 1;
                     }
                     m.feed(r.id, r.bytes);
+                    self.dlru_feed(r.tenant, r.id, r.bytes);
                 }
             }
             RefKind::Delete => {
                 self.pending.remove(&(r.tenant, r.id));
                 if let Some(m) = self.model(r.tenant) {
                     m.krr.delete(r.id);
+                    if let Some(mini) = &mut m.mini {
+                        mini.delete(r.id);
+                    }
                 }
+                self.dlru.delete(r.tenant, r.id);
             }
         }
     }
@@ -414,6 +600,7 @@ impl Profiler {
                 let s = m.mean_size();
                 m.unfilled += 1;
                 m.feed(id, s);
+                self.dlru_feed(t, id, s);
             }
         }
     }
@@ -556,6 +743,11 @@ impl Profiler {
                 None => access_rate,
             };
             m.rate_ewma = Some(tuning_rate);
+            // `k-chooser minisim`: the miniature caches' per-K curves instead of KRR's.
+            let merged = match (cfg.k_chooser, m.mini_curves()) {
+                (KChooser::Minisim, Some(mc)) => MergedMrc::new(&mc).ok().or(merged),
+                _ => merged,
+            };
             let demand = TenantDemand {
                 mrc: merged.unwrap_or_else(|| flat_mrc(cfg.tenant_k_set[0])),
                 access_rate: if curves.is_empty() { 0.0 } else { tuning_rate },
@@ -623,6 +815,17 @@ impl Profiler {
                     *self.shared.profiler.last_error.lock() = Some(e.to_string());
                 }
             }
+        }
+        // The profiler's interval also ends DLRU's (whichever ends first).
+        let due: Vec<Scope> = self
+            .dlru
+            .scopes
+            .iter()
+            .filter(|(_, d)| d.refs() > 0)
+            .map(|(s, _)| *s)
+            .collect();
+        for scope in due {
+            self.dlru_decide(scope);
         }
         let mut views = self.shared.profiler.views.lock();
         views.clear();

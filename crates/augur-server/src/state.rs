@@ -404,8 +404,12 @@ impl Shared {
         if self.store.policy() != new.maxmemory_policy {
             self.store.set_policy(new.maxmemory_policy);
         }
-        if self.store.samples() != new.maxmemory_samples {
+        // Under `maxmemory-samples auto` the profiler owns the store's K (crate::dlru).
+        if !new.maxmemory_samples_auto && self.store.samples() != new.maxmemory_samples {
             self.store.set_samples(new.maxmemory_samples);
+        }
+        if !new.maxmemory_samples_auto && self.config.read().maxmemory_samples_auto {
+            crate::dlru::turned_off(self, new.maxmemory_samples);
         }
         self.store.set_encoding_limits(new.encoding_limits());
         self.store.set_notify_flags(new.notify_keyspace_events);

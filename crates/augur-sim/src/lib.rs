@@ -57,6 +57,14 @@ pub trait CacheSim: Send {
     fn used(&self) -> u64;
     /// Capacity, in the simulator's unit (objects or bytes).
     fn capacity(&self) -> u64;
+    /// Resizes the cache in place, evicting by the policy until it fits (DLRU §3.3
+    /// resizes its miniature caches every interval as the average item size moves, and
+    /// keeps their contents). Returns false, changing nothing, for a simulator that
+    /// cannot resize; the caller then rebuilds it.
+    fn set_capacity(&mut self, capacity: u64) -> bool {
+        let _ = capacity;
+        false
+    }
 }
 
 impl<S: CacheSim + ?Sized> CacheSim for Box<S> {
@@ -74,5 +82,8 @@ impl<S: CacheSim + ?Sized> CacheSim for Box<S> {
     }
     fn capacity(&self) -> u64 {
         (**self).capacity()
+    }
+    fn set_capacity(&mut self, capacity: u64) -> bool {
+        (**self).set_capacity(capacity)
     }
 }

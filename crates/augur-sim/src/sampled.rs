@@ -208,6 +208,17 @@ impl CacheSim for SampledCache {
     fn capacity(&self) -> u64 {
         self.capacity
     }
+
+    /// Shrinking evicts with the cache's own sampling until the contents fit (DLRU
+    /// removes random overflow items; K-LRU's victims are the same random draw refined
+    /// by idle time, so the miniature stays what the policy would hold).
+    fn set_capacity(&mut self, capacity: u64) -> bool {
+        self.capacity = capacity;
+        while self.used > self.capacity && !self.pop.slots.is_empty() {
+            self.evict_one();
+        }
+        true
+    }
 }
 
 #[cfg(test)]
@@ -237,6 +248,24 @@ mod tests {
                 ((keys as f64) * u * u * u) as u64
             })
             .collect()
+    }
+
+    #[test]
+    fn set_capacity_shrinks_by_eviction_and_grows_in_place() {
+        let mut c = SampledCache::new(Sampling::Pooled { k: 5 }, 100, Unit::Objects, 3);
+        for key in 0..100u64 {
+            assert!(!c.access(key, 10));
+        }
+        assert_eq!(c.len(), 100);
+        assert!(c.set_capacity(40));
+        assert_eq!(c.len(), 40);
+        check_invariants(&c);
+        assert!(c.set_capacity(60));
+        for key in 1000..1020u64 {
+            c.access(key, 10);
+        }
+        assert_eq!(c.len(), 60);
+        check_invariants(&c);
     }
 
     #[test]

@@ -75,6 +75,12 @@ pub struct Args {
     /// Sample sizes K the profiler models, e.g. 1,2,4,8,16.
     #[arg(long)]
     pub tenant_k_set: Option<String>,
+    /// GETs per DLRU interval under `--maxmemory-samples auto` (default 5000000).
+    #[arg(long)]
+    pub dlru_interval: Option<String>,
+    /// Per-K curves the kRedis tuner partitions with: krr or minisim.
+    #[arg(long)]
+    pub k_chooser: Option<String>,
     /// Allocation unit G of the partitioning DP (bytes or with a unit).
     #[arg(long)]
     pub tenant_alloc_unit: Option<String>,
@@ -142,6 +148,8 @@ impl Args {
             ("tenant-interval-ms", &self.tenant_interval_ms),
             ("tenant-sample-rate", &self.tenant_sample_rate),
             ("tenant-k-set", &self.tenant_k_set),
+            ("dlru-interval", &self.dlru_interval),
+            ("k-chooser", &self.k_chooser),
             ("tenant-alloc-unit", &self.tenant_alloc_unit),
             ("tenant-miss-cutoff-ms", &self.tenant_miss_cutoff_ms),
             (

@@ -1,0 +1,669 @@
+//! DLRU (Qiu et al., "Dynamic K for Redis's approximated LRU", §3.2-3.5): `maxmemory-samples
+//! auto` picks K on the fly from miniature caches and a cost model.
+//!
+//! - **Miniature caches (§3.3).** One miniature `redis-lru:K` cache per K in
+//!   [`DLRU_KS`], the same simulator `augur sim` runs (`augur_sim::build`, Redis's pooled
+//!   K-LRU as the store evicts with; DESIGN.md: one policy implementation). They are fed
+//!   the profiler's spatially sampled references at the tenant's sample rate R
+//!   (`tenant-sample-rate`, 0.01 by default, where DLRU uses 1/200: the store's filter is
+//!   the same `hash mod P < T` test as DLRU's Eq. 1, and one sample serves both KRR and
+//!   DLRU). A reference is what the profiler models: a GET hit, a write, or a GET miss
+//!   entering at its refill.
+//! - **Size (Eq. 2).** `Max cSize = C R / average item size` objects; the store charges
+//!   and evicts by bytes and the sampled references carry their charged bytes, so the
+//!   miniature is `C R` bytes (Eq. 2 times the average item size, exact for variable
+//!   sizes). C is the live cache size: `maxmemory` for the whole keyspace, else the
+//!   tenant's cap, target or current bytes. Every interval the caches are resized in place
+//!   (`CacheSim::set_capacity`, contents kept).
+//! - **Interval (§3.5).** `dlru-interval` GETs (DLRU's 5M by default), estimated as
+//!   sampled GETs / R, or the profiler's interval (`tenant-interval`,
+//!   `tenant-interval-ms`), whichever ends first.
+//! - **Cost (Eq. 3).** `P_K = M_K (p + OH_K)`: `M_K` the miniature's misses in the
+//!   interval scaled by 1/R, `p` the measured miss latency (GET miss to refill SET, §3.4,
+//!   the profiler's measurement), `OH_K` the store's eviction overhead measured once per
+//!   process by [`Overhead::calibrate`] (time per eviction of the real `augur_store::Store`
+//!   at each K, minus the same writes without eviction). The argmin K is installed; ties go
+//!   to the smaller K (§3.5); under [`MIN_KEYS`] distinct sampled keys in the interval the
+//!   default K = 5 is installed (§3.3).
+//! - **Scope.** With `tenant-partitioning off` eviction is shared and uses the global K:
+//!   one keyspace model (every tenant's references at the lowest tenant rate) sets
+//!   `maxmemory-samples`' effective K. With `static`, each tenant gets its own K. With
+//!   `kredis`, the tuner installs K with the memory (from the `k-chooser` curves); DLRU
+//!   then only reports what it would choose.
+
+use augur_sim::{CacheSim, PolicySpec, Unit};
+use augur_store::{EvictionPolicy, Ns, Partitioning, SetTtl, Store, StoreConfig, TenantId};
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+/// The K values DLRU simulates (§3.3: 1 is random eviction, 16 is nearly LRU).
+pub const DLRU_KS: [u32; 5] = [1, 2, 5, 10, 16];
+/// K installed when the interval's sample is too small (Redis's default).
+pub const DEFAULT_K: u32 = 5;
+/// Fewest distinct sampled keys in an interval for a decision (§3.3).
+pub const MIN_KEYS: usize = augur_mrc::minisim::MIN_RELIABLE_KEYS;
+/// Modulus of the store's sampling filter (`augur_store`'s `SAMPLE_MODULUS`).
+const SAMPLE_MODULUS: u64 = 1 << 24;
+
+/// Which model supplies the per-K curves the kRedis tuner partitions with
+/// (`k-chooser`; kRedis §6.9 compares the two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KChooser {
+    /// kRedis's KRR stacks (the default).
+    #[default]
+    Krr,
+    /// DLRU's miniature caches, at several sizes per K.
+    Minisim,
+}
+
+impl KChooser {
+    pub fn name(self) -> &'static str {
+        match self {
+            KChooser::Krr => "krr",
+            KChooser::Minisim => "minisim",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "krr" => Some(KChooser::Krr),
+            "minisim" => Some(KChooser::Minisim),
+            _ => None,
+        }
+    }
+}
+
+/// Chooses K by Eq. 3: the K with the least `M_K (p + OH_K)`, the smaller K on a tie;
+/// [`DEFAULT_K`] when fewer than [`MIN_KEYS`] distinct keys were sampled. Returns the K
+/// and whether it is the fallback.
+pub fn choose(
+    ks: &[u32],
+    misses: &[f64],
+    penalty_us: f64,
+    oh_us: &[f64],
+    keys: usize,
+) -> (u32, bool) {
+    if keys < MIN_KEYS || ks.is_empty() {
+        return (DEFAULT_K, true);
+    }
+    let mut best = (ks[0], f64::INFINITY);
+    let mut order: Vec<usize> = (0..ks.len()).collect();
+    order.sort_by_key(|&i| ks[i]);
+    for i in order {
+        let cost = misses[i] * (penalty_us + oh_us[i]);
+        if cost < best.1 {
+            best = (ks[i], cost);
+        }
+    }
+    (best.0, false)
+}
+
+/// The store's eviction overhead per K (µs per eviction), measured.
+#[derive(Debug, Clone)]
+pub struct Overhead {
+    pub per_k_us: Vec<(u32, f64)>,
+}
+
+impl Overhead {
+    /// Measures, on a private one-shard `Store`, the time of `MEASURE` SETs of new keys
+    /// into a full store evicting with `allkeys-lru` at each K, minus the same SETs into
+    /// an unlimited store of the same size, per eviction; the best of three rounds (other
+    /// work on the machine only ever adds time). Well under a second in a release build,
+    /// once per process, on its own thread ([`overhead`]). DLRU §3.4 measures one K live and scales the others by ratios
+    /// measured offline; measuring every K directly needs no ratios.
+    pub fn calibrate(ks: &[u32]) -> Overhead {
+        const FILL: usize = 10_000;
+        const MEASURE: usize = 10_000;
+        let value = vec![b'v'; 100];
+        let keys: Vec<Vec<u8>> = (0..FILL + MEASURE)
+            .map(|i| format!("dlru:calibration:{i:08}").into_bytes())
+            .collect();
+        let new_store = |maxmemory: u64, k: usize| {
+            Store::new(StoreConfig {
+                shards: 1,
+                databases: 1,
+                maxmemory,
+                policy: EvictionPolicy::AllKeysLru,
+                samples: k,
+            })
+        };
+        let ns = Ns::new(0, 0);
+        let put = |s: &Store, k: &[u8]| {
+            let _ = s.lock_key(k).set(ns, k, &value, SetTtl::Clear, 0);
+        };
+        let probe = new_store(0, 5);
+        for k in &keys[..FILL] {
+            put(&probe, k);
+        }
+        let limit = probe.used_memory();
+        drop(probe);
+        let mut base = f64::INFINITY;
+        let mut per_k = vec![f64::INFINITY; ks.len()];
+        let mut evictions = vec![1u64; ks.len()];
+        for _ in 0..3 {
+            let s = new_store(0, 5);
+            for k in &keys[..FILL] {
+                put(&s, k);
+            }
+            let t = Instant::now();
+            for k in &keys[FILL..] {
+                put(&s, k);
+            }
+            base = base.min(t.elapsed().as_secs_f64() * 1e6);
+            drop(s);
+            for (i, &k) in ks.iter().enumerate() {
+                let s = new_store(limit, k as usize);
+                for key in &keys[..FILL] {
+                    put(&s, key);
+                }
+                let before = s.stats(0).evicted_keys;
+                let t = Instant::now();
+                for key in &keys[FILL..] {
+                    put(&s, key);
+                }
+                let us = t.elapsed().as_secs_f64() * 1e6;
+                let evicted = s.stats(0).evicted_keys.saturating_sub(before).max(1);
+                per_k[i] = per_k[i].min(us);
+                evictions[i] = evicted;
+            }
+        }
+        Overhead {
+            per_k_us: ks
+                .iter()
+                .zip(per_k.iter().zip(&evictions))
+                // The writes' own cost taken out, per eviction.
+                .map(|(&k, (&t, &n))| (k, ((t - base) / n as f64).max(0.0)))
+                .collect(),
+        }
+    }
+
+    pub fn at(&self, k: u32) -> f64 {
+        self.per_k_us
+            .iter()
+            .find(|(kk, _)| *kk == k)
+            .map_or(0.0, |(_, v)| *v)
+    }
+}
+
+static OVERHEAD: std::sync::OnceLock<Overhead> = std::sync::OnceLock::new();
+static CALIBRATION: std::sync::Once = std::sync::Once::new();
+
+/// The measured overhead, once [`Overhead::calibrate`] has run. The first call starts it
+/// on a thread of its own (so the profiler keeps draining references); until it is done
+/// decisions use OH_K = 0, i.e. misses alone, which is what Eq. 3 reduces to whenever
+/// p >> OH_K (§3.5).
+pub fn overhead() -> Option<&'static Overhead> {
+    CALIBRATION.call_once(|| {
+        let _ = std::thread::Builder::new()
+            .name("augur-dlru-calibration".into())
+            .spawn(|| {
+                let oh = Overhead::calibrate(&DLRU_KS);
+                tracing::info!("DLRU eviction overhead per K (us): {:?}", oh.per_k_us);
+                let _ = OVERHEAD.set(oh);
+            });
+    });
+    OVERHEAD.get()
+}
+
+/// One interval's decision, as INFO shows it.
+#[derive(Debug, Clone, Default)]
+pub struct Decision {
+    /// `keyspace` or `tenant:NAME`.
+    pub scope: String,
+    pub interval: u64,
+    pub ks: Vec<u32>,
+    /// Predicted misses per K in the interval (miniature misses / R).
+    pub misses: Vec<f64>,
+    pub oh_us: Vec<f64>,
+    /// P_K of Eq. 3, in µs.
+    pub cost_us: Vec<f64>,
+    pub penalty_us: f64,
+    pub sampled_refs: u64,
+    pub distinct_keys: usize,
+    pub rate: f64,
+    /// Full-scale cache size C and the miniature's bytes C R.
+    pub cache_bytes: u64,
+    pub mini_bytes: u64,
+    /// Eq. 2's object count, C R / average item size.
+    pub eq2_objects: u64,
+    pub k: u32,
+    pub fallback: bool,
+    /// Whether the K was installed in the store (not under kredis, whose tuner owns K).
+    pub installed: bool,
+}
+
+/// One scope's miniature caches and interval counters.
+pub struct Dlru {
+    rate: f64,
+    threshold: u64,
+    mini_bytes: u64,
+    minis: Vec<(u32, Box<dyn CacheSim>, u64)>,
+    refs: u64,
+    gets: u64,
+    keys: HashSet<u64>,
+    size_sum: f64,
+    intervals: u64,
+}
+
+impl Dlru {
+    /// Miniature caches at rate `rate` for a full-scale cache of `cache_bytes`.
+    pub fn new(rate: f64, cache_bytes: u64) -> Self {
+        let mini_bytes = ((cache_bytes as f64 * rate).round() as u64).max(1);
+        let minis = DLRU_KS
+            .iter()
+            .map(|&k| {
+                let sim = augur_sim::build(
+                    PolicySpec::RedisLru { k: k as usize },
+                    mini_bytes,
+                    Unit::Bytes,
+                    0x646c_7275 ^ u64::from(k),
+                );
+                (k, sim, 0)
+            })
+            .collect();
+        Self {
+            rate,
+            threshold: augur_store::sample_threshold(rate),
+            mini_bytes,
+            minis,
+            refs: 0,
+            gets: 0,
+            keys: HashSet::new(),
+            size_sum: 0.0,
+            intervals: 0,
+        }
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// Whether reference `id` falls in this model's sample (the store's filter).
+    pub fn samples(&self, id: u64) -> bool {
+        (augur_store::mix64(id) & (SAMPLE_MODULUS - 1)) < self.threshold
+    }
+
+    /// One sampled reference of `bytes` charged bytes.
+    pub fn access(&mut self, key: u64, bytes: u32) {
+        self.refs += 1;
+        self.size_sum += f64::from(bytes);
+        self.keys.insert(key);
+        for (_, sim, misses) in &mut self.minis {
+            if !sim.access(key, bytes.max(1)) {
+                *misses += 1;
+            }
+        }
+    }
+
+    pub fn delete(&mut self, key: u64) {
+        for (_, sim, _) in &mut self.minis {
+            sim.remove(key);
+        }
+    }
+
+    /// One sampled GET (hit or miss): the interval's clock.
+    pub fn count_get(&mut self) {
+        self.gets += 1;
+    }
+
+    /// GETs in the interval so far, scaled to the whole stream.
+    pub fn gets_estimate(&self) -> f64 {
+        self.gets as f64 / self.rate
+    }
+
+    pub fn refs(&self) -> u64 {
+        self.refs
+    }
+
+    /// Ends the interval: Eq. 3 over its counts, counters reset, caches resized for
+    /// `next_cache_bytes`.
+    pub fn end_interval(
+        &mut self,
+        penalty_us: f64,
+        oh: &Overhead,
+        cache_bytes: u64,
+        next_cache_bytes: u64,
+    ) -> Decision {
+        self.intervals += 1;
+        let ks: Vec<u32> = self.minis.iter().map(|m| m.0).collect();
+        let misses: Vec<f64> = self.minis.iter().map(|m| m.2 as f64 / self.rate).collect();
+        let oh_us: Vec<f64> = ks.iter().map(|&k| oh.at(k)).collect();
+        let cost_us = misses
+            .iter()
+            .zip(&oh_us)
+            .map(|(m, o)| m * (penalty_us + o))
+            .collect();
+        let (k, fallback) = choose(&ks, &misses, penalty_us, &oh_us, self.keys.len());
+        let mean_size = if self.refs > 0 {
+            self.size_sum / self.refs as f64
+        } else {
+            0.0
+        };
+        let d = Decision {
+            interval: self.intervals,
+            ks,
+            misses,
+            oh_us,
+            cost_us,
+            penalty_us,
+            sampled_refs: self.refs,
+            distinct_keys: self.keys.len(),
+            rate: self.rate,
+            cache_bytes,
+            mini_bytes: self.mini_bytes,
+            eq2_objects: if mean_size > 0.0 {
+                (cache_bytes as f64 * self.rate / mean_size).round() as u64
+            } else {
+                0
+            },
+            k,
+            fallback,
+            ..Decision::default()
+        };
+        for m in &mut self.minis {
+            m.2 = 0;
+        }
+        self.refs = 0;
+        self.gets = 0;
+        self.size_sum = 0.0;
+        self.keys.clear();
+        self.resize(next_cache_bytes);
+        d
+    }
+
+    fn resize(&mut self, cache_bytes: u64) {
+        let mini = ((cache_bytes as f64 * self.rate).round() as u64).max(1);
+        if mini == self.mini_bytes {
+            return;
+        }
+        self.mini_bytes = mini;
+        for (k, sim, _) in &mut self.minis {
+            if !sim.set_capacity(mini) {
+                *sim = augur_sim::build(
+                    PolicySpec::RedisLru { k: *k as usize },
+                    mini,
+                    Unit::Bytes,
+                    0x646c_7275 ^ u64::from(*k),
+                );
+            }
+        }
+    }
+
+    /// Heap bytes, roughly (for INFO).
+    pub fn memory_bytes(&self) -> usize {
+        self.minis.iter().map(|m| m.1.len() * 48).sum::<usize>() + self.keys.capacity() * 16
+    }
+}
+
+/// Scope of a model: `None` = the whole keyspace (partitioning off).
+pub type Scope = Option<TenantId>;
+
+/// All of DLRU's state on the profiler thread.
+#[derive(Default)]
+pub struct Engine {
+    pub on: bool,
+    pub interval: u64,
+    pub off_mode: bool,
+    pub scopes: HashMap<Scope, Dlru>,
+}
+
+impl Engine {
+    /// Follows the configuration; a change of mode or a switch off drops the models.
+    pub fn configure(&mut self, on: bool, interval: u64, mode: Partitioning) {
+        let off_mode = mode == Partitioning::Off;
+        if on != self.on || off_mode != self.off_mode {
+            self.scopes.clear();
+        }
+        self.on = on;
+        self.off_mode = off_mode;
+        self.interval = interval.max(1);
+    }
+
+    fn scope_of(&self, t: TenantId) -> Scope {
+        if self.off_mode {
+            None
+        } else {
+            Some(t)
+        }
+    }
+
+    /// The key a tenant's id has in the scope's caches (tenants share the keyspace
+    /// model, so their ids are told apart).
+    fn key(scope: Scope, t: TenantId, id: u64) -> u64 {
+        match scope {
+            None => id ^ (u64::from(t) << 56),
+            Some(_) => id,
+        }
+    }
+
+    /// The model of `t`'s scope, created at `rate` for `cache_bytes` if missing or at
+    /// another rate.
+    pub fn model_for(
+        &mut self,
+        t: TenantId,
+        rate: f64,
+        cache_bytes: impl FnOnce(Scope) -> u64,
+    ) -> Option<(&mut Dlru, Scope)> {
+        if !self.on {
+            return None;
+        }
+        let scope = self.scope_of(t);
+        let stale = self.scopes.get(&scope).is_some_and(|d| d.rate != rate);
+        if stale {
+            self.scopes.remove(&scope);
+        }
+        let d = self
+            .scopes
+            .entry(scope)
+            .or_insert_with(|| Dlru::new(rate, cache_bytes(scope)));
+        Some((d, scope))
+    }
+
+    /// Feeds one reference; returns the scope if its interval is now due.
+    pub fn access(
+        &mut self,
+        t: TenantId,
+        id: u64,
+        bytes: u32,
+        rate: f64,
+        size: impl FnOnce(Scope) -> u64,
+    ) {
+        if let Some((d, scope)) = self.model_for(t, rate, size) {
+            if d.samples(id) {
+                d.access(Self::key(scope, t, id), bytes);
+            }
+        }
+    }
+
+    pub fn delete(&mut self, t: TenantId, id: u64) {
+        let scope = self.scope_of(t);
+        if let Some(d) = self.scopes.get_mut(&scope) {
+            d.delete(Self::key(scope, t, id));
+        }
+    }
+
+    /// Counts one sampled GET; returns the scope if its interval is due.
+    pub fn count_get(&mut self, t: TenantId, id: u64) -> Option<Scope> {
+        let scope = self.scope_of(t);
+        let interval = self.interval as f64;
+        let d = self.scopes.get_mut(&scope)?;
+        if !d.samples(id) {
+            return None;
+        }
+        d.count_get();
+        (d.gets_estimate() >= interval).then_some(scope)
+    }
+}
+
+/// The full-scale cache size C of a scope: `maxmemory` for the keyspace (else the bytes
+/// stored); for a tenant its cap, else its target, else its bytes now, else `maxmemory`.
+pub fn cache_bytes(store: &Store, maxmemory: u64, scope: Scope) -> u64 {
+    match scope {
+        None if maxmemory > 0 => maxmemory,
+        None => store.used_memory(),
+        Some(t) => {
+            let (cap, target, _) = store.tenant_limits(t);
+            [cap, target, store.tenant_usage(t), maxmemory]
+                .into_iter()
+                .find(|&b| b > 0)
+                .unwrap_or(0)
+        }
+    }
+}
+
+/// Installs a decision's K where it applies (see the module doc); returns whether it did.
+pub fn install(store: &Store, scope: Scope, k: u32) -> bool {
+    match (scope, store.partitioning()) {
+        (None, Partitioning::Off) => {
+            store.set_samples(k as usize);
+            true
+        }
+        (Some(t), Partitioning::Static) => {
+            let (cap, target, _) = store.tenant_limits(t);
+            store.set_tenant_limits(t, cap, target, k as usize);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `maxmemory-samples N` after `auto`: the fixed K is back for the keyspace (set by
+/// `install_config`) and every tenant's DLRU K is cleared, so tenants evict with the
+/// global K again (under kredis the tuner's K stays: it is not DLRU's).
+pub fn turned_off(shared: &crate::state::Shared, k: usize) {
+    shared.store.set_samples(k);
+    if shared.store.partitioning() != Partitioning::Kredis {
+        for u in shared.tenants.users() {
+            let (cap, target, _) = shared.store.tenant_limits(u.id);
+            shared.store.set_tenant_limits(u.id, cap, target, 0);
+        }
+    }
+    shared.profiler.dlru.lock().clear();
+}
+
+/// The `# DLRU` section of INFO.
+pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
+    use std::fmt::Write as _;
+    let cfg = shared.config.read().clone();
+    let _ = write!(
+        o,
+        "# DLRU\r\ndlru_enabled:{}\r\ndlru_interval:{}\r\nk_chooser:{}\r\nmaxmemory_samples_effective:{}\r\n",
+        u8::from(cfg.maxmemory_samples_auto),
+        cfg.dlru_interval,
+        cfg.k_chooser.name(),
+        shared.store.samples()
+    );
+    if let Some(oh) = OVERHEAD.get() {
+        let parts: Vec<String> = oh
+            .per_k_us
+            .iter()
+            .map(|(k, v)| format!("k{k}={v:.4}"))
+            .collect();
+        let _ = write!(o, "dlru_overhead_us:{}\r\n", parts.join(","));
+    }
+    for d in shared.profiler.dlru.lock().iter() {
+        let mut line = format!(
+            "dlru_{}:k={},fallback={},installed={},interval={},penalty_us={:.1},sampled_refs={},distinct_keys={},rate={},cache_bytes={},mini_bytes={},eq2_objects={}",
+            d.scope,
+            d.k,
+            u8::from(d.fallback),
+            u8::from(d.installed),
+            d.interval,
+            d.penalty_us,
+            d.sampled_refs,
+            d.distinct_keys,
+            d.rate,
+            d.cache_bytes,
+            d.mini_bytes,
+            d.eq2_objects
+        );
+        for (i, k) in d.ks.iter().enumerate() {
+            let _ = write!(
+                line,
+                ",misses_k{k}={:.0},oh_k{k}={:.4},cost_k{k}={:.0}",
+                d.misses[i], d.oh_us[i], d.cost_us[i]
+            );
+        }
+        let _ = write!(o, "{line}\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KS: [u32; 5] = DLRU_KS;
+
+    #[test]
+    fn eq3_picks_the_least_miss_cost() {
+        // K = 10 misses least; with p >> OH it wins.
+        let m = [900.0, 800.0, 700.0, 600.0, 650.0];
+        let oh = [0.1, 0.2, 0.4, 0.7, 1.0];
+        assert_eq!(choose(&KS, &m, 1000.0, &oh, 10_000), (10, false));
+        // Random-friendly: K = 1 misses least.
+        let m = [500.0, 600.0, 700.0, 800.0, 900.0];
+        assert_eq!(choose(&KS, &m, 1000.0, &oh, 10_000), (1, false));
+    }
+
+    #[test]
+    fn eq3_overhead_decides_near_ties_for_the_smaller_k() {
+        // 1000 vs 999 misses: 1000 x (10 + 0.1) = 10100 < 999 x (10 + 1.0) = 10989.
+        let m = [1000.0, 1000.0, 1000.0, 1000.0, 999.0];
+        let oh = [0.1, 0.2, 0.4, 0.7, 1.0];
+        assert_eq!(choose(&KS, &m, 10.0, &oh, 10_000), (1, false));
+        // With a large penalty the fewer misses win again: 999 x 1e6 < 1000 x 1e6.
+        assert_eq!(choose(&KS, &m, 1e6, &oh, 10_000), (16, false));
+        // Exact ties go to the smaller K.
+        let m = [5.0; 5];
+        assert_eq!(choose(&KS, &m, 10.0, &[0.0; 5], 10_000), (1, false));
+    }
+
+    #[test]
+    fn under_256_distinct_keys_falls_back_to_5() {
+        let m = [500.0, 600.0, 700.0, 800.0, 900.0];
+        assert_eq!(choose(&KS, &m, 1000.0, &[0.0; 5], 255), (DEFAULT_K, true));
+        assert_eq!(choose(&KS, &m, 1000.0, &[0.0; 5], 256), (1, false));
+    }
+
+    /// A loop over more keys than fit: LRU misses every time, random eviction keeps a
+    /// share of the loop, so the miniatures must rank K = 1 first.
+    #[test]
+    fn miniatures_prefer_small_k_on_a_loop_and_large_k_on_recency() {
+        let oh = Overhead {
+            per_k_us: KS.iter().map(|&k| (k, 0.0)).collect(),
+        };
+        // Rate 1: the miniature is the full cache (1000 objects of 100 bytes).
+        let mut d = Dlru::new(1.0, 100_000);
+        for _ in 0..20 {
+            for key in 0..1300u64 {
+                d.access(key, 100);
+            }
+        }
+        let loop_d = d.end_interval(1000.0, &oh, 100_000, 100_000);
+        assert!(!loop_d.fallback);
+        assert!(loop_d.k <= 2, "{loop_d:?}");
+        // Recency: every new key is re-read 400 new keys later (400 new and 400 re-read
+        // keys in between: 800 < 1000 fit under LRU; random eviction, one victim per
+        // new key, loses 1 - (1 - 1/1000)^400 = 33 % of them).
+        let mut d = Dlru::new(1.0, 100_000);
+        for i in 0..30_000u64 {
+            d.access(1_000_000 + i, 100);
+            if i >= 400 {
+                d.access(1_000_000 + i - 400, 100);
+            }
+        }
+        let rec = d.end_interval(1000.0, &oh, 100_000, 100_000);
+        // Pooled K = 5 may already keep every re-read (a tie then goes to 5).
+        assert!(rec.k >= 5, "{rec:?}");
+        assert!(rec.misses[0] > rec.misses[4] * 1.2, "{rec:?}");
+    }
+
+    #[test]
+    fn calibration_measures_every_k() {
+        let oh = Overhead::calibrate(&KS);
+        assert_eq!(oh.per_k_us.len(), KS.len());
+        for (_, v) in &oh.per_k_us {
+            assert!(v.is_finite() && *v >= 0.0 && *v < 1000.0, "{oh:?}");
+        }
+    }
+}
