@@ -63,6 +63,8 @@ pub struct ServerConfig {
     pub maxmemory: u64,
     pub maxmemory_policy: EvictionPolicy,
     pub maxmemory_samples: usize,
+    /// `lhd-samples`: candidates an LHD eviction ranks (Augur's; augur_store::lhd).
+    pub lhd_samples: usize,
     /// `maxmemory-clients`: bytes the connections may hold together before the largest
     /// are closed; negative values are a percentage of maxmemory (as Redis stores it);
     /// 0 = no limit.
@@ -181,6 +183,7 @@ impl Default for ServerConfig {
             maxmemory: 0,
             maxmemory_policy: EvictionPolicy::NoEviction,
             maxmemory_samples: 5,
+            lhd_samples: augur_store::DEFAULT_LHD_SAMPLES,
             maxmemory_clients: 0,
             databases: 16,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -243,6 +246,7 @@ pub const PARAMS: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "lhd-samples",
     "maxmemory-clients",
     "databases",
     "proto-max-bulk-len",
@@ -304,6 +308,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "lhd-samples",
     "requirepass",
     "maxclients",
     "timeout",
@@ -438,7 +443,14 @@ impl ServerConfig {
             "timeout" => self.timeout = parse_int(value)?,
             "maxmemory" => self.maxmemory = parse_memory(value).ok_or("argument must be a memory value")?,
             "maxmemory-policy" => {
-                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction".to_string())?
+                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction, allkeys-lhd, volatile-lhd".to_string())?
+            }
+            "lhd-samples" => {
+                let n: usize = parse_int(value)?;
+                if !(1..=augur_store::MAX_LHD_SAMPLES).contains(&n) {
+                    return Err("argument must be between 1 and 1024 inclusive".into());
+                }
+                self.lhd_samples = n;
             }
             "maxmemory-samples" => {
                 let n: usize = parse_int(value)?;
@@ -653,6 +665,7 @@ impl ServerConfig {
             "maxmemory" => self.maxmemory.to_string(),
             "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
             "maxmemory-samples" => self.maxmemory_samples.to_string(),
+            "lhd-samples" => self.lhd_samples.to_string(),
             "maxmemory-clients" if self.maxmemory_clients < 0 => {
                 format!("{}%", -self.maxmemory_clients)
             }
