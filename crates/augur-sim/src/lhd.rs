@@ -89,6 +89,11 @@ pub struct LhdConfig {
     /// store's shard) starts at 10 + log₂ r, so that its ages span as much of its own
     /// traffic as the whole cache's model's do.
     pub initial_age_shift: u32,
+    /// The age (in coarsened units) the last-hit-age classes are spaced from (0: the
+    /// maximum age, as the paper). A model with fewer age bins than the simulator's
+    /// (a store's shard) keeps the simulator's 20 000 here, so that an object of a
+    /// given hit history lands in the same class in both.
+    pub class_max_age: usize,
 }
 
 impl Default for LhdConfig {
@@ -105,6 +110,7 @@ impl Default for LhdConfig {
             explore_inverse_probability: 32,
             age_error: 0.01,
             initial_age_shift: 10,
+            class_max_age: 0,
         }
     }
 }
@@ -183,8 +189,17 @@ impl LhdModel {
             .collect();
         let explorer_budget = (capacity as f64 * cfg.explorer_fraction) as i64;
         let initial_shift = cfg.initial_age_shift.min(40);
+        // With a wider class scale, sums past the histograms' span are class 0 (where
+        // a new object, whose sum is max_age, belongs).
+        let scale = cfg.class_max_age.max(cfg.max_age);
         let class_by_sum = (0..=2 * cfg.max_age)
-            .map(|sum| hit_age_class(sum, cfg.max_age, cfg.hit_age_classes) as u8)
+            .map(|sum| {
+                if sum >= cfg.max_age && scale > cfg.max_age {
+                    0
+                } else {
+                    hit_age_class(sum, scale, cfg.hit_age_classes) as u8
+                }
+            })
             .collect();
         LhdModel {
             class_by_sum,

@@ -79,6 +79,7 @@ pub fn shard_config(shards: usize) -> LhdConfig {
     LhdConfig {
         reconfigure_every: (d.reconfigure_every / shards as u64).max(1000),
         max_age: (d.max_age / shards).clamp(MIN_MAX_AGE, d.max_age),
+        class_max_age: d.max_age,
         initial_age_shift: d
             .initial_age_shift
             .saturating_sub(shards.next_power_of_two().trailing_zeros()),

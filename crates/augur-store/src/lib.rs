@@ -44,3 +44,5 @@ mod object_tests;
 mod tests;
 #[cfg(test)]
 mod tests_keyops;
+#[cfg(test)]
+mod tests_lhd;
