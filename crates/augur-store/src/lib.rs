@@ -19,7 +19,7 @@ mod tenant;
 mod watch;
 
 pub use glob::glob_match_nocase;
-pub use lhd::{LhdStats, DEFAULT_LHD_SAMPLES};
+pub use lhd::{shard_config as lhd_shard_config, LhdStats, DEFAULT_LHD_SAMPLES};
 pub use notify::{DbMap, KeyEvent, KeyEventSink};
 pub use object::{
     parse_canonical_i64, Hash, HashIter, Kind, Limits as EncodingLimits, Object, Set, SetIter,

@@ -241,6 +241,25 @@ impl Part {
         }
     }
 
+    /// A read of this tenant missed: LHD counts the fill that follows as part of it.
+    #[inline]
+    fn read_missed(&mut self) {
+        if let Some(l) = self.lhd.as_deref_mut() {
+            l.missed();
+        }
+    }
+
+    /// A write of this tenant at `clock` that inserts a key: one access, or none if
+    /// it fills a read miss (LHD's reconfiguration counts requests as the simulator
+    /// does, where a miss and its fill are one access).
+    #[inline]
+    fn accessed_by_insert(&mut self, clock: u64) {
+        let n = self.table.len();
+        if let Some(l) = self.lhd() {
+            l.fill(clock, n);
+        }
+    }
+
     /// `e` was read or rewritten: LRU's touch, or an LHD hit.
     #[inline]
     fn referenced(&mut self, e: Entry, clock: u64) {
@@ -844,6 +863,7 @@ impl Shard {
             }
             Err(_) => {
                 part.misses += 1;
+                part.read_missed();
                 part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
                 self.publish();
@@ -907,6 +927,7 @@ impl Shard {
             }
             Err(_) => {
                 part.misses += 1;
+                part.read_missed();
                 part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
                 self.publish();
@@ -1143,9 +1164,9 @@ impl Shard {
         let clock = self.clock;
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
-        part.accessed(clock);
         let e = match part.find_live_pos(ns.db, key, h, now_ms) {
             Ok(pos) => {
+                part.accessed(clock);
                 let e = part.replace(pos, value, ttl);
                 part.referenced(e, clock);
                 e
@@ -1156,6 +1177,7 @@ impl Shard {
                     SetTtl::Clear | SetTtl::Keep => None,
                 };
                 part.event(KeyEvent::New, ns.db, key);
+                part.accessed_by_insert(clock);
                 let e = part.insert_new(ns.db, key, value, expire, now, h, vacancy);
                 part.admitted(e, h, clock);
                 e
