@@ -311,8 +311,19 @@ mod tests {
 
     #[test]
     fn shard_configs_scale_with_the_shard_count() {
+        // One shard is the simulator's model (a class scale equal to max_age is the
+        // default's 0).
         let one = shard_config(1);
-        assert_eq!(one, LhdConfig::default());
+        assert_eq!(one.class_max_age, one.max_age);
+        assert_eq!(
+            LhdConfig {
+                class_max_age: 0,
+                ..one
+            },
+            LhdConfig::default()
+        );
+        assert_eq!(shard_config(64).class_max_age, 20_000);
+        assert_eq!(shard_config(64).initial_age_shift, 4);
         let c = shard_config(64);
         assert_eq!(c.reconfigure_every, (1 << 20) / 64);
         assert_eq!(c.max_age, MIN_MAX_AGE);
