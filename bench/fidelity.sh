@@ -4,8 +4,53 @@
 # redis-lru:K) at the number of keys the server held at the end, and compare miss ratios
 # over the whole trace (both see the same cold misses). Bar: within 1 percentage point.
 # Usage: bench/fidelity.sh [TRACE=scarab-recs] [MAXMEM=15mb] [CONNECTIONS=4]
+#
+# LHD (issue 9): bench/fidelity.sh lhd [TRACE ...] replays each trace (default: the five
+# shared traces) into `augur serve --maxmemory-policy allkeys-lhd` at about 10 / 25 / 50 %
+# of its working set and compares with `augur sim --policy lhd` at the number of keys the
+# server held. Values are replayed at a fixed 100 bytes: the server ranks hit density per
+# byte and the simulator (by object count) per object, which agree when sizes are equal.
+# The memory limit is the key count times BYTES_PER_KEY (default 140, measured: block,
+# index and TTL-list share of a ~10-byte key with a 100-byte value). Same bar: 1 point.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+if [ "${1:-}" = lhd ]; then
+  shift
+  TRACES=("$@")
+  [ ${#TRACES[@]} -gt 0 ] || TRACES=(cloudphysics arc_oltp scarab-recs arc_p3 orm-busy)
+  DIR=${AUGUR_TRACES:-$ROOT/../shared/traces}
+  PORT=${PORT:-7511}
+  BPK=${BYTES_PER_KEY:-140}
+  build_augur
+  status=0
+  printf '%-13s %5s %8s %8s %8s %8s %7s\n' trace ws% keys evicted server sim diff_pp
+  for name in "${TRACES[@]}"; do
+    f=$DIR/$name.oracleGeneral.bin.zst
+    [ -f "$f" ] || f=$ROOT/tests/data/traces/$name.oracleGeneral.bin.zst
+    [ -f "$f" ] || { echo "trace $name not found (see tests/data/traces/README.md; set AUGUR_TRACES)"; status=1; continue; }
+    ws=$("$AUGUR" sim "$f" --policy lru --sizes 100% --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["size"])')
+    for pct in 10 25 50; do
+      start_augur $PORT --maxmemory $((ws * pct / 100 * BPK)) --maxmemory-policy allkeys-lhd
+      replay=$("$AUGUR" replay "$f" --addr 127.0.0.1:$PORT --connections 4 --value-size 100 --json --no-progress)
+      keys=$(redis-cli -p $PORT dbsize)
+      evicted=$(info_field $PORT stats evicted_keys)
+      kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null || true
+      sim=$("$AUGUR" sim "$f" --policy lhd --sizes "$keys" --json 2>/dev/null)
+      python3 - "$name" "$ws" "$keys" "$evicted" "$replay" "$sim" <<'PY' || status=1
+import json, sys
+name, ws, keys, evicted = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+server = 1 - json.loads(sys.argv[5])["groups"][0]["hit_ratio"]
+sim = json.loads(sys.argv[6])[0]["miss_ratio"]
+d = (server - sim) * 100
+print("%-13s %4.1f%% %8d %8d %8.4f %8.4f %+7.2f %s" % (name, 100 * keys / ws, keys, evicted, server, sim, d, "OK" if abs(d) <= 1 else "OVER 1pp"))
+sys.exit(0 if abs(d) <= 1 else 1)
+PY
+      PORT=$((PORT + 1))
+    done
+  done
+  [ $status -eq 0 ] && echo "PASS: server LHD within 1 point of augur sim --policy lhd everywhere" || echo "FAIL"
+  exit $status
+fi
 NAME=${1:-scarab-recs}
 MAXMEM=${2:-15mb}
 CONN=${3:-4}

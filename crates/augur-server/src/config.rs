@@ -71,6 +71,8 @@ pub struct ServerConfig {
     pub dlru_interval: u64,
     /// The per-K curves the kRedis tuner partitions with: KRR or miniature caches.
     pub k_chooser: crate::dlru::KChooser,
+    /// `lhd-samples`: candidates an LHD eviction ranks (Augur's; augur_store::lhd).
+    pub lhd_samples: usize,
     /// `maxmemory-clients`: bytes the connections may hold together before the largest
     /// are closed; negative values are a percentage of maxmemory (as Redis stores it);
     /// 0 = no limit.
@@ -192,6 +194,7 @@ impl Default for ServerConfig {
             maxmemory_samples_auto: false,
             dlru_interval: 5_000_000,
             k_chooser: crate::dlru::KChooser::Krr,
+            lhd_samples: augur_store::DEFAULT_LHD_SAMPLES,
             maxmemory_clients: 0,
             databases: 16,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -254,6 +257,7 @@ pub const PARAMS: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "lhd-samples",
     "maxmemory-clients",
     "databases",
     "proto-max-bulk-len",
@@ -317,6 +321,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "lhd-samples",
     "requirepass",
     "maxclients",
     "timeout",
@@ -453,7 +458,14 @@ impl ServerConfig {
             "timeout" => self.timeout = parse_int(value)?,
             "maxmemory" => self.maxmemory = parse_memory(value).ok_or("argument must be a memory value")?,
             "maxmemory-policy" => {
-                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction".to_string())?
+                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction, allkeys-lhd, volatile-lhd".to_string())?
+            }
+            "lhd-samples" => {
+                let n: usize = parse_int(value)?;
+                if !(1..=augur_store::MAX_LHD_SAMPLES).contains(&n) {
+                    return Err("argument must be between 1 and 1024 inclusive".into());
+                }
+                self.lhd_samples = n;
             }
             "maxmemory-samples" if value.eq_ignore_ascii_case("auto") => {
                 self.maxmemory_samples_auto = true;
@@ -686,6 +698,7 @@ impl ServerConfig {
             "maxmemory-samples" => self.maxmemory_samples.to_string(),
             "dlru-interval" => self.dlru_interval.to_string(),
             "k-chooser" => self.k_chooser.name().to_string(),
+            "lhd-samples" => self.lhd_samples.to_string(),
             "maxmemory-clients" if self.maxmemory_clients < 0 => {
                 format!("{}%", -self.maxmemory_clients)
             }

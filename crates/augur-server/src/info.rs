@@ -126,6 +126,16 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("maxmemory:{}", cfg.maxmemory);
             line!("maxmemory_human:{}", human_bytes(cfg.maxmemory));
             line!("maxmemory_policy:{}", cfg.maxmemory_policy.name());
+            // Augur's LHD (augur_store::lhd): per tenant with a model, summed over shards.
+            line!("lhd_samples:{}", cfg.lhd_samples);
+            for (t, l) in shared.store.lhd_stats().iter().enumerate() {
+                if l.models > 0 && (tenant == 0 || t == tenant as usize) {
+                    line!(
+                        "lhd_tenant{t}:models={},reconfigurations={},age_shift={},overflows={},model_bytes={}",
+                        l.models, l.reconfigurations, l.age_shift, l.overflows, l.bytes
+                    );
+                }
+            }
             m.write_tail(o);
             let s = &shared.scripting;
             let lua = s.lua_memory.load(std::sync::atomic::Ordering::Relaxed);

@@ -345,6 +345,7 @@ impl Shared {
         });
         store.set_encoding_limits(config.encoding_limits());
         store.set_notify_flags(config.notify_keyspace_events);
+        store.set_lhd_samples(config.lhd_samples);
         let pubsub: Arc<crate::pubsub::Registry> = Arc::default();
         store.set_key_event_sink(Arc::new(crate::notify::StoreEvents(pubsub.clone())));
         let run_id: String = {
@@ -411,6 +412,7 @@ impl Shared {
         if !new.maxmemory_samples_auto && self.config.read().maxmemory_samples_auto {
             crate::dlru::turned_off(self, new.maxmemory_samples);
         }
+        self.store.set_lhd_samples(new.lhd_samples);
         self.store.set_encoding_limits(new.encoding_limits());
         self.store.set_notify_flags(new.notify_keyspace_events);
         self.proto_max_bulk_len

@@ -84,6 +84,16 @@ pub struct LhdConfig {
     pub explore_inverse_probability: u32,
     /// Error tolerance ε of the age coarsening (appendix A; 0.01).
     pub age_error: f64,
+    /// The age coarsening shift until the first adaptation (5th reconfiguration; 10, as
+    /// the authors' simulator). A model that sees a fraction r of a cache's accesses (a
+    /// store's shard) starts at 10 + log₂ r, so that its ages span as much of its own
+    /// traffic as the whole cache's model's do.
+    pub initial_age_shift: u32,
+    /// The age (in coarsened units) the last-hit-age classes are spaced from (0: the
+    /// maximum age, as the paper). A model with fewer age bins than the simulator's
+    /// (a store's shard) keeps the simulator's 20 000 here, so that an object of a
+    /// given hit history lands in the same class in both.
+    pub class_max_age: usize,
 }
 
 impl Default for LhdConfig {
@@ -99,6 +109,8 @@ impl Default for LhdConfig {
             explorer_fraction: 0.01,
             explore_inverse_probability: 32,
             age_error: 0.01,
+            initial_age_shift: 10,
+            class_max_age: 0,
         }
     }
 }
@@ -145,6 +157,8 @@ pub struct LhdModel {
     ewma_objects: f64,
     ewma_mass: f64,
     explorer_budget: i64,
+    /// The budget's full value (`capacity` × `explorer_fraction`).
+    explorer_limit: i64,
     ewma_victim_density: f32,
     overflows: u64,
 }
@@ -174,8 +188,18 @@ impl LhdModel {
             })
             .collect();
         let explorer_budget = (capacity as f64 * cfg.explorer_fraction) as i64;
+        let initial_shift = cfg.initial_age_shift.min(40);
+        // With a wider class scale, sums past the histograms' span are class 0 (where
+        // a new object, whose sum is max_age, belongs).
+        let scale = cfg.class_max_age.max(cfg.max_age);
         let class_by_sum = (0..=2 * cfg.max_age)
-            .map(|sum| hit_age_class(sum, cfg.max_age, cfg.hit_age_classes) as u8)
+            .map(|sum| {
+                if sum >= cfg.max_age && scale > cfg.max_age {
+                    0
+                } else {
+                    hit_age_class(sum, scale, cfg.hit_age_classes) as u8
+                }
+            })
             .collect();
         LhdModel {
             class_by_sum,
@@ -184,10 +208,11 @@ impl LhdModel {
             classes,
             timestamp: 0,
             reconfigurations: 0,
-            shift: 10,
+            shift: initial_shift,
             ewma_objects: 0.0,
             ewma_mass: 0.0,
             explorer_budget,
+            explorer_limit: explorer_budget,
             ewma_victim_density: 0.0,
             overflows: 0,
         }
@@ -249,6 +274,21 @@ impl LhdModel {
         crate::prefetch::prefetch(density.as_ptr().wrapping_add(self.age(tag)));
     }
 
+    /// An explorer of `size` is gone or no longer one. The budget never grows past its
+    /// limit (a store may lose track of an explorer, e.g. across a policy switch).
+    fn return_explorer_budget(&mut self, size: u64) {
+        self.explorer_budget = (self.explorer_budget + size as i64).min(self.explorer_limit);
+    }
+
+    /// The cache's capacity changed (a store's memory limit was reconfigured): explorers
+    /// may hold `explorer_fraction` of the new one, those in place still counting.
+    pub fn set_capacity(&mut self, capacity: u64) {
+        let limit = (capacity as f64 * self.cfg.explorer_fraction) as i64;
+        let in_use = self.explorer_limit - self.explorer_budget;
+        self.explorer_limit = limit;
+        self.explorer_budget = limit - in_use;
+    }
+
     fn maybe_explorer(&mut self, size: u64, rng: &mut impl Rng) -> bool {
         let roll = rng.gen_range(0..self.cfg.explore_inverse_probability) == 0;
         if roll && self.explorer_budget > 0 {
@@ -283,7 +323,7 @@ impl LhdModel {
         let class = self.class_of(tag);
         self.classes[class].hits[age] += 1.0;
         if tag.explorer {
-            self.explorer_budget += size as i64;
+            self.return_explorer_budget(size);
         }
         tag.last_last_hit_age = tag.last_hit_age;
         tag.last_hit_age = age as u16;
@@ -298,7 +338,7 @@ impl LhdModel {
         let class = self.class_of(tag);
         self.classes[class].evictions[age] += 1.0;
         if tag.explorer {
-            self.explorer_budget += size as i64;
+            self.return_explorer_budget(size);
         }
         if rank > f32::MIN {
             let d = self.cfg.ewma_decay;
@@ -312,7 +352,7 @@ impl LhdModel {
     /// eviction, so the histograms do not learn from it.
     pub fn on_remove(&mut self, tag: &LhdTag, size: u64) {
         if tag.explorer {
-            self.explorer_budget += size as i64;
+            self.return_explorer_budget(size);
         }
     }
 
@@ -320,11 +360,32 @@ impl LhdModel {
     /// coarsening). Reconfigures when due.
     pub fn tick(&mut self, cached_objects: usize) {
         self.timestamp += 1;
+        self.count_access(cached_objects);
+    }
+
+    /// The model's clock (accesses so far, or the owner's clock: see [`Self::set_time`]).
+    pub fn now(&self) -> u64 {
+        self.timestamp
+    }
+
+    /// Sets the clock ages are measured against. A store whose time is its own access
+    /// counter (augur-store's shards, which keep one clock for all their tenants and
+    /// store it in every entry's header) sets it before each use of the model and
+    /// counts accesses with [`Self::count_access`] instead of calling [`Self::tick`].
+    pub fn set_time(&mut self, now: u64) {
+        self.timestamp = now;
+    }
+
+    /// One access happened without moving the clock (see [`Self::set_time`]);
+    /// reconfigures when due and then returns true.
+    pub fn count_access(&mut self, cached_objects: usize) -> bool {
         self.until_reconfigure -= 1;
         if self.until_reconfigure == 0 {
             self.reconfigure(cached_objects);
             self.until_reconfigure = self.cfg.reconfigure_every;
+            return true;
         }
+        false
     }
 
     /// Decays the histograms, adapts the age coarsening, recomputes the density table.

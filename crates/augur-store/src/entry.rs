@@ -59,6 +59,15 @@ const PTR_LEN: usize = std::mem::size_of::<*mut Object>();
 /// encoding whatever its length or content (t_string.c, bitops.c: dbUnshareStringValue);
 /// a plain SET (tryObjectEncoding) clears it. Only OBJECT ENCODING reads it.
 const RAW_STRING: u8 = 0x80;
+/// The `atime` word is in LHD's format (see `crate::lhd`): 24 bits of clock and two
+/// 4-bit hit-age classes instead of the 32-bit clock. Set only by [`Entry::set_lhd`];
+/// [`Entry::set_atime`] (an LRU touch) clears it, so either policy can read any entry.
+const LHD_FORMAT: u8 = 0x10;
+/// LHD's explorer mark (§3.5), meaningful only with [`LHD_FORMAT`].
+const LHD_EXPLORER: u8 = 0x20;
+const LHD_BITS: u8 = LHD_FORMAT | LHD_EXPLORER;
+/// Clock bits an LHD-format `atime` keeps.
+pub(crate) const LHD_CLOCK_MASK: u32 = (1 << 24) - 1;
 /// Flag bits that describe the block's layout (recomputed whenever a block is rebuilt);
 /// every other bit describes the value and is carried over by [`Entry::rekeyed`].
 const LAYOUT_FLAGS: u8 = HAS_TTL | LONG_KEY;
@@ -248,8 +257,61 @@ impl Entry {
         self.read_u32(0)
     }
 
+    /// An LRU touch: the 32-bit clock, dropping any LHD tag.
+    #[inline]
     pub fn set_atime(&self, t: u32) {
-        self.write_u32(0, t)
+        self.write_u32(0, t);
+        let f = self.flags();
+        if f & LHD_BITS != 0 {
+            self.write_u8(11, f & !LHD_BITS);
+        }
+    }
+
+    /// Accesses since the entry was last touched, at 32-bit clock `clock`, whichever
+    /// format its `atime` is in (an LHD tag keeps 24 clock bits: older looks younger).
+    #[inline]
+    pub fn idle(&self, clock: u32) -> u32 {
+        let d = clock.wrapping_sub(self.atime());
+        if self.flags() & LHD_FORMAT != 0 {
+            d & LHD_CLOCK_MASK
+        } else {
+            d
+        }
+    }
+
+    /// The LHD tag word and explorer mark, if `atime` is in LHD's format.
+    #[inline]
+    pub fn lhd(&self) -> Option<(u32, bool)> {
+        let f = self.flags();
+        (f & LHD_FORMAT != 0).then(|| (self.atime(), f & LHD_EXPLORER != 0))
+    }
+
+    #[inline]
+    pub fn is_lhd_explorer(&self) -> bool {
+        self.flags() & LHD_BITS == LHD_BITS
+    }
+
+    /// Stores an LHD tag word (see `crate::lhd`).
+    #[inline]
+    pub fn set_lhd(&self, word: u32, explorer: bool) {
+        self.write_u32(0, word);
+        let f = self.flags() & !LHD_BITS;
+        self.write_u8(11, f | LHD_FORMAT | if explorer { LHD_EXPLORER } else { 0 });
+    }
+
+    /// Gives this entry `other`'s recency (its `atime` word in either format).
+    pub fn copy_recency_from(&self, other: &Entry) {
+        self.write_u32(0, other.atime());
+        let f = self.flags() & !LHD_BITS;
+        self.write_u8(11, f | (other.flags() & LHD_BITS));
+    }
+
+    /// The entry's size for ranking: header, key and value bytes plus a hash's or set's
+    /// object bytes, without asking the allocator (cheaper than [`Entry::charge`]).
+    #[inline]
+    pub fn rank_size(&self) -> u64 {
+        (self.key_offset() + self.key_len() + self.value_len()) as u64
+            + self.object().map_or(0, |o| o.bytes()) as u64
     }
 
     pub fn has_ttl(&self) -> bool {

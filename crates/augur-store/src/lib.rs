@@ -9,6 +9,7 @@
 mod entry;
 mod glob;
 mod index;
+mod lhd;
 pub mod notify;
 mod object;
 mod policy_name;
@@ -18,6 +19,7 @@ mod tenant;
 mod watch;
 
 pub use glob::glob_match_nocase;
+pub use lhd::{shard_config as lhd_shard_config, LhdStats, DEFAULT_LHD_SAMPLES};
 pub use notify::{DbMap, KeyEvent, KeyEventSink};
 pub use object::{
     parse_canonical_i64, Hash, HashIter, Kind, Limits as EncodingLimits, Object, Set, SetIter,
@@ -27,7 +29,9 @@ pub use shard::{
     charged_bytes, Detached, EntryInfo, ObjectInfo, Relocated, Relocation, SetTtl, Shard, TtlState,
     Value, WriteError, WrongType, PROFILE_INDEX_BYTES,
 };
-pub use store::{glob_match, MultiLock, ScanPage, Store, StoreConfig, StoreStats, TenantStats};
+pub use store::{
+    glob_match, MultiLock, ScanPage, Store, StoreConfig, StoreStats, TenantStats, MAX_LHD_SAMPLES,
+};
 pub use tenant::{
     mix64, sample_threshold, Ns, Partitioning, RefKind, Reference, ReferenceSink, TenantId,
     TenantLimits, MAX_TENANTS, SAMPLE_MODULUS,
@@ -40,3 +44,5 @@ mod object_tests;
 mod tests;
 #[cfg(test)]
 mod tests_keyops;
+#[cfg(test)]
+mod tests_lhd;

@@ -234,7 +234,7 @@ proptest! {
     /// plus at most one object's growth per shard.
     #[test]
     fn accounting_stays_exact_under_eviction(ops in prop::collection::vec(op(), 1..200),
-                                            policy in prop::sample::select(vec![EvictionPolicy::AllKeysLru, EvictionPolicy::AllKeysRandom, EvictionPolicy::VolatileLru])) {
+                                            policy in prop::sample::select(vec![EvictionPolicy::AllKeysLru, EvictionPolicy::AllKeysRandom, EvictionPolicy::VolatileLru, EvictionPolicy::AllKeysLhd, EvictionPolicy::VolatileLhd])) {
         let limit = 24 << 10;
         let (s, _) = run(&ops, limit, policy);
         let per: u64 = s.tenant_stats().iter().map(|t| t.used_bytes).sum();

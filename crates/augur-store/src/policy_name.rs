@@ -18,16 +18,23 @@ pub enum EvictionPolicy {
     VolatileRandom,
     /// Among keys with a TTL, the one expiring soonest (sampled into the pool).
     VolatileTtl,
+    /// LHD, least hit density (Beckmann et al., NSDI'18) over all keys: the lowest hit
+    /// density per byte among `lhd-samples` sampled keys (see `crate::lhd`).
+    AllKeysLhd,
+    /// LHD among keys with a TTL.
+    VolatileLhd,
 }
 
 impl EvictionPolicy {
-    pub const ALL: [EvictionPolicy; 6] = [
+    pub const ALL: [EvictionPolicy; 8] = [
         EvictionPolicy::NoEviction,
         EvictionPolicy::AllKeysLru,
         EvictionPolicy::AllKeysRandom,
         EvictionPolicy::VolatileLru,
         EvictionPolicy::VolatileRandom,
         EvictionPolicy::VolatileTtl,
+        EvictionPolicy::AllKeysLhd,
+        EvictionPolicy::VolatileLhd,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,6 +45,8 @@ impl EvictionPolicy {
             EvictionPolicy::VolatileLru => "volatile-lru",
             EvictionPolicy::VolatileRandom => "volatile-random",
             EvictionPolicy::VolatileTtl => "volatile-ttl",
+            EvictionPolicy::AllKeysLhd => "allkeys-lhd",
+            EvictionPolicy::VolatileLhd => "volatile-lhd",
         }
     }
 
@@ -48,6 +57,15 @@ impl EvictionPolicy {
             EvictionPolicy::VolatileLru
                 | EvictionPolicy::VolatileRandom
                 | EvictionPolicy::VolatileTtl
+                | EvictionPolicy::VolatileLhd
+        )
+    }
+
+    /// Whether eviction ranks by LHD's hit density (entries then carry LHD tags).
+    pub fn is_lhd(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::AllKeysLhd | EvictionPolicy::VolatileLhd
         )
     }
 }

@@ -52,6 +52,7 @@ pub use keyops::{ObjectInfo, Relocated, Relocation};
 
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
+use crate::lhd::PartLhd;
 use crate::notify::KeyEvent;
 use crate::object::{Kind, Object};
 use crate::store::{key_hash, SharedConfig, UsedCell};
@@ -189,6 +190,9 @@ pub(crate) struct Part {
     /// and the tenant this part belongs to (events name it).
     cfg: Arc<SharedConfig>,
     tenant: TenantId,
+    /// LHD's model and candidates while the policy is LHD (`crate::lhd`); None under
+    /// other policies, so that they pay nothing for it.
+    lhd: Option<Box<PartLhd>>,
 }
 
 impl Part {
@@ -210,6 +214,67 @@ impl Part {
             watched: None,
             cfg,
             tenant,
+            lhd: None,
+        }
+    }
+
+    /// This part's LHD state if the policy is LHD now (created on first use).
+    #[inline]
+    fn lhd(&mut self) -> Option<&mut PartLhd> {
+        if !self.cfg.policy().is_lhd() {
+            return None;
+        }
+        if self.lhd.is_none() {
+            let (shards, limit) = (self.cfg.shards, self.cfg.shard_limit());
+            self.lhd = Some(PartLhd::new(shards, limit, 0x1bd0 ^ self.tenant as u64));
+        }
+        self.lhd.as_deref_mut()
+    }
+
+    /// One access of this tenant at shard clock `clock`: LHD counts it toward its
+    /// next reconfiguration.
+    #[inline]
+    fn accessed(&mut self, clock: u64) {
+        let n = self.table.len();
+        if let Some(l) = self.lhd() {
+            l.access(clock, n);
+        }
+    }
+
+    /// A read of this tenant missed: LHD counts the fill that follows as part of it.
+    #[inline]
+    fn read_missed(&mut self) {
+        if let Some(l) = self.lhd.as_deref_mut() {
+            l.missed();
+        }
+    }
+
+    /// A write of this tenant at `clock` that inserts a key: one access, or none if
+    /// it fills a read miss (LHD's reconfiguration counts requests as the simulator
+    /// does, where a miss and its fill are one access).
+    #[inline]
+    fn accessed_by_insert(&mut self, clock: u64) {
+        let n = self.table.len();
+        if let Some(l) = self.lhd() {
+            l.fill(clock, n);
+        }
+    }
+
+    /// `e` was read or rewritten: LRU's touch, or an LHD hit.
+    #[inline]
+    fn referenced(&mut self, e: Entry, clock: u64) {
+        match self.lhd() {
+            Some(l) => l.hit(e, clock),
+            None => e.set_atime(clock as u32),
+        }
+    }
+
+    /// `e` (index hash `h`) is new here: LRU's touch, or LHD's admission.
+    #[inline]
+    fn admitted(&mut self, e: Entry, h: u64, clock: u64) {
+        match self.lhd() {
+            Some(l) => l.admit(e, h, clock),
+            None => e.set_atime(clock as u32),
         }
     }
 
@@ -257,6 +322,11 @@ impl Part {
 
     pub(crate) fn len(&self) -> usize {
         self.table.len()
+    }
+
+    /// The LHD state, if this part has one.
+    pub(crate) fn lhd_state(&self) -> Option<&PartLhd> {
+        self.lhd.as_deref()
     }
 
     #[inline]
@@ -355,8 +425,9 @@ impl Part {
     }
 
     /// Replaces the value (and maybe the TTL) of the entry at `pos`; returns the entry
-    /// now holding the value.
-    fn replace(&mut self, pos: usize, value: &[u8], ttl: SetTtl, now: u32) -> Entry {
+    /// now holding the value, with the old one's recency (the caller then touches it:
+    /// [`Part::referenced`], so that LHD sees the overwrite as a hit of its history).
+    fn replace(&mut self, pos: usize, value: &[u8], ttl: SetTtl) -> Entry {
         let e = self.entry(pos);
         self.modified(e.db(), e.key());
         let had_ttl = e.has_ttl();
@@ -369,7 +440,6 @@ impl Part {
             // Same layout and size class: overwrite in place, no allocation.
             e.overwrite_value(value);
             e.set_raw(false);
-            e.set_atime(now);
             if let Some(at) = new_expire {
                 e.set_expire_at(at);
             }
@@ -388,7 +458,8 @@ impl Part {
             }
             (false, false) => None,
         };
-        let fresh = Entry::new(e.db(), e.key(), value, new_expire.zip(vol_idx), now);
+        let fresh = Entry::new(e.db(), e.key(), value, new_expire.zip(vol_idx), e.atime());
+        fresh.copy_recency_from(&e);
         self.swap_allocation(pos, e, fresh);
         fresh
     }
@@ -440,6 +511,9 @@ impl Part {
     fn unlink_at(&mut self, pos: usize) -> Entry {
         let e = self.table.remove(pos, &entry_hash);
         self.modified(e.db(), e.key());
+        if let Some(l) = self.lhd.as_deref_mut() {
+            l.removed(e);
+        }
         if e.has_ttl() {
             self.unlist_volatile(e);
         }
@@ -529,6 +603,62 @@ impl Part {
         self.keys_per_db.iter_mut().for_each(|c| *c = 0);
         self.expires_per_db.iter_mut().for_each(|c| *c = 0);
         self.pool.clear();
+        self.lhd = None;
+    }
+
+    /// LHD's victim among this part's entries (its TTL list's with `from_volatile`):
+    /// the lowest hit density per byte among `samples` uniform draws (with
+    /// replacement, as the simulator) and the recent low-density admissions still
+    /// here, never `pinned`; with its rank.
+    fn lhd_victim(
+        &mut self,
+        from_volatile: bool,
+        pinned: Option<Entry>,
+        clock: u64,
+        samples: usize,
+    ) -> Option<(Entry, f32)> {
+        let limit = self.cfg.shard_limit();
+        self.lhd()?.set_capacity(limit);
+        let Part {
+            table,
+            volatile,
+            lhd,
+            ..
+        } = self;
+        let l = lhd.as_deref_mut()?;
+        l.model.set_time(clock);
+        let mut best: Option<(Entry, f32)> = None;
+        for _ in 0..samples {
+            let e = if from_volatile {
+                if volatile.is_empty() {
+                    return None;
+                }
+                volatile[l.rng.gen_range(0..volatile.len())]
+            } else {
+                let pos = table.random_occupied(&mut l.rng)?;
+                table.at(pos)?
+            };
+            if Some(e) == pinned {
+                continue;
+            }
+            let r = l.rank(e, clock);
+            if best.is_none_or(|(_, b)| r < b) {
+                best = Some((e, r));
+            }
+        }
+        for (h, e) in l.recent() {
+            // The handle is compared, never read, until the index confirms it is live.
+            if table.find(h, |x| x == e).is_some()
+                && Some(e) != pinned
+                && (!from_volatile || e.has_ttl())
+            {
+                let r = l.rank(e, clock);
+                if best.is_none_or(|(_, b)| r < b) {
+                    best = Some((e, r));
+                }
+            }
+        }
+        best
     }
 
     /// Chooses and removes one victim of this tenant by `policy` with K = `k`; false if
@@ -538,13 +668,16 @@ impl Part {
         tenant: TenantId,
         policy: EvictionPolicy,
         k: usize,
-        clock: u32,
+        clock: u64,
         rng: &mut SmallRng,
         pinned: Option<Entry>,
     ) -> bool {
         if policy != self.pool_policy {
             self.pool.clear();
             self.pool_policy = policy;
+        }
+        if !policy.is_lhd() {
+            self.lhd = None;
         }
         let victim = match policy {
             EvictionPolicy::NoEviction => None,
@@ -557,7 +690,7 @@ impl Part {
                 let mut candidates = Sampled {
                     parts: std::slice::from_ref(self),
                     first_tenant: tenant,
-                    clock,
+                    clock: clock as u32,
                     from_volatile: policy.volatile_only(),
                     by_ttl: policy == EvictionPolicy::VolatileTtl,
                     pinned,
@@ -565,6 +698,16 @@ impl Part {
                 let id = select_victim_pooled(&mut pool, &mut candidates, k, rng);
                 self.pool = pool;
                 id.and_then(|id| Self::find_pooled(&self.table, id[2], &id[3..]))
+            }
+            EvictionPolicy::AllKeysLhd | EvictionPolicy::VolatileLhd => {
+                let samples = self.cfg.lhd_samples();
+                self.lhd_victim(policy.volatile_only(), pinned, clock, samples)
+                    .map(|(e, rank)| {
+                        if let Some(l) = self.lhd.as_deref_mut() {
+                            l.evicted(e, clock, rank);
+                        }
+                        self.position_of(e)
+                    })
             }
         };
         match victim {
@@ -702,14 +845,16 @@ impl Shard {
     /// A hash or set is a hit (as in Redis, whose lookup counts it before the type
     /// check) and answers `Err(WrongType)`.
     pub fn get(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Result<Option<&[u8]>, WrongType> {
-        let now = self.tick();
+        self.tick();
+        let clock = self.clock;
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
+        part.accessed(clock);
         match part.find_live_pos(ns.db, key, h, now_ms) {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
-                e.set_atime(now);
+                part.referenced(e, clock);
                 self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Hit);
                 if e.is_object() {
                     return Err(WrongType);
@@ -718,6 +863,7 @@ impl Shard {
             }
             Err(_) => {
                 part.misses += 1;
+                part.read_missed();
                 part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
                 self.publish();
@@ -763,14 +909,16 @@ impl Shard {
         kind: Kind,
         now_ms: u64,
     ) -> Result<Option<&Object>, WrongType> {
-        let now = self.tick();
+        self.tick();
+        let clock = self.clock;
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
+        part.accessed(clock);
         match part.find_live_pos(ns.db, key, h, now_ms) {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
-                e.set_atime(now);
+                part.referenced(e, clock);
                 self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Hit);
                 if e.kind() != kind {
                     return Err(WrongType);
@@ -779,6 +927,7 @@ impl Shard {
             }
             Err(_) => {
                 part.misses += 1;
+                part.read_missed();
                 part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
                 self.publish();
@@ -836,8 +985,11 @@ impl Shard {
         f: impl FnOnce(&mut Object) -> (R, bool),
     ) -> Result<Option<R>, WrongType> {
         let now = self.tick();
+        let clock = self.clock;
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
+        part.accessed(clock);
+        let mut created = false;
         let (e, pos) = match part.find_live_pos(ns.db, key, h, now_ms) {
             Ok(pos) => {
                 let e = part.entry(pos);
@@ -853,6 +1005,7 @@ impl Shard {
                     return Err(WrongType);
                 };
                 part.event(KeyEvent::New, ns.db, key);
+                created = true;
                 part.insert_object_new(ns.db, key, Box::new(obj), None, now, h, vacancy)
             }
             Err(_) => {
@@ -872,7 +1025,11 @@ impl Shard {
             part.remove_at(pos);
             self.sample(ns.tenant, h, 0, RefKind::Delete);
         } else {
-            e.set_atime(now);
+            if created {
+                part.admitted(e, h, clock);
+            } else {
+                part.referenced(e, clock);
+            }
             part.writes += 1;
             self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Write);
             self.pinned = Some(e);
@@ -941,8 +1098,10 @@ impl Shard {
         let block = Entry::block_size(key.len(), value_len, d.expire_at_ms.is_some());
         self.make_room(ns.tenant, (block + obj_bytes) as u64)?;
         let now = self.tick();
+        let clock = self.clock;
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
+        part.accessed(clock);
         let vacancy = match part.find_live_pos(ns.db, key, h, now_ms) {
             Ok(pos) => {
                 part.remove_at(pos);
@@ -960,6 +1119,7 @@ impl Shard {
                     .0
             }
         };
+        part.admitted(e, h, clock);
         part.writes += 1;
         self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Write);
         self.publish();
@@ -975,7 +1135,7 @@ impl Shard {
             kind: e.kind(),
             encoding: e.object().map(|o| o.encoding()),
             value_len: e.value_len(),
-            idle_accesses: clock.wrapping_sub(e.atime()) as u64,
+            idle_accesses: e.idle(clock) as u64,
             expire_at_ms: e.expire_at(),
             memory_bytes: e.charge() + part.index_share() as usize,
         })
@@ -1001,17 +1161,26 @@ impl Shard {
             Entry::block_size(key.len(), value.len(), matches!(ttl, SetTtl::At(_))) as u64,
         )?;
         let now = self.tick();
+        let clock = self.clock;
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
         let e = match part.find_live_pos(ns.db, key, h, now_ms) {
-            Ok(pos) => part.replace(pos, value, ttl, now),
+            Ok(pos) => {
+                part.accessed(clock);
+                let e = part.replace(pos, value, ttl);
+                part.referenced(e, clock);
+                e
+            }
             Err(vacancy) => {
                 let expire = match ttl {
                     SetTtl::At(at) => Some(at),
                     SetTtl::Clear | SetTtl::Keep => None,
                 };
                 part.event(KeyEvent::New, ns.db, key);
-                part.insert_new(ns.db, key, value, expire, now, h, vacancy)
+                part.accessed_by_insert(clock);
+                let e = part.insert_new(ns.db, key, value, expire, now, h, vacancy);
+                part.admitted(e, h, clock);
+                e
             }
         };
         part.writes += 1;
@@ -1045,10 +1214,13 @@ impl Shard {
 
     /// Makes the key most recently used; true if it exists (TOUCH).
     pub fn touch(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
-        let now = self.tick();
-        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
+        self.tick();
+        let clock = self.clock;
+        let part = self.part(ns.tenant);
+        part.accessed(clock);
+        match part.find_live(ns.db, key, now_ms) {
             Some(e) => {
-                e.set_atime(now);
+                part.referenced(e, clock);
                 true
             }
             None => false,
@@ -1439,7 +1611,7 @@ impl Shard {
             let evicted = match victim {
                 Some(v) => {
                     let k = self.config.tenant_samples(v);
-                    let clock = self.clock as u32;
+                    let clock = self.clock;
                     if v as usize >= self.parts.len() {
                         false
                     } else {
@@ -1475,6 +1647,9 @@ impl Shard {
         if policy != self.shared_pool_policy {
             self.shared_pool.clear();
             self.shared_pool_policy = policy;
+            if !policy.is_lhd() {
+                self.parts.iter_mut().for_each(|p| p.lhd = None);
+            }
         }
         let from_volatile = policy.volatile_only();
         let weight = |p: &Part| {
@@ -1525,6 +1700,9 @@ impl Shard {
                         Some((t, pos))
                     })
             }
+            EvictionPolicy::AllKeysLhd | EvictionPolicy::VolatileLhd => {
+                self.lhd_victim_shared(from_volatile)
+            }
         };
         match victim {
             Some((t, pos)) => {
@@ -1536,6 +1714,81 @@ impl Shard {
             }
             None => false,
         }
+    }
+}
+
+impl Shard {
+    /// LHD under free competition: `lhd-samples` draws uniform over all tenants'
+    /// (volatile) entries, each ranked by its tenant's model (LHD's app classes, §3.4;
+    /// all on this shard's clock), plus every part's recent low-density admissions.
+    /// Returns the victim's (part, position), after its model has learnt the eviction.
+    fn lhd_victim_shared(&mut self, from_volatile: bool) -> Option<(usize, usize)> {
+        let clock = self.clock;
+        let pinned = self.pinned;
+        let limit = self.config.shard_limit();
+        for p in &mut self.parts {
+            if let Some(l) = p.lhd() {
+                l.model.set_time(clock);
+                l.set_capacity(limit);
+            }
+        }
+        let weight = |p: &Part| {
+            if from_volatile {
+                p.volatile.len()
+            } else {
+                p.len()
+            }
+        };
+        let total: usize = self.parts.iter().map(weight).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut best: Option<(usize, Entry, f32)> = None;
+        for _ in 0..self.config.lhd_samples() {
+            let t = pick_weighted(&self.parts, &weight, self.rng.gen_range(0..total));
+            let p = &self.parts[t];
+            let e = if from_volatile {
+                p.volatile[self.rng.gen_range(0..p.volatile.len())]
+            } else {
+                let Some(e) = p
+                    .table
+                    .random_occupied(&mut self.rng)
+                    .and_then(|i| p.table.at(i))
+                else {
+                    continue;
+                };
+                e
+            };
+            if Some(e) == pinned {
+                continue;
+            }
+            let Some(l) = p.lhd.as_deref() else { continue };
+            let r = l.rank(e, clock);
+            if best.is_none_or(|(_, _, b)| r < b) {
+                best = Some((t, e, r));
+            }
+        }
+        for (t, p) in self.parts.iter().enumerate() {
+            let Some(l) = p.lhd.as_deref() else { continue };
+            for (h, e) in l.recent() {
+                // Compared, never read, until the index confirms it is live.
+                if p.table.find(h, |x| x == e).is_some()
+                    && Some(e) != pinned
+                    && (!from_volatile || e.has_ttl())
+                {
+                    let r = l.rank(e, clock);
+                    if best.is_none_or(|(_, _, b)| r < b) {
+                        best = Some((t, e, r));
+                    }
+                }
+            }
+        }
+        let (t, e, rank) = best?;
+        let p = &mut self.parts[t];
+        if let Some(l) = p.lhd.as_deref_mut() {
+            l.evicted(e, clock, rank);
+        }
+        Some((t, p.position_of(e)))
     }
 }
 
@@ -1673,7 +1926,7 @@ impl Sampled<'_> {
             // Soonest expiry first: Redis uses ULLONG_MAX - expire as the "idle" score.
             u64::MAX - e.expire_at().unwrap_or(u64::MAX)
         } else {
-            self.clock.wrapping_sub(e.atime()) as u64
+            e.idle(self.clock) as u64
         };
         let tenant = self.first_tenant + i as TenantId;
         (pool_key(tenant, e.db(), e.key()), score)

@@ -69,6 +69,8 @@ pub(crate) struct SharedConfig {
     maxmemory: AtomicU64,
     policy: AtomicU8,
     samples: AtomicUsize,
+    /// `lhd-samples`: candidates an LHD eviction ranks (`crate::lhd`).
+    lhd_samples: AtomicUsize,
     pub(crate) shards: usize,
     pub(crate) databases: usize,
     pub(crate) tenants: TenantTable,
@@ -99,6 +101,9 @@ impl SharedConfig {
     }
     pub(crate) fn samples(&self) -> usize {
         self.samples.load(Ordering::Relaxed)
+    }
+    pub(crate) fn lhd_samples(&self) -> usize {
+        self.lhd_samples.load(Ordering::Relaxed)
     }
 
     /// Whether events of `class` are on: the one relaxed load every event site pays.
@@ -214,6 +219,7 @@ impl Store {
             maxmemory: AtomicU64::new(config.maxmemory),
             policy: AtomicU8::new(policy_code(config.policy)),
             samples: AtomicUsize::new(config.samples.clamp(1, 64)),
+            lhd_samples: AtomicUsize::new(crate::lhd::DEFAULT_LHD_SAMPLES),
             shards: n,
             databases: config.databases.clamp(1, 256),
             tenants: TenantTable::new(config.databases.clamp(1, 256)),
@@ -328,6 +334,40 @@ impl Store {
     /// K, clamped to 1..=64.
     pub fn set_samples(&self, k: usize) {
         self.config.samples.store(k.clamp(1, 64), Ordering::Relaxed);
+    }
+
+    /// Each tenant's LHD models summed over the shards (indexed by tenant id; empty
+    /// entries for tenants without one).
+    pub fn lhd_stats(&self) -> Vec<crate::lhd::LhdStats> {
+        let mut out: Vec<crate::lhd::LhdStats> = Vec::new();
+        for s in self.shards.iter() {
+            let g = s.0.lock();
+            for (t, p) in g.parts().iter().enumerate() {
+                let Some(l) = p.lhd_state() else { continue };
+                if out.len() <= t {
+                    out.resize(t + 1, Default::default());
+                }
+                let o = &mut out[t];
+                o.models += 1;
+                o.reconfigurations += l.model.reconfigurations();
+                o.age_shift = o.age_shift.max(l.model.age_shift());
+                o.overflows += l.model.overflows();
+                o.bytes += l.heap_bytes();
+            }
+        }
+        out
+    }
+
+    /// `lhd-samples`: candidates ranked per LHD eviction.
+    pub fn lhd_samples(&self) -> usize {
+        self.config.lhd_samples()
+    }
+
+    /// Sets `lhd-samples`, clamped to 1..=[`MAX_LHD_SAMPLES`].
+    pub fn set_lhd_samples(&self, a: usize) {
+        self.config
+            .lhd_samples
+            .store(a.clamp(1, MAX_LHD_SAMPLES), Ordering::Relaxed);
     }
 
     /// Evicts in every shard until each is within its budget.
@@ -724,3 +764,6 @@ fn policy_code(p: EvictionPolicy) -> u8 {
 }
 
 pub use crate::glob::glob_match;
+
+/// The largest `lhd-samples`.
+pub const MAX_LHD_SAMPLES: usize = 1024;

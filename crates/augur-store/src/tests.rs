@@ -212,6 +212,7 @@ fn volatile_policies_evict_only_keys_with_a_ttl() {
         EvictionPolicy::VolatileLru,
         EvictionPolicy::VolatileRandom,
         EvictionPolicy::VolatileTtl,
+        EvictionPolicy::VolatileLhd,
     ] {
         let s = store(512 << 10, policy, 1);
         // Persistent keys first, then volatile ones with increasing expiry.

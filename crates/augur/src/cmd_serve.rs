@@ -35,6 +35,9 @@ pub struct Args {
     pub maxmemory_policy: Option<String>,
     #[arg(long)]
     pub maxmemory_samples: Option<String>,
+    /// Candidates an LHD eviction ranks (allkeys-lhd, volatile-lhd; default 64).
+    #[arg(long)]
+    pub lhd_samples: Option<String>,
     #[arg(long)]
     pub databases: Option<String>,
     #[arg(long)]
@@ -134,6 +137,7 @@ impl Args {
             ("maxmemory", &self.maxmemory),
             ("maxmemory-policy", &self.maxmemory_policy),
             ("maxmemory-samples", &self.maxmemory_samples),
+            ("lhd-samples", &self.lhd_samples),
             ("databases", &self.databases),
             ("proto-max-bulk-len", &self.proto_max_bulk_len),
             ("client-query-buffer-limit", &self.client_query_buffer_limit),

@@ -82,7 +82,11 @@ impl Part {
 /// set is deep-copied, so the two entries never share an object.
 fn copied(e: Entry, db: u8, key: &[u8], ttl: Option<(u64, u32)>) -> Entry {
     match e.object() {
-        Some(obj) => Entry::new_object(db, key, Box::new(obj.clone()), ttl, e.atime()),
+        Some(obj) => {
+            let c = Entry::new_object(db, key, Box::new(obj.clone()), ttl, e.atime());
+            c.copy_recency_from(&e);
+            c
+        }
         None => e.rekeyed(db, key, ttl),
     }
 }
@@ -158,8 +162,10 @@ impl Shard {
             };
             self.make_room(to.tenant, incoming)?;
         }
-        let now = self.tick();
+        self.tick();
+        let clock = self.clock;
         let part = self.part(from.tenant);
+        part.accessed(clock);
         let Some(pos) = part.live_pos(from.db, key, now_ms) else {
             self.publish();
             return Ok(Relocated::SourceMissing);
@@ -199,9 +205,14 @@ impl Shard {
                 fresh
             }
         };
-        moved.set_atime(now);
         part.event(KeyEvent::New, to.db, newkey);
         part.insert_entry(moved);
+        // A copy is new to the model; a renamed or moved key keeps its history.
+        if copy {
+            part.admitted(moved, entry_hash(moved), clock);
+        } else {
+            part.referenced(moved, clock);
+        }
         part.writes += 1;
         let bytes = super::profiled_bytes(moved);
         if !copy {
@@ -259,7 +270,8 @@ fn relocate_across(
         src.publish();
         return Err(e);
     }
-    let now = dst.tick();
+    dst.tick();
+    let clock = dst.clock;
     let spart = src.part(from.tenant);
     let Some(pos) = spart.live_pos(from.db, key, now_ms) else {
         src.publish();
@@ -287,13 +299,15 @@ fn relocate_across(
         );
     }
     src.publish();
-    fresh.set_atime(now);
     let dpart = dst.part(to.tenant);
+    dpart.accessed(clock);
     if let Some(dpos) = dpart.live_pos(to.db, newkey, now_ms) {
         dpart.remove_at(dpos);
     }
     dpart.event(KeyEvent::New, to.db, newkey);
     dpart.insert_entry(fresh);
+    // Its tag was of the source shard's clock: to this shard's model it is new.
+    dpart.admitted(fresh, entry_hash(fresh), clock);
     dpart.writes += 1;
     let bytes = super::profiled_bytes(fresh);
     dst.sample(
@@ -346,8 +360,10 @@ impl Shard {
             self.make_room(ns.tenant, Entry::block_size(key.len(), target, ttl) as u64)?;
         }
         let now = self.tick();
+        let clock = self.clock;
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
+        part.accessed(clock);
         let (e, existed) = match part.find_live_pos(ns.db, key, h, now_ms) {
             Ok(pos) => {
                 let e = part.entry(pos);
@@ -380,7 +396,11 @@ impl Shard {
         };
         part.modified(ns.db, key);
         e.set_raw(true);
-        e.set_atime(now);
+        if existed {
+            part.referenced(e, clock);
+        } else {
+            part.admitted(e, h, clock);
+        }
         part.writes += 1;
         let out = f(e.value_mut(), existed);
         self.sample(ns.tenant, h, super::profiled_bytes(e), RefKind::Write);
@@ -402,7 +422,7 @@ impl Shard {
         let part = self.part(ns.tenant);
         let e = part.find_live(ns.db, key, now_ms)?;
         // The entry keeps the clock's low 32 bits; widen within the last 2^32 accesses.
-        let atime = clock - (clock as u32).wrapping_sub(e.atime()) as u64;
+        let atime = clock - e.idle(clock as u32) as u64;
         Some(ObjectInfo {
             idle_secs: self.wall.idle_secs(atime, now_ms / 1000),
             raw: e.is_raw(),

@@ -1,0 +1,333 @@
+//! LHD eviction in the store (`maxmemory-policy allkeys-lhd` / `volatile-lhd`): the
+//! glue between shards' entries and [`augur_sim::lhd::LhdModel`], the one LHD
+//! implementation that `augur sim --policy lhd` also runs (DESIGN.md: one policy
+//! implementation; Beckmann et al., NSDI'18, `lhd-least-hit-density.txt`).
+//!
+//! # One model per tenant part of each shard
+//!
+//! Every tenant's part of a shard ([`crate::shard`]'s `Part`) owns a model, created on
+//! the first access under an LHD policy and dropped when eviction next runs under
+//! another policy. The tenant plays LHD's application id (§3.4): the paper gives each
+//! application its own classes, i.e. its own histograms and density table, which is
+//! what separate models are; all of a shard's models measure ages on the shard's one
+//! logical clock ([`LhdModel::set_time`]), so their densities compare, and with
+//! `tenant-partitioning off` one eviction ranks candidates of all tenants together.
+//!
+//! A shard sees 1/shards of the accesses and holds 1/shards of the objects, like one of
+//! the miniature caches of `augur_sim::spec::build_miniature` at rate 1/shards: its time
+//! constants counted in accesses shrink by the same factor, so that every model adapts
+//! as often, relative to the whole store's traffic, as the simulator's one model does.
+//! Reconfiguration runs every 2^20 / shards accesses of the part (at least 1 000), and
+//! the age histograms have 20 000 / shards bins (at least [`MIN_MAX_AGE`]): the shards
+//! together keep as many bins as the simulator's model (far fewer for small shard
+//! counts), with the appendix's coarsening still spanning 1/ε times the part's objects.
+//! Without this a store of 64 shards would hold 64 full-size models (3.8 MB each) and
+//! pay 64 times the simulator's reconfiguration work; with it one reconfiguration is a
+//! pass over 16 × 1 000 bins (tens of µs, measured in BENCHMARKS.md), which the
+//! request that triggers it pays inline.
+//!
+//! # The tag: no memory beyond the LRU clock
+//!
+//! An entry's 32-bit `atime` (the shard's clock under LRU) holds, under LHD, the clock's
+//! low 24 bits and two 4-bit classes of its last two hit ages; the explorer mark is a
+//! flag bit (entry.rs: `LHD_FORMAT`, `LHD_EXPLORER`). So memory per key is the same under
+//! both policies. The hit ages are kept on a log₂ scale (0, then one class per power of
+//! two, the top class meaning "at least the maximum age", LHD's mark of a new object):
+//! LHD classifies by the sum of the two ages on a log₂ scale anyway (§3.5, 16 classes
+//! spaced at powers of two), so the rounding moves an object at most one class. The
+//! 24-bit clock lets an entry idle for more than 2^24 of its shard's accesses alias to a
+//! younger age (LRU's 32 bits alias the same way at 2^32).
+//!
+//! # Switching policies live
+//!
+//! Either format reads under either policy: LRU computes idle time from an LHD tag's 24
+//! clock bits ([`Entry::idle`]); LHD reads an entry last touched under LRU as a new
+//! object (no hit history) of the age its clock gives. No key is rewritten at a switch.
+
+use crate::entry::{Entry, LHD_CLOCK_MASK};
+use augur_sim::lhd::{LhdConfig, LhdModel, LhdTag};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+/// One tenant's LHD state summed over the shards, for INFO.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LhdStats {
+    /// Shards holding a model for the tenant.
+    pub models: u64,
+    /// Reconfigurations, summed over the models.
+    pub reconfigurations: u64,
+    /// The largest age coarsening shift among the models (ages count 2^shift accesses).
+    pub age_shift: u32,
+    /// Rankings that met an entry past the maximum age, summed.
+    pub overflows: u64,
+    /// Heap bytes of the models.
+    pub bytes: u64,
+}
+
+/// `lhd-samples`' default: RankCache's associativity (LHD §4.1).
+pub const DEFAULT_LHD_SAMPLES: usize = 64;
+/// The fewest age bins a shard's model keeps.
+pub const MIN_MAX_AGE: usize = 1000;
+/// Recently admitted low-density entries kept as extra eviction candidates (as the
+/// simulator's `LhdConfig::admissions`).
+const ADMISSIONS: usize = 8;
+
+/// The model configuration of one shard of `shards` (see the module documentation).
+pub fn shard_config(shards: usize) -> LhdConfig {
+    let d = LhdConfig::default();
+    let shards = shards.max(1);
+    LhdConfig {
+        reconfigure_every: (d.reconfigure_every / shards as u64).max(1000),
+        max_age: (d.max_age / shards).clamp(MIN_MAX_AGE, d.max_age),
+        class_max_age: d.max_age,
+        initial_age_shift: d
+            .initial_age_shift
+            .saturating_sub(shards.next_power_of_two().trailing_zeros()),
+        ..d
+    }
+}
+
+/// Class of a hit age on the log₂ scale the tag keeps: 0 for 0, `l` for
+/// [2^(l-1), 2^l), 15 for the maximum age or more.
+fn quantize(age: u16, max_age: usize) -> u32 {
+    if age as usize >= max_age {
+        15
+    } else if age == 0 {
+        0
+    } else {
+        (32 - (age as u32).leading_zeros()).min(14)
+    }
+}
+
+/// A representative age of a class of [`quantize`]: the middle (1.5 × its lower bound).
+fn dequantize(q: u32, max_age: usize) -> u16 {
+    match q {
+        0 => 0,
+        15 => max_age as u16,
+        l => ((3u32 << (l - 1)) / 2).min(max_age as u32 - 1) as u16,
+    }
+}
+
+/// One part's LHD state.
+pub(crate) struct PartLhd {
+    pub(crate) model: LhdModel,
+    pub(crate) rng: SmallRng,
+    /// Recent low-density admissions: (index hash, entry), checked against the index
+    /// before use (an entry may have been removed or moved since).
+    recent: [Option<(u64, Entry)>; ADMISSIONS],
+    recent_head: usize,
+    /// The capacity the explorer budget was sized for.
+    capacity: u64,
+    /// Read misses not yet followed by an insert: a cache fills a miss with a SET, and
+    /// the simulator counts the pair as one access, so the insert that follows a miss
+    /// does not count toward reconfiguration again (capped, so that misses never
+    /// filled do not stop inserts from counting for long).
+    unfilled_misses: u32,
+}
+
+// SAFETY: `recent` holds entry handles only as lookup keys: they are dereferenced only
+// after the owning part's index confirms them live, under the shard's lock.
+unsafe impl Send for PartLhd {}
+
+impl PartLhd {
+    pub(crate) fn new(shards: usize, capacity: u64, seed: u64) -> Box<PartLhd> {
+        Box::new(PartLhd {
+            model: LhdModel::new(shard_config(shards), capacity),
+            rng: SmallRng::seed_from_u64(seed),
+            recent: [None; ADMISSIONS],
+            recent_head: 0,
+            capacity,
+            unfilled_misses: 0,
+        })
+    }
+
+    fn max_age(&self) -> usize {
+        self.model.config().max_age
+    }
+
+    /// Follows a change of the part's memory budget (CONFIG SET maxmemory).
+    pub(crate) fn set_capacity(&mut self, capacity: u64) {
+        if capacity != self.capacity {
+            self.capacity = capacity;
+            self.model.set_capacity(capacity);
+        }
+    }
+
+    /// The model's view of `e` at shard clock `clock` (the model's time must be `clock`).
+    pub(crate) fn tag_of(&self, e: Entry, clock: u64) -> LhdTag {
+        let max_age = self.max_age();
+        match e.lhd() {
+            Some((word, explorer)) => {
+                let age = (clock as u32).wrapping_sub(word) & LHD_CLOCK_MASK;
+                LhdTag {
+                    timestamp: clock.saturating_sub(age as u64),
+                    last_hit_age: dequantize((word >> 24) & 15, max_age),
+                    last_last_hit_age: dequantize(word >> 28, max_age),
+                    app: 0,
+                    explorer,
+                }
+            }
+            // Last touched under LRU: a new object of the age its clock gives.
+            None => LhdTag {
+                timestamp: clock.saturating_sub(e.idle(clock as u32) as u64),
+                last_hit_age: 0,
+                last_last_hit_age: max_age as u16,
+                app: 0,
+                explorer: false,
+            },
+        }
+    }
+
+    fn store_tag(&self, e: Entry, tag: &LhdTag) {
+        let max_age = self.max_age();
+        let word = (tag.timestamp as u32 & LHD_CLOCK_MASK)
+            | quantize(tag.last_hit_age, max_age) << 24
+            | quantize(tag.last_last_hit_age, max_age) << 28;
+        e.set_lhd(word, tag.explorer);
+    }
+
+    /// One access of the part at shard clock `clock` (counts toward reconfiguration).
+    #[inline]
+    pub(crate) fn access(&mut self, clock: u64, cached: usize) {
+        self.model.set_time(clock);
+        self.model.count_access(cached);
+    }
+
+    /// A read missed (after [`Self::access`] counted it).
+    #[inline]
+    pub(crate) fn missed(&mut self) {
+        self.unfilled_misses = (self.unfilled_misses + 1).min(1024);
+    }
+
+    /// An insert at shard clock `clock`: one access, unless it fills a miss.
+    #[inline]
+    pub(crate) fn fill(&mut self, clock: u64, cached: usize) {
+        if self.unfilled_misses > 0 {
+            self.unfilled_misses -= 1;
+            self.model.set_time(clock);
+        } else {
+            self.access(clock, cached);
+        }
+    }
+
+    /// A hit (read or overwrite) of `e`.
+    pub(crate) fn hit(&mut self, e: Entry, clock: u64) {
+        self.model.set_time(clock);
+        let mut tag = self.tag_of(e, clock);
+        self.model.on_hit(&mut tag, e.rank_size(), &mut self.rng);
+        self.store_tag(e, &tag);
+    }
+
+    /// `e` (index hash `h`) was just added.
+    pub(crate) fn admit(&mut self, e: Entry, h: u64, clock: u64) {
+        self.model.set_time(clock);
+        let size = e.rank_size();
+        let tag = self.model.on_insert(0, size, &mut self.rng);
+        if self.model.looks_like_victim(&tag, size) {
+            self.recent[self.recent_head % ADMISSIONS] = Some((h, e));
+            self.recent_head = self.recent_head.wrapping_add(1);
+        }
+        self.store_tag(e, &tag);
+    }
+
+    /// `e` leaves for another reason than eviction (its explorer budget comes back).
+    #[inline]
+    pub(crate) fn removed(&mut self, e: Entry) {
+        if e.is_lhd_explorer() {
+            self.model.on_remove(
+                &LhdTag {
+                    explorer: true,
+                    ..self.tag_of(e, 0)
+                },
+                e.rank_size(),
+            );
+        }
+    }
+
+    /// Hit density of `e` per byte (the model's time must be the shard's clock).
+    #[inline]
+    pub(crate) fn rank(&self, e: Entry, clock: u64) -> f32 {
+        self.model.rank(&self.tag_of(e, clock), e.rank_size())
+    }
+
+    /// `e`, ranked `rank`, is being evicted: the model learns it; its explorer mark is
+    /// cleared so that the removal that follows does not return the budget twice.
+    pub(crate) fn evicted(&mut self, e: Entry, clock: u64, rank: f32) {
+        let tag = self.tag_of(e, clock);
+        self.model.on_evict(&tag, e.rank_size(), rank);
+        if tag.explorer {
+            self.store_tag(
+                e,
+                &LhdTag {
+                    explorer: false,
+                    ..tag
+                },
+            );
+        }
+    }
+
+    /// Heap bytes of the model: three f32 tables (hits, evictions, densities) per class
+    /// and age, and the class-by-age-sum table.
+    pub(crate) fn heap_bytes(&self) -> u64 {
+        let c = self.model.config();
+        (c.hit_age_classes * c.app_classes * c.max_age * 12 + 2 * c.max_age + 1) as u64
+            + std::mem::size_of::<PartLhd>() as u64
+    }
+
+    /// The recent admissions still worth a look, as (hash, entry) to confirm.
+    pub(crate) fn recent(&self) -> impl Iterator<Item = (u64, Entry)> + '_ {
+        self.recent.iter().flatten().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantized_ages_keep_their_power_of_two() {
+        for max_age in [1000usize, 20_000] {
+            assert_eq!(dequantize(quantize(0, max_age), max_age), 0);
+            assert_eq!(
+                dequantize(quantize(max_age as u16, max_age), max_age),
+                max_age as u16
+            );
+            for age in 1..max_age as u16 {
+                let q = quantize(age, max_age);
+                assert!(q < 15, "{age}");
+                let back = dequantize(q, max_age) as u32;
+                // Same power of two, except the top class which spans up to max_age.
+                let lo = 1u32 << (q - 1);
+                assert!(
+                    back >= lo && back < max_age as u32,
+                    "{age} -> {q} -> {back}"
+                );
+                if q < 14 {
+                    assert!(back < 2 * lo && (age as u32) < 2 * lo && age as u32 >= lo);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shard_configs_scale_with_the_shard_count() {
+        // One shard is the simulator's model (a class scale equal to max_age is the
+        // default's 0).
+        let one = shard_config(1);
+        assert_eq!(one.class_max_age, one.max_age);
+        assert_eq!(
+            LhdConfig {
+                class_max_age: 0,
+                ..one
+            },
+            LhdConfig::default()
+        );
+        assert_eq!(shard_config(64).class_max_age, 20_000);
+        assert_eq!(shard_config(64).initial_age_shift, 4);
+        let c = shard_config(64);
+        assert_eq!(c.reconfigure_every, (1 << 20) / 64);
+        assert_eq!(c.max_age, MIN_MAX_AGE);
+        assert_eq!(shard_config(4).max_age, 5000);
+        assert_eq!(shard_config(1 << 12).reconfigure_every, 1000);
+    }
+}

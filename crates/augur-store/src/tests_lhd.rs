@@ -1,0 +1,214 @@
+//! LHD in the store (`crate::lhd`): eviction within the limit, what LHD learns that LRU
+//! cannot, volatile-lhd's scope, and live policy switches that keep every key.
+
+use crate::tests::{check_all, store};
+use crate::*;
+
+const NS: Ns = Ns::new(0, 0);
+
+fn set(s: &Store, k: &str, v: &[u8]) -> Result<(), WriteError> {
+    s.lock_key(k.as_bytes())
+        .set(NS, k.as_bytes(), v, SetTtl::Clear, 0)
+}
+
+/// GET, and SET on a miss (a cache's read path); true on a hit.
+fn access(s: &Store, k: &str, v: &[u8]) -> bool {
+    let mut g = s.lock_key(k.as_bytes());
+    if g.get(NS, k.as_bytes(), 0).unwrap().is_some() {
+        return true;
+    }
+    g.set(NS, k.as_bytes(), v, SetTtl::Clear, 0).unwrap();
+    false
+}
+
+/// The memory `n` keys like `k{i}` with `v` take, measured on an unlimited store.
+fn memory_for(n: u32, v: &[u8], shards: usize) -> u64 {
+    let probe = store(0, EvictionPolicy::NoEviction, shards);
+    for i in 0..n {
+        set(&probe, &format!("k{i}"), v).unwrap();
+    }
+    probe.used_memory()
+}
+
+#[test]
+fn lhd_evicts_within_the_limit_and_keeps_the_structures_consistent() {
+    let limit = 2 << 20;
+    let s = store(limit, EvictionPolicy::AllKeysLhd, 4);
+    let value = [b'x'; 100];
+    for i in 0..60_000u32 {
+        set(&s, &format!("key:{i:08}"), &value).unwrap();
+        if i % 3 == 0 {
+            // Some reads and deletes, so hits and removals reach the models too.
+            let k = format!("key:{:08}", i / 2);
+            let _ = s.lock_key(k.as_bytes()).get(NS, k.as_bytes(), 0);
+        }
+        if i % 101 == 0 {
+            let k = format!("key:{:08}", i / 3);
+            s.lock_key(k.as_bytes()).delete(NS, k.as_bytes(), 0);
+        }
+    }
+    check_all(&s);
+    let used = s.used_memory();
+    assert!(used <= limit, "used {used} > limit {limit}");
+    assert!(used > limit * 9 / 10, "eviction too eager: {used}");
+    let st = s.stats(0);
+    assert!(st.evicted_keys > 40_000, "evicted {}", st.evicted_keys);
+    let lhd = s.lhd_stats();
+    assert_eq!(lhd[0].models, 4, "one model per shard for tenant 0");
+    assert!(lhd[0].bytes > 0);
+}
+
+/// LHD §3.2 / Fig. 2: a loop over 800 keys mixed with a tail of keys seen once, in a
+/// cache of ~1 000 keys. LRU (K = 5) keeps losing the loop to the tail; LHD learns from
+/// its hit and eviction ages that loop keys hit and tail keys never do.
+#[test]
+fn lhd_protects_a_loop_from_a_one_off_tail_where_lru_cannot() {
+    let value = [0u8; 64];
+    let limit = memory_for(1000, &value, 4);
+    let run = |policy| {
+        let s = store(limit, policy, 4);
+        let mut tail = 0u64;
+        let mut hits = 0u64;
+        // ~4.8M accesses reconfigure each shard's model about 4 times (every 2^18 of
+        // its own).
+        for round in 0..2000u32 {
+            for k in 0..800u32 {
+                let hit = access(&s, &format!("k{k}"), &value);
+                access(&s, &format!("t{tail}"), &value);
+                tail += 1;
+                if round >= 1500 {
+                    hits += hit as u64;
+                }
+            }
+        }
+        check_all(&s);
+        (hits, s)
+    };
+    let (lru, _) = run(EvictionPolicy::AllKeysLru);
+    let (lhd, s) = run(EvictionPolicy::AllKeysLhd);
+    let st = &s.lhd_stats()[0];
+    assert!(
+        st.reconfigurations >= 3 * 4,
+        "reconfigurations {}",
+        st.reconfigurations
+    );
+    // 500 rounds x 800 loop reads measured.
+    assert!(lru < 500 * 800 / 10, "LRU hits {lru}");
+    assert!(lhd > 500 * 800 / 2, "LHD hits {lhd} (LRU {lru})");
+}
+
+#[test]
+fn volatile_lhd_evicts_keys_with_a_ttl_only_and_refuses_when_there_are_none() {
+    let s = store(64 << 10, EvictionPolicy::VolatileLhd, 1);
+    let refused = (0..5000u32).any(|i| set(&s, &format!("p{i}"), &[0; 100]).is_err());
+    assert!(refused, "nothing volatile to evict: OOM as volatile-lru");
+    check_all(&s);
+}
+
+/// CONFIG SET maxmemory-policy between allkeys-lru and allkeys-lhd, in both directions,
+/// while keys are read, written and evicted: no key is lost by a switch, values stay
+/// intact, idle times stay sane in either tag format, and eviction goes on.
+#[test]
+fn switching_between_lru_and_lhd_live_loses_no_key() {
+    let s = store(0, EvictionPolicy::AllKeysLru, 4);
+    let val = |i: u32| format!("value-{i}-{}", "x".repeat((i % 50) as usize));
+    for i in 0..5000u32 {
+        set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
+    }
+    let check = |s: &Store, n: u32| {
+        for i in 0..n {
+            let k = format!("k{i}");
+            let mut g = s.lock_key(k.as_bytes());
+            let info = g.info(NS, k.as_bytes(), 0).expect("key kept");
+            // Nothing here is older than the whole run (a misread tag would look
+            // billions of accesses old).
+            assert!(
+                info.idle_accesses < 1_000_000,
+                "{k}: idle {}",
+                info.idle_accesses
+            );
+            assert_eq!(
+                g.peek(NS, k.as_bytes(), 0).unwrap(),
+                Some(val(i).as_bytes())
+            );
+        }
+    };
+    for round in 0..6u32 {
+        let policy = if round % 2 == 0 {
+            EvictionPolicy::AllKeysLhd
+        } else {
+            EvictionPolicy::AllKeysLru
+        };
+        s.set_policy(policy);
+        // Reads, overwrites (same value), renames back and forth, under the new policy.
+        for i in (0..5000u32).step_by(3) {
+            let k = format!("k{i}");
+            let _ = s.lock_key(k.as_bytes()).get(NS, k.as_bytes(), 0);
+        }
+        for i in (0..5000u32).step_by(7) {
+            set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
+        }
+        assert_eq!(s.dbsize(NS), 5000, "after switching to {policy}");
+        check(&s, 5000);
+        check_all(&s);
+    }
+    // Under LHD with a limit, entries last touched under LRU are ranked by the age their
+    // clock gives: the keys read since the switch survive better than those not read.
+    s.set_policy(EvictionPolicy::AllKeysLru);
+    for i in 0..5000u32 {
+        let k = format!("k{i}");
+        if i % 2 == 0 {
+            let _ = s.lock_key(k.as_bytes()).get(NS, k.as_bytes(), 0);
+        }
+    }
+    s.set_policy(EvictionPolicy::AllKeysLhd);
+    for i in (0..5000u32).step_by(2) {
+        let k = format!("k{i}");
+        let _ = s.lock_key(k.as_bytes()).get(NS, k.as_bytes(), 0);
+    }
+    let before = s.used_memory();
+    s.set_maxmemory(before / 2);
+    check_all(&s);
+    assert!(s.used_memory() <= before / 2);
+    let kept = |parity: u32| {
+        (0..5000u32)
+            .filter(|i| i % 2 == parity)
+            .filter(|i| {
+                let k = format!("k{i}");
+                s.lock_key(k.as_bytes()).exists(NS, k.as_bytes(), 0)
+            })
+            .count()
+    };
+    let (read, unread) = (kept(0), kept(1));
+    assert!(read > unread * 2, "kept {read} read keys, {unread} unread");
+    // And back to LRU with the limit: eviction goes on over LHD-tagged entries.
+    s.set_policy(EvictionPolicy::AllKeysLru);
+    for i in 5000..8000u32 {
+        set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
+    }
+    assert!(s.used_memory() <= before / 2);
+    check_all(&s);
+    assert!(
+        s.lhd_stats().iter().all(|l| l.models == 0),
+        "models dropped under LRU"
+    );
+}
+
+/// Free competition (`tenant-partitioning off`): one LHD eviction ranks all tenants'
+/// candidates, each by its own model.
+#[test]
+fn lhd_under_free_competition_evicts_across_tenants() {
+    let s = store(1 << 20, EvictionPolicy::AllKeysLhd, 2);
+    s.set_partitioning(Partitioning::Off);
+    for i in 0..20_000u32 {
+        let t = (i % 2) as TenantId;
+        let k = format!("k{i}");
+        s.lock_key(k.as_bytes())
+            .set(Ns::new(t, 0), k.as_bytes(), &[1; 100], SetTtl::Clear, 0)
+            .unwrap();
+    }
+    check_all(&s);
+    assert!(s.used_memory() <= 1 << 20);
+    let ts = s.tenant_stats();
+    assert!(ts[0].evicted > 1000 && ts[1].evicted > 1000, "{ts:?}");
+}
