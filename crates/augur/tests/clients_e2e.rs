@@ -277,6 +277,9 @@ async fn client_kill_forms_errors_and_prompt_close() {
 
     // Old form: ip:port; the victim is idle in a read and its socket closes at once.
     let mut v = srv.raw().await;
+    // A reply means the server has registered the connection (connect() returns before
+    // the accept loop sees it; on a loaded machine CLIENT KILL could run first).
+    expect(&mut v, &cmd(&["PING"]), "+PONG\r\n").await;
     let addr = v.local_addr().unwrap().to_string();
     let t = Instant::now();
     assert_eq!(
@@ -297,6 +300,7 @@ async fn client_kill_forms_errors_and_prompt_close() {
     )
     .await;
     let mut bystander = srv.raw().await;
+    expect(&mut bystander, &cmd(&["PING"]), "+PONG\r\n").await;
     assert_eq!(
         q::<i64>(&mut c, &["CLIENT", "KILL", "TYPE", "pubsub"])
             .await
@@ -337,8 +341,10 @@ async fn client_kill_forms_errors_and_prompt_close() {
     expect_closed(&mut i, Duration::from_secs(1)).await;
 
     // SKIPME yes spares the caller; the killed ones leave CLIENT LIST at once.
-    let _x = srv.raw().await;
-    let _y = srv.raw().await;
+    let mut x = srv.raw().await;
+    let mut y = srv.raw().await;
+    expect(&mut x, &cmd(&["PING"]), "+PONG\r\n").await;
+    expect(&mut y, &cmd(&["PING"]), "+PONG\r\n").await;
     let n: i64 = q(&mut c, &["CLIENT", "KILL", "SKIPME", "yes"])
         .await
         .unwrap();
