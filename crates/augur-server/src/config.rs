@@ -73,6 +73,10 @@ pub struct ServerConfig {
     pub k_chooser: crate::dlru::KChooser,
     /// `lhd-samples`: candidates an LHD eviction ranks (Augur's; augur_store::lhd).
     pub lhd_samples: usize,
+    /// The compressed zone (zExpander, augur_store::zone): `compressed-zone`,
+    /// `compressed-zone-codec`, `compressed-zone-block-size`, `compressed-zone-target`,
+    /// `compressed-zone-window-ms`.
+    pub zone: augur_store::ZoneConfig,
     /// `maxmemory-clients`: bytes the connections may hold together before the largest
     /// are closed; negative values are a percentage of maxmemory (as Redis stores it);
     /// 0 = no limit.
@@ -195,6 +199,7 @@ impl Default for ServerConfig {
             dlru_interval: 5_000_000,
             k_chooser: crate::dlru::KChooser::Krr,
             lhd_samples: augur_store::DEFAULT_LHD_SAMPLES,
+            zone: Default::default(),
             maxmemory_clients: 0,
             databases: 16,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -258,6 +263,11 @@ pub const PARAMS: &[&str] = &[
     "maxmemory-policy",
     "maxmemory-samples",
     "lhd-samples",
+    "compressed-zone",
+    "compressed-zone-codec",
+    "compressed-zone-block-size",
+    "compressed-zone-target",
+    "compressed-zone-window-ms",
     "maxmemory-clients",
     "databases",
     "proto-max-bulk-len",
@@ -322,6 +332,9 @@ pub const LIVE_PARAMS: &[&str] = &[
     "maxmemory-policy",
     "maxmemory-samples",
     "lhd-samples",
+    "compressed-zone",
+    "compressed-zone-target",
+    "compressed-zone-window-ms",
     "requirepass",
     "maxclients",
     "timeout",
@@ -466,6 +479,39 @@ impl ServerConfig {
                     return Err("argument must be between 1 and 1024 inclusive".into());
                 }
                 self.lhd_samples = n;
+            }
+            "compressed-zone" => self.zone.enabled = parse_bool(value)?,
+            "compressed-zone-codec" => {
+                self.zone.codec = match value.to_ascii_lowercase().as_str() {
+                    "lz4" => augur_store::zzone::Codec::Lz4,
+                    "zstd" => augur_store::zzone::Codec::Zstd { level: 1 },
+                    _ => return Err("argument must be one of the following: lz4, zstd".into()),
+                }
+            }
+            "compressed-zone-block-size" => {
+                let n: usize = parse_memory(value)
+                    .ok_or("argument must be a memory value")?
+                    .try_into()
+                    .map_err(|_| "argument must be between 256 and 65536 inclusive")?;
+                if !(256..=65536).contains(&n) {
+                    return Err("argument must be between 256 and 65536 inclusive".into());
+                }
+                self.zone.block_capacity = n;
+            }
+            "compressed-zone-target" => {
+                let f: f64 = value
+                    .parse()
+                    .ok()
+                    .filter(|f: &f64| (0.0..=1.0).contains(f))
+                    .ok_or("argument must be a fraction between 0 and 1")?;
+                self.zone.target_n_fraction = f;
+            }
+            "compressed-zone-window-ms" => {
+                let n: u64 = parse_int(value)?;
+                if n == 0 {
+                    return Err("argument must be at least 1".into());
+                }
+                self.zone.window_ms = n;
             }
             "maxmemory-samples" if value.eq_ignore_ascii_case("auto") => {
                 self.maxmemory_samples_auto = true;
@@ -699,6 +745,14 @@ impl ServerConfig {
             "dlru-interval" => self.dlru_interval.to_string(),
             "k-chooser" => self.k_chooser.name().to_string(),
             "lhd-samples" => self.lhd_samples.to_string(),
+            "compressed-zone" => if self.zone.enabled { "yes" } else { "no" }.to_string(),
+            "compressed-zone-codec" => match self.zone.codec {
+                augur_store::zzone::Codec::Lz4 => "lz4".into(),
+                augur_store::zzone::Codec::Zstd { .. } => "zstd".into(),
+            },
+            "compressed-zone-block-size" => self.zone.block_capacity.to_string(),
+            "compressed-zone-target" => self.zone.target_n_fraction.to_string(),
+            "compressed-zone-window-ms" => self.zone.window_ms.to_string(),
             "maxmemory-clients" if self.maxmemory_clients < 0 => {
                 format!("{}%", -self.maxmemory_clients)
             }

@@ -125,6 +125,7 @@ impl Overhead {
                 maxmemory,
                 policy: EvictionPolicy::AllKeysLru,
                 samples: k,
+                zone: Default::default(),
             })
         };
         let ns = Ns::new(0, 0);

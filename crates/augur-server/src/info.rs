@@ -26,6 +26,7 @@ const ALL: &[&str] = &[
     "keyspace",
     "tenants",
     "dlru",
+    "zones",
 ];
 
 /// `INFO` and `INFO default`: all but the per-command sections, as in Redis 7.0.
@@ -89,6 +90,44 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
     }
     match section {
         "dlru" => crate::dlru::info_section(shared, o),
+        "zones" => {
+            // The default user sees the whole server's zones; another tenant its own.
+            let z = shared
+                .store
+                .zone_stats((tenant != 0).then_some(tenant));
+            let ratio = if z.z_compressed_bytes > 0 {
+                z.z_raw_bytes as f64 / z.z_compressed_bytes as f64
+            } else {
+                0.0
+            };
+            let share = if z.n_bytes + z.z_bytes > 0 {
+                z.n_bytes as f64 / (z.n_bytes + z.z_bytes) as f64
+            } else {
+                1.0
+            };
+            line!("# Zones");
+            line!("compressed_zone:{}", if cfg.zone.enabled { "yes" } else { "no" });
+            line!("zone_codec:{}", cfg.get("compressed-zone-codec").unwrap_or_default());
+            line!("zone_block_size:{}", cfg.zone.block_capacity);
+            line!("zone_target_n_fraction:{}", cfg.zone.target_n_fraction);
+            line!("zone_window_ms:{}", cfg.zone.window_ms);
+            line!("n_zone_bytes:{}", z.n_bytes);
+            line!("n_zone_items:{}", z.n_items);
+            line!("z_zone_bytes:{}", z.z_bytes);
+            line!("z_zone_items:{}", z.z_items);
+            line!("z_zone_raw_bytes:{}", z.z_raw_bytes);
+            line!("z_zone_compressed_bytes:{}", z.z_compressed_bytes);
+            line!("z_zone_compression_ratio:{ratio:.3}");
+            line!("n_zone_hits:{}", z.n_hits);
+            line!("z_zone_hits:{}", z.z_hits);
+            line!("zone_promotions:{}", z.promotions);
+            line!("zone_demotions:{}", z.demotions);
+            line!("z_zone_evictions:{}", z.z_evictions);
+            line!("n_zone_share:{share:.4}");
+            line!("n_zone_target_share:{:.4}", z.n_share);
+            line!("n_zone_served_fraction:{:.4}", z.last_window_n_fraction);
+            line!("zone_benchmark_age:{}", z.benchmark);
+        }
         "server" => {
             line!("# Server");
             line!("redis_version:{REDIS_COMPAT_VERSION}");

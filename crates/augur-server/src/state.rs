@@ -342,6 +342,7 @@ impl Shared {
             maxmemory: config.maxmemory,
             policy: config.maxmemory_policy,
             samples: config.maxmemory_samples,
+            zone: config.zone,
         });
         store.set_encoding_limits(config.encoding_limits());
         store.set_notify_flags(config.notify_keyspace_events);
@@ -413,6 +414,9 @@ impl Shared {
             crate::dlru::turned_off(self, new.maxmemory_samples);
         }
         self.store.set_lhd_samples(new.lhd_samples);
+        self.store.set_zone_enabled(new.zone.enabled);
+        self.store.set_zone_target(new.zone.target_n_fraction);
+        self.store.set_zone_window_ms(new.zone.window_ms);
         self.store.set_encoding_limits(new.encoding_limits());
         self.store.set_notify_flags(new.notify_keyspace_events);
         self.proto_max_bulk_len

@@ -17,6 +17,8 @@ mod shard;
 mod store;
 mod tenant;
 mod watch;
+mod zone;
+pub mod zzone;
 
 pub use glob::glob_match_nocase;
 pub use lhd::{shard_config as lhd_shard_config, LhdStats, DEFAULT_LHD_SAMPLES};
@@ -37,6 +39,7 @@ pub use tenant::{
     TenantLimits, MAX_TENANTS, SAMPLE_MODULUS,
 };
 pub use watch::WatchFlag;
+pub use zone::{ZoneConfig, ZoneStats};
 
 #[cfg(test)]
 mod object_tests;
@@ -46,3 +49,5 @@ mod tests;
 mod tests_keyops;
 #[cfg(test)]
 mod tests_lhd;
+#[cfg(test)]
+mod tests_zone;

@@ -50,6 +50,8 @@ mod keyops;
 mod wallclock;
 pub use keyops::{ObjectInfo, Relocated, Relocation};
 
+use crate::zone::PartZone;
+use crate::zzone::ZMeta;
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
 use crate::lhd::PartLhd;
@@ -193,6 +195,16 @@ pub(crate) struct Part {
     /// LHD's model and candidates while the policy is LHD (`crate::lhd`); None under
     /// other policies, so that they pay nothing for it.
     lhd: Option<Box<PartLhd>>,
+    /// The compressed Z-zone while `compressed-zone` is on (`crate::zone`); None
+    /// otherwise, so that the request path pays one branch for it.
+    zone: Option<Box<PartZone>>,
+    /// An item was moved from the Z-zone to the N-zone without making room first; the
+    /// shard evicts for it at the next `tick` or `publish` (a bounded overshoot of one
+    /// item, like a write's).
+    faulted: bool,
+    /// The shard's clock as of the last `Shard::part` call (for entries moved in from
+    /// the Z-zone by lookups that do not take the clock).
+    clock_hint: u32,
 }
 
 impl Part {
@@ -215,6 +227,9 @@ impl Part {
             cfg,
             tenant,
             lhd: None,
+            zone: None,
+            faulted: false,
+            clock_hint: 0,
         }
     }
 
@@ -307,6 +322,11 @@ impl Part {
 
     /// Heap bytes held by this tenant here: entries' usable sizes plus index capacity.
     pub(crate) fn used(&self) -> u64 {
+        self.n_used() + self.zone.as_deref().map_or(0, PartZone::bytes)
+    }
+
+    /// Bytes of the N-zone alone (the uncompressed entries and their index).
+    fn n_used(&self) -> u64 {
         self.entry_bytes + self.index_bytes()
     }
 
@@ -350,7 +370,26 @@ impl Part {
     /// The position of a live (unexpired) key; an expired one is removed on the way.
     /// When absent, `Err` carries where an insert would go (the probe's vacancy; None if
     /// unknown, e.g. after removing an expired entry), so a write probes once.
+    /// A key found in the Z-zone is moved to the N-zone first (see `crate::zone`), so
+    /// that every command sees it as an ordinary entry.
     fn find_live_pos(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        h: u64,
+        now_ms: u64,
+    ) -> Result<usize, Option<usize>> {
+        match self.find_live_pos_n(db, key, h, now_ms) {
+            Err(vacancy) if self.zone.is_some() => match self.fault_in(db, key, h, now_ms) {
+                Some(pos) => Ok(pos),
+                None => Err(vacancy),
+            },
+            r => r,
+        }
+    }
+
+    /// [`Self::find_live_pos`] in the N-zone only.
+    fn find_live_pos_n(
         &mut self,
         db: u8,
         key: &[u8],
@@ -509,8 +548,15 @@ impl Part {
     /// Takes the entry at `pos` out of the index, TTL list and counters without freeing
     /// it (the caller frees it, or moves its object and frees the block).
     fn unlink_at(&mut self, pos: usize) -> Entry {
-        let e = self.table.remove(pos, &entry_hash);
+        let e = self.unlink_unmodified(pos);
         self.modified(e.db(), e.key());
+        e
+    }
+
+    /// [`Self::unlink_at`] without telling WATCHers: the key is not modified, only
+    /// moved (to the Z-zone).
+    fn unlink_unmodified(&mut self, pos: usize) -> Entry {
+        let e = self.table.remove(pos, &entry_hash);
         if let Some(l) = self.lhd.as_deref_mut() {
             l.removed(e);
         }
@@ -582,6 +628,19 @@ impl Part {
             }
         }
         self.pool.retain(|k| k[2] != db);
+        // Redis's touchAllWatchedKeysInDb: watched keys that exist (here, in the Z-zone).
+        if let (Some(w), Some(z)) = (&self.watched, self.zone.as_deref()) {
+            for (wdb, key) in w.keys() {
+                if *wdb == db && z.z.contains(db, key, 0) {
+                    w.touch(db, key);
+                }
+            }
+        }
+        if let Some(z) = self.zone.as_deref_mut() {
+            z.z.clear_db(db);
+            z.keys_per_db[db as usize] = 0;
+            z.expires_per_db[db as usize] = 0;
+        }
     }
 
     /// Removes everything and returns the memory to the allocator.
@@ -589,7 +648,10 @@ impl Part {
         // Redis's touchAllWatchedKeysInDb: the watched keys that exist are touched.
         if let Some(w) = &self.watched {
             for (db, key) in w.keys() {
-                if Self::find_pooled(&self.table, *db, key).is_some() {
+                let in_z = |z: &PartZone| z.z.contains(*db, key, 0);
+                if Self::find_pooled(&self.table, *db, key).is_some()
+                    || self.zone.as_deref().is_some_and(in_z)
+                {
                     w.touch(*db, key);
                 }
             }
@@ -604,6 +666,7 @@ impl Part {
         self.expires_per_db.iter_mut().for_each(|c| *c = 0);
         self.pool.clear();
         self.lhd = None;
+        self.zone = None;
     }
 
     /// LHD's victim among this part's entries (its TTL list's with `from_volatile`):
@@ -679,6 +742,15 @@ impl Part {
         if !policy.is_lhd() {
             self.lhd = None;
         }
+        self.follow_zone_setting();
+        if self
+            .zone
+            .as_deref()
+            .is_some_and(|z| !z.demote_next(self.n_used()))
+            && self.evict_from_zone()
+        {
+            return true;
+        }
         let victim = match policy {
             EvictionPolicy::NoEviction => None,
             EvictionPolicy::AllKeysRandom => self.random_victim(false, pinned, rng),
@@ -712,12 +784,229 @@ impl Part {
         };
         match victim {
             Some(pos) => {
-                self.event_at(KeyEvent::Evicted, pos);
-                self.remove_at(pos);
-                self.evicted += 1;
+                self.evict_or_demote(pos, clock);
                 true
             }
-            None => false,
+            // An N-zone with nothing to give may still have a Z-zone that can.
+            None => self.evict_from_zone(),
+        }
+    }
+}
+
+/// The two zones (zExpander; the decisions are `crate::zone`'s, the moving is here).
+impl Part {
+    /// Creates the Z-zone when `compressed-zone` is on and drops it (its items counted
+    /// as evicted, with their events) when it was turned off.
+    fn follow_zone_setting(&mut self) {
+        let on = self.cfg.zone.on();
+        if on && self.zone.is_none() {
+            self.zone = Some(Box::new(PartZone::new(&self.cfg.zone, self.keys_per_db.len())));
+        } else if !on && self.zone.is_some() {
+            while self.evict_from_zone() {}
+            self.zone = None;
+        }
+    }
+
+    /// Evicts from the Z-zone (§3.2's sweep) until its bytes drop; false if it had
+    /// nothing to evict. Evicted items get Redis's `evicted` event and touch WATCHers.
+    fn evict_from_zone(&mut self) -> bool {
+        let Part {
+            zone,
+            cfg,
+            watched,
+            tenant,
+            evicted,
+            expired,
+            ..
+        } = self;
+        let Some(zone) = zone.as_deref_mut() else {
+            return false;
+        };
+        if zone.z.len() == 0 {
+            return false;
+        }
+        let PartZone {
+            z,
+            keys_per_db,
+            expires_per_db,
+            z_evictions,
+            ..
+        } = zone;
+        let target = z.bytes().saturating_sub(1);
+        let mut gone = 0u64;
+        z.evict_to(target, |db, key, meta| {
+            gone += 1;
+            keys_per_db[db as usize] -= 1;
+            if meta.expire_at_ms.is_some() {
+                expires_per_db[db as usize] -= 1;
+            }
+            if let Some(w) = watched.as_deref() {
+                w.touch(db, key);
+            }
+            if cfg.notifies(KeyEvent::Evicted.class()) {
+                cfg.emit(*tenant, db, key, KeyEvent::Evicted);
+            }
+        });
+        *evicted += gone;
+        *z_evictions += gone;
+        let _ = expired;
+        gone > 0
+    }
+
+    /// The N-zone's victim at `pos` leaves it: a string moves to the Z-zone when the
+    /// zone is on (not a modification: no event, WATCH untouched); otherwise, or for a
+    /// hash or set, it is evicted.
+    fn evict_or_demote(&mut self, pos: usize, clock: u64) {
+        let e = self.entry(pos);
+        let takes = self.zone.as_deref().is_some_and(PartZone::takes_demotions);
+        if takes && !e.is_object() {
+            let meta = ZMeta {
+                expire_at_ms: e.expire_at(),
+                flags: e.is_raw() as u8,
+            };
+            let age = e.idle(clock as u32);
+            let (n_bytes, n_items) = (self.n_used(), self.table.len() as u64);
+            let z = self.zone.as_deref_mut().expect("checked");
+            z.z.insert(e.db(), e.key(), e.value(), meta);
+            z.keys_per_db[e.db() as usize] += 1;
+            if meta.expire_at_ms.is_some() {
+                z.expires_per_db[e.db() as usize] += 1;
+            }
+            z.note_demotion(age, n_bytes, n_items);
+            self.unlink_unmodified(pos).free();
+            return;
+        }
+        self.event_at(KeyEvent::Evicted, pos);
+        self.remove_at(pos);
+        self.evicted += 1;
+    }
+
+    /// Takes (db, key) out of the Z-zone, keeping its counts (an item found expired is
+    /// dropped as expired, with its event).
+    fn zone_take(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<(Vec<u8>, ZMeta)> {
+        let z = self.zone.as_deref_mut()?;
+        let before = z.z.len();
+        let got = z.z.remove(db, key, now_ms);
+        let after = z.z.len();
+        if let Some((_, meta)) = &got {
+            z.keys_per_db[db as usize] -= 1;
+            if meta.expire_at_ms.is_some() {
+                z.expires_per_db[db as usize] -= 1;
+            }
+        } else if after < before {
+            self.zone_expired(db, key);
+        }
+        got
+    }
+
+    /// The Z-zone dropped (db, key) because it had expired (it had a TTL).
+    fn zone_expired(&mut self, db: u8, key: &[u8]) {
+        if let Some(z) = self.zone.as_deref_mut() {
+            z.keys_per_db[db as usize] -= 1;
+            z.expires_per_db[db as usize] -= 1;
+        }
+        self.expired += 1;
+        self.modified(db, key);
+        self.event(KeyEvent::Expired, db, key);
+    }
+
+    /// Moves (db, key) from the Z-zone into the N-zone if it is there; its position.
+    /// The shard makes room for it afterwards (`faulted`).
+    fn fault_in(&mut self, db: u8, key: &[u8], h: u64, now_ms: u64) -> Option<usize> {
+        let (value, meta) = self.zone_take(db, key, now_ms)?;
+        let z = self.zone.as_deref_mut().expect("zone_take found it");
+        z.promotions += 1;
+        z.served_in_z();
+        let ttl = meta.expire_at_ms.map(|at| (at, self.volatile.len() as u32));
+        let e = Entry::new(db, key, &value, ttl, self.clock_hint);
+        e.set_raw(meta.flags & 1 != 0);
+        self.faulted = true;
+        Some(self.index_new(e, h, None))
+    }
+
+    /// Whether (db, key) is live in the Z-zone (the Content Filter answers most misses
+    /// without decompressing).
+    fn zone_contains(&self, db: u8, key: &[u8], now_ms: u64) -> bool {
+        self.zone
+            .as_deref()
+            .is_some_and(|z| z.z.contains(db, key, now_ms))
+    }
+}
+
+impl Part {
+    /// Items in the Z-zone (expired ones not yet dropped included, as DBSIZE counts).
+    pub(crate) fn zone_items(&self) -> u64 {
+        self.zone.as_deref().map_or(0, |z| z.z.len())
+    }
+
+    fn zone_scratch_len(&self) -> usize {
+        self.zone.as_deref().map_or(0, |z| z.scratch.len())
+    }
+
+    /// Keys of `db` in the Z-zone.
+    fn zone_keys(&self, db: u8) -> u64 {
+        self.zone
+            .as_deref()
+            .map_or(0, |z| z.keys_per_db.get(db as usize).copied().unwrap_or(0))
+    }
+
+    /// KEYS in the Z-zone: live keys of `db` matching `pattern`.
+    fn zone_keys_matching(
+        &self,
+        db: u8,
+        pattern: Option<&[u8]>,
+        now_ms: u64,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        let Some(z) = self.zone.as_deref() else {
+            return;
+        };
+        z.z.for_each(|d, key, meta| {
+            if d == db
+                && meta.expire_at_ms.is_none_or(|at| now_ms <= at)
+                && pattern.is_none_or(|p| crate::glob::glob_match(p, key))
+            {
+                out.push(key.to_vec());
+            }
+        });
+    }
+}
+
+/// What a GET found in the Z-zone.
+enum ZoneRead {
+    Absent,
+    /// Served in place: the value is the zone's scratch buffer.
+    Served,
+    /// Promoted to the N-zone at this position.
+    Promoted(usize),
+}
+
+impl Part {
+    /// A GET's look in the Z-zone after an N-zone miss (§3.3.2): serve in place, or
+    /// promote when the key's reuse time beats the N-zone's benchmark.
+    fn zone_read(&mut self, db: u8, key: &[u8], h: u64, now_ms: u64) -> ZoneRead {
+        let clock = self.clock_hint;
+        let Some(z) = self.zone.as_deref_mut() else {
+            return ZoneRead::Absent;
+        };
+        let before = z.z.len();
+        let mut buf = std::mem::take(&mut z.scratch);
+        buf.clear();
+        let got = z.z.get(db, key, now_ms, &mut buf);
+        z.scratch = buf;
+        if got.is_none() {
+            if z.z.len() < before {
+                self.zone_expired(db, key);
+            }
+            return ZoneRead::Absent;
+        }
+        if z.promote_on_read(h, clock) {
+            match self.fault_in(db, key, h, now_ms) {
+                Some(pos) => ZoneRead::Promoted(pos),
+                None => ZoneRead::Absent,
+            }
+        } else {
+            ZoneRead::Served
         }
     }
 }
@@ -811,7 +1100,10 @@ impl Shard {
                     .push(Part::new(dbs, policy, self.config.clone(), id));
             }
         }
-        &mut self.parts[t]
+        let clock = self.clock as u32;
+        let p = &mut self.parts[t];
+        p.clock_hint = clock;
+        p
     }
 
     /// Hands a reference to the profiler if the tenant is profiled and the key is in
@@ -850,22 +1142,71 @@ impl Shard {
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
         part.accessed(clock);
-        match part.find_live_pos(ns.db, key, h, now_ms) {
+        // The N-zone only: a Z-zone hit is served in place or promoted below.
+        match part.find_live_pos_n(ns.db, key, h, now_ms) {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
                 part.referenced(e, clock);
+                if let Some(z) = part.zone.as_deref_mut() {
+                    z.n_hits += 1;
+                    z.served_in_n();
+                }
                 self.sample(ns.tenant, h, profiled_bytes(e), RefKind::Hit);
                 if e.is_object() {
                     return Err(WrongType);
                 }
                 Ok(Some(e.value()))
             }
+            Err(_) if part.zone.is_some() => self.get_from_zone(ns, key, h, now_ms),
             Err(_) => {
                 part.misses += 1;
                 part.read_missed();
                 part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
+                self.publish();
+                Ok(None)
+            }
+        }
+    }
+
+    /// The rest of [`Shard::get`] when the N-zone missed and the Z-zone is on: the
+    /// value served from the Z-zone in place, or promoted (then room is made for it
+    /// with the key pinned), or a miss.
+    #[cold]
+    fn get_from_zone(
+        &mut self,
+        ns: Ns,
+        key: &[u8],
+        h: u64,
+        now_ms: u64,
+    ) -> Result<Option<&[u8]>, WrongType> {
+        let t = ns.tenant;
+        let part = &mut self.parts[t as usize];
+        match part.zone_read(ns.db, key, h, now_ms) {
+            ZoneRead::Served => {
+                part.hits += 1;
+                let bytes = charged_bytes(key.len(), part.zone_scratch_len(), false);
+                self.sample(t, h, bytes, RefKind::Hit);
+                let part = &self.parts[t as usize];
+                Ok(Some(&part.zone.as_deref().expect("served from it").scratch))
+            }
+            ZoneRead::Promoted(pos) => {
+                part.hits += 1;
+                let e = part.entry(pos);
+                part.faulted = false;
+                self.sample(t, h, profiled_bytes(e), RefKind::Hit);
+                self.pinned = Some(e);
+                let _ = self.make_room(t, 0);
+                self.pinned = None;
+                Ok(Some(e.value()))
+            }
+            ZoneRead::Absent => {
+                let part = &mut self.parts[t as usize];
+                part.misses += 1;
+                part.read_missed();
+                part.event(KeyEvent::KeyMiss, ns.db, key);
+                self.sample(t, h, 0, RefKind::Miss);
                 self.publish();
                 Ok(None)
             }
@@ -1209,7 +1550,10 @@ impl Shard {
 
     /// Whether the key exists (lazily expires it; no stats, no touch).
     pub fn exists(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
-        self.part(ns.tenant).find_live(ns.db, key, now_ms).is_some()
+        let part = self.part(ns.tenant);
+        let h = db_hash(key_hash(key), ns.db);
+        part.find_live_pos_n(ns.db, key, h, now_ms).is_ok()
+            || part.zone_contains(ns.db, key, now_ms)
     }
 
     /// Makes the key most recently used; true if it exists (TOUCH).
@@ -1300,6 +1644,7 @@ impl Shard {
             let live = |db: u8| {
                 Part::find_pooled(&part.table, db, key)
                     .is_some_and(|pos| part.entry(pos).expire_at().is_none_or(|at| now_ms <= at))
+                    || part.zone_contains(db, key, now_ms)
             };
             if live(a) || live(b) {
                 w.touch(*db, key);
@@ -1330,15 +1675,18 @@ impl Shard {
         &self.parts
     }
 
+    /// Keys in this shard, both zones.
     pub(crate) fn len(&self) -> usize {
-        self.parts.iter().map(Part::len).sum()
+        self.parts
+            .iter()
+            .map(|p| p.len() + p.zone_items() as usize)
+            .sum()
     }
 
     pub(crate) fn keys_in_db(&self, ns: Ns) -> u64 {
-        self.parts
-            .get(ns.tenant as usize)
-            .and_then(|p| p.keys_per_db.get(ns.db as usize).copied())
-            .unwrap_or(0)
+        self.parts.get(ns.tenant as usize).map_or(0, |p| {
+            p.keys_per_db.get(ns.db as usize).copied().unwrap_or(0) + p.zone_keys(ns.db)
+        })
     }
 
     /// Per database of tenant `t`: (keys, keys with a TTL).
@@ -1349,6 +1697,11 @@ impl Shard {
                 .iter()
                 .copied()
                 .zip(p.expires_per_db.iter().copied())
+                .enumerate()
+                .map(|(db, (k, x))| match p.zone.as_deref() {
+                    Some(z) => (k + z.keys_per_db[db], x + z.expires_per_db[db]),
+                    None => (k, x),
+                })
                 .collect(),
             None => Vec::new(),
         }
@@ -1433,6 +1786,9 @@ impl Shard {
                 }
             }
         }
+        if self.config.zone.on() || self.parts.iter().any(|p| p.zone.is_some()) {
+            self.zone_cron(now_ms);
+        }
         if removed > 0 {
             for t in 0..self.parts.len() {
                 self.sync_tenant_used(t as TenantId, false);
@@ -1440,6 +1796,109 @@ impl Shard {
             self.publish();
         }
         removed
+    }
+
+    /// The zones' periodic work (zExpander §3.3.1), from the store's cron: follow the
+    /// `compressed-zone` setting, end windows (moving the N-zone's share), make room for
+    /// lookups' moves, and shrink an N-zone over its target in the background, at most
+    /// `SHRINK_PER_TICK` demotions per part per tick.
+    fn zone_cron(&mut self, now_ms: u64) {
+        const SHRINK_PER_TICK: usize = 256;
+        let clock = self.clock;
+        let policy = self.config.policy();
+        for t in 0..self.parts.len() {
+            self.parts[t].follow_zone_setting();
+            if self.parts[t].faulted {
+                self.parts[t].faulted = false;
+                let _ = self.make_room(t as TenantId, 0);
+            }
+            let p = &mut self.parts[t];
+            let n_bytes = p.n_used();
+            let Some(z) = p.zone.as_deref_mut() else {
+                continue;
+            };
+            z.tick(now_ms, n_bytes, &self.config.zone);
+            if policy == EvictionPolicy::NoEviction || self.config.shard_limit() == 0 {
+                continue;
+            }
+            // Only when memory is nearly full: below that, shrinking would compress
+            // items that can stay uncompressed.
+            if self.used() * 20 < self.config.shard_limit() * 19 {
+                continue;
+            }
+            let k = self.config.tenant_samples(t as TenantId);
+            for _ in 0..SHRINK_PER_TICK {
+                let p = &mut self.parts[t];
+                let over = p
+                    .zone
+                    .as_deref()
+                    .is_some_and(|z| p.n_used() > z.n_target(p.n_used()) && z.z.len() > 0);
+                if !over || p.len() == 0 {
+                    break;
+                }
+                // Under the target share and with a Z-zone to fill, evict_one demotes.
+                if !p.evict_one(t as TenantId, policy, k, clock, &mut self.rng, None) {
+                    break;
+                }
+            }
+            self.sync_tenant_used(t as TenantId, false);
+        }
+        self.publish();
+    }
+
+    /// SCAN's Z-zone phase in this shard (after its N-zone positions): live keys of
+    /// `ns` from zone cursor `cursor`, about `want` of them; returns the next zone
+    /// cursor (0 when done) and how many keys of the database were seen.
+    pub(crate) fn zone_scan(
+        &self,
+        ns: Ns,
+        cursor: u64,
+        want: usize,
+        pattern: Option<&[u8]>,
+        now_ms: u64,
+        out: &mut Vec<Vec<u8>>,
+    ) -> (u64, usize) {
+        let Some(z) = self.parts.get(ns.tenant as usize).and_then(|p| p.zone.as_deref()) else {
+            return (0, 0);
+        };
+        let mut seen = 0;
+        let next = z.z.scan(cursor, want.max(1), |db, key, meta| {
+            if db != ns.db {
+                return;
+            }
+            seen += 1;
+            if meta.expire_at_ms.is_none_or(|at| now_ms <= at)
+                && pattern.is_none_or(|p| crate::glob::glob_match(p, key))
+            {
+                out.push(key.to_vec());
+            }
+        });
+        (next, seen)
+    }
+
+    /// Keys of `ns` in tenant `ns.tenant`'s Z-zone here.
+    pub(crate) fn zone_keys_in_db(&self, ns: Ns) -> u64 {
+        self.parts
+            .get(ns.tenant as usize)
+            .map_or(0, |p| p.zone_keys(ns.db))
+    }
+
+    /// The zones' figures of tenant `t` (all tenants with `None`) in this shard.
+    pub(crate) fn zone_stats(&self, t: Option<TenantId>) -> crate::zone::ZoneStats {
+        let mut out = crate::zone::ZoneStats::default();
+        for (i, p) in self.parts.iter().enumerate() {
+            if t.is_some_and(|t| t as usize != i) {
+                continue;
+            }
+            let mut s = match p.zone.as_deref() {
+                Some(z) => z.stats(),
+                None => Default::default(),
+            };
+            s.n_bytes = p.n_used();
+            s.n_items = p.len() as u64;
+            out.add(&s);
+        }
+        out
     }
 
     /// Number of positions a SCAN walks in tenant `t`'s part, and their epoch.
@@ -1473,16 +1932,33 @@ impl Shard {
                 out.push(e.key().to_vec());
             }
         }
+        // The Z-zone's keys come with the range that reaches position 0 (every range
+        // partition of the positions has exactly one).
+        if range.start == 0 {
+            part.zone_keys_matching(ns.db, pattern, now_ms, out);
+        }
     }
 
     /// A uniformly random live key of `ns` in this shard.
     pub(crate) fn random_key(&mut self, ns: Ns, now_ms: u64) -> Option<Vec<u8>> {
         let t = ns.tenant as usize;
         for _ in 0..100 {
-            if self.keys_in_db(ns) == 0 {
+            let all = self.keys_in_db(ns);
+            if all == 0 {
                 return None;
             }
             let part = self.parts.get_mut(t)?;
+            // Uniform over both zones: a Z-zone key with its share of the probability.
+            let in_z = part.zone_keys(ns.db);
+            if in_z > 0 && self.rng.gen_range(0..all) < in_z {
+                let z = part.zone.as_deref().expect("it has keys");
+                if let Some(k) = z.z.random_key(ns.db, &mut self.rng) {
+                    if z.z.contains(ns.db, &k, now_ms) {
+                        return Some(k);
+                    }
+                }
+                continue;
+            }
             let pos = part.random_position_of_db(ns.db, &mut self.rng)?;
             let e = part.entry(pos);
             if e.expire_at().is_some_and(|at| now_ms > at) {
@@ -1502,11 +1978,25 @@ impl Shard {
     /// Advances the logical clock; returns the new time as stored in entries.
     #[inline]
     fn tick(&mut self) -> u32 {
+        self.settle();
         self.clock += 1;
         self.clock as u32
     }
 
+    /// Makes room for an item a lookup moved from the Z-zone to the N-zone (see
+    /// `Part::faulted`). Called where the shard holds no entry handle: at the start of
+    /// a command (`tick`) and at its end (`publish`).
+    #[inline]
+    fn settle(&mut self) {
+        let t = self.touched;
+        if self.parts.get(t as usize).is_some_and(|p| p.faulted) {
+            self.parts[t as usize].faulted = false;
+            let _ = self.make_room(t, 0);
+        }
+    }
+
     fn publish(&mut self) {
+        self.settle();
         self.published_used.0.store(self.used(), Ordering::Relaxed);
         self.sync_tenant_used(self.touched, false);
     }
@@ -1540,7 +2030,7 @@ impl Shard {
     fn most_over_target(&self, writer: TenantId) -> Option<TenantId> {
         let mut best: Option<(i128, TenantId)> = None;
         for (t, p) in self.parts.iter().enumerate() {
-            if p.len() == 0 {
+            if p.len() == 0 && p.zone_items() == 0 {
                 continue;
             }
             let limits = self.config.tenants.get(t as TenantId);
@@ -1551,7 +2041,13 @@ impl Shard {
         }
         match best {
             Some((over, t)) if over > 0 => Some(t),
-            _ if self.parts.get(writer as usize).is_some_and(|p| p.len() > 0) => Some(writer),
+            _ if self
+                .parts
+                .get(writer as usize)
+                .is_some_and(|p| p.len() > 0 || p.zone_items() > 0) =>
+            {
+                Some(writer)
+            }
             Some((_, t)) => Some(t),
             None => None,
         }
@@ -1644,6 +2140,22 @@ impl Shard {
     /// Free competition (`tenant-partitioning off`): one victim chosen among all
     /// tenants' entries with the global K, as Redis would over one keyspace.
     fn evict_one_shared(&mut self, policy: EvictionPolicy) -> bool {
+        // With Z-zones: a part whose N-zone is within its share gives from its Z-zone
+        // (the largest such first); otherwise the shared victim is demoted.
+        let mut z_victim: Option<(u64, usize)> = None;
+        for (t, p) in self.parts.iter_mut().enumerate() {
+            p.follow_zone_setting();
+            if let Some(z) = p.zone.as_deref() {
+                if z.z.len() > 0 && !z.demote_next(p.n_used()) && z_victim.is_none_or(|(b, _)| z.bytes() > b) {
+                    z_victim = Some((z.bytes(), t));
+                }
+            }
+        }
+        if let Some((_, t)) = z_victim {
+            if self.parts[t].evict_from_zone() {
+                return true;
+            }
+        }
         if policy != self.shared_pool_policy {
             self.shared_pool.clear();
             self.shared_pool_policy = policy;
@@ -1706,10 +2218,8 @@ impl Shard {
         };
         match victim {
             Some((t, pos)) => {
-                let p = &mut self.parts[t];
-                p.event_at(KeyEvent::Evicted, pos);
-                p.remove_at(pos);
-                p.evicted += 1;
+                let clock = self.clock;
+                self.parts[t].evict_or_demote(pos, clock);
                 true
             }
             None => false,
@@ -1939,11 +2449,15 @@ impl Shard {
         for p in &self.parts {
             p.check_invariants();
         }
-        assert_eq!(
-            self.published_used.0.load(Ordering::Relaxed),
-            self.used(),
-            "published used"
-        );
+        // A lookup that moved a key out of the Z-zone publishes at the next command
+        // (`settle`), by design; until then the published figure may lag.
+        if !self.parts.iter().any(|p| p.faulted) {
+            assert_eq!(
+                self.published_used.0.load(Ordering::Relaxed),
+                self.used(),
+                "published used"
+            );
+        }
     }
 }
 
@@ -1979,6 +2493,23 @@ impl Part {
             }
         }
         assert_eq!(n, self.table.len());
+        if let Some(z) = self.zone.as_deref() {
+            let mut zk = vec![0u64; self.keys_per_db.len()];
+            let mut zx = vec![0u64; self.keys_per_db.len()];
+            z.z.for_each(|db, key, meta| {
+                zk[db as usize] += 1;
+                if meta.expire_at_ms.is_some() {
+                    zx[db as usize] += 1;
+                }
+                assert!(
+                    Self::find_pooled(&self.table, db, key).is_none(),
+                    "a key in both zones"
+                );
+            });
+            assert_eq!(zk, z.keys_per_db, "Z-zone keys per db");
+            assert_eq!(zx, z.expires_per_db, "Z-zone expires per db");
+            assert_eq!(zk.iter().sum::<u64>(), z.z.len(), "Z-zone len");
+        }
         for &e in &self.volatile {
             assert!(e.has_ttl(), "volatile list names a persistent entry");
         }

@@ -18,6 +18,8 @@ pub struct StoreConfig {
     pub policy: EvictionPolicy,
     /// `maxmemory-samples` K.
     pub samples: usize,
+    /// The compressed zone (zExpander; `crate::zone`).
+    pub zone: crate::zone::ZoneConfig,
 }
 
 impl Default for StoreConfig {
@@ -28,6 +30,7 @@ impl Default for StoreConfig {
             maxmemory: 0,
             policy: EvictionPolicy::NoEviction,
             samples: 5,
+            zone: Default::default(),
         }
     }
 }
@@ -85,6 +88,8 @@ pub(crate) struct SharedConfig {
     pub(crate) events: OnceLock<Arc<dyn crate::notify::KeyEventSink>>,
     /// Writes may exceed the memory limits (set while an `allow-oom` script runs).
     pub(crate) oom_exempt: std::sync::atomic::AtomicBool,
+    /// The compressed zone's settings (`crate::zone`).
+    pub(crate) zone: crate::zone::ZoneSettings,
 }
 
 impl SharedConfig {
@@ -228,6 +233,7 @@ impl Store {
             notify: Default::default(),
             events: OnceLock::new(),
             oom_exempt: std::sync::atomic::AtomicBool::new(false),
+            zone: crate::zone::ZoneSettings::new(&config.zone),
         });
         let used: Box<[Arc<UsedCell>]> = (0..n).map(|_| Arc::new(UsedCell::default())).collect();
         let shards = (0..n)
@@ -441,7 +447,7 @@ impl Store {
                 acc.evicted += p.evicted;
                 acc.expired += p.expired;
                 acc.used_bytes += p.used();
-                acc.keys += p.len() as u64;
+                acc.keys += p.len() as u64 + p.zone_items();
             }
         }
         out
@@ -694,6 +700,11 @@ impl Store {
         now_ms: u64,
     ) -> ScanPage {
         const POS_BITS: u32 = 40;
+        // The Z-zone phase of a shard (its compressed keys, after its N-zone positions):
+        // epoch byte 0xFE with bit 39 of the position set (an N-zone position never
+        // reaches 2^39; the "fresh shard" sentinel below has epoch 0xFF).
+        const Z_PHASE: u64 = 1 << 39;
+        const Z_EPOCH: u32 = 0xFE;
         let count = count.max(1);
         let n = self.shards.len() as u64;
         let (mut shard, mut resume) = if cursor == 0 {
@@ -712,26 +723,50 @@ impl Store {
                 // The next call starts with this shard.
                 break;
             }
-            let (positions, epoch) = g.scan_extent(ns.tenant);
-            let top = match resume {
-                Some((e, pos)) if e == epoch & 0xFF => pos.min(positions),
-                _ => positions,
+            let z_resume = match resume {
+                Some((e, pos)) if e == Z_EPOCH && pos as u64 & Z_PHASE != 0 => {
+                    Some(pos as u64 & (Z_PHASE - 1))
+                }
+                _ => None,
             };
-            let (next, s, examined) = g.scan_walk(
-                ns,
-                top,
-                count.saturating_sub(seen),
-                budget,
-                pattern,
-                now_ms,
-                &mut page.keys,
-            );
-            seen += s;
-            budget = budget.saturating_sub(examined);
-            if next > 0 {
-                page.next_cursor =
-                    ((shard + 1) << 48) | (((epoch & 0xFF) as u64) << POS_BITS) | next as u64;
-                return page;
+            if z_resume.is_none() {
+                let (positions, epoch) = g.scan_extent(ns.tenant);
+                let top = match resume {
+                    Some((e, pos)) if e == epoch & 0xFF => pos.min(positions),
+                    _ => positions,
+                };
+                let (next, s, examined) = g.scan_walk(
+                    ns,
+                    top,
+                    count.saturating_sub(seen),
+                    budget,
+                    pattern,
+                    now_ms,
+                    &mut page.keys,
+                );
+                seen += s;
+                budget = budget.saturating_sub(examined);
+                if next > 0 {
+                    page.next_cursor =
+                        ((shard + 1) << 48) | (((epoch & 0xFF) as u64) << POS_BITS) | next as u64;
+                    return page;
+                }
+            }
+            if z_resume.is_some() || g.zone_keys_in_db(ns) > 0 {
+                let (next, s) = g.zone_scan(
+                    ns,
+                    z_resume.unwrap_or(0),
+                    count.saturating_sub(seen),
+                    pattern,
+                    now_ms,
+                    &mut page.keys,
+                );
+                seen += s;
+                if next != 0 && next < Z_PHASE {
+                    page.next_cursor =
+                        ((shard + 1) << 48) | ((Z_EPOCH as u64) << POS_BITS) | Z_PHASE | next;
+                    return page;
+                }
             }
             shard += 1;
             resume = None;
@@ -743,6 +778,35 @@ impl Store {
             ((shard + 1) << 48) | (0xFF << POS_BITS) | ((1 << POS_BITS) - 1)
         };
         page
+    }
+
+    /// The compressed zone's figures (INFO zones), for tenant `t` or all tenants.
+    pub fn zone_stats(&self, t: Option<TenantId>) -> crate::zone::ZoneStats {
+        let mut out = crate::zone::ZoneStats::default();
+        for s in self.shards.iter() {
+            out.add(&s.0.lock().zone_stats(t));
+        }
+        out
+    }
+
+    /// Whether the compressed zone is on, and its live settings.
+    pub fn zone_enabled(&self) -> bool {
+        self.config.zone.on()
+    }
+    pub fn set_zone_enabled(&self, on: bool) {
+        self.config.zone.enabled.store(on, Ordering::Relaxed);
+    }
+    pub fn zone_target(&self) -> f64 {
+        self.config.zone.target()
+    }
+    pub fn set_zone_target(&self, f: f64) {
+        self.config.zone.set_target(f)
+    }
+    pub fn zone_window_ms(&self) -> u64 {
+        self.config.zone.window_ms()
+    }
+    pub fn set_zone_window_ms(&self, ms: u64) {
+        self.config.zone.set_window_ms(ms)
     }
 
     /// One active-expiry cycle (Redis's `activeExpireCycle`): samples keys with a TTL in

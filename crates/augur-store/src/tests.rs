@@ -12,6 +12,7 @@ pub(crate) fn store(maxmemory: u64, policy: EvictionPolicy, shards: usize) -> St
         maxmemory,
         policy,
         samples: 5,
+        zone: Default::default(),
     })
 }
 

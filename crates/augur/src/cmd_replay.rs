@@ -113,6 +113,13 @@ pub struct Args {
     /// Cap on the value size of SETs, in bytes (the trace's size is used up to it).
     #[arg(long)]
     pub value_size_cap: Option<u32>,
+    /// Cut every SET value from this text instead of `a..z` repeating: a file, or a
+    /// directory whose files are read in name order and concatenated (e.g.
+    /// `/usr/share/iso-codes/json`). A key's value is the slice of its size starting at
+    /// a position fixed by the key's hash, so values are realistic (they compress like
+    /// the data does, not like a repeated pattern), distinct and reproducible.
+    #[arg(long, value_name = "PATH")]
+    pub value_corpus: Option<PathBuf>,
     /// Prefix of the key strings (`<prefix><id>`).
     #[arg(long, default_value = "k:")]
     pub key_prefix: String,
@@ -288,6 +295,8 @@ impl Auth {
 /// A fully resolved group.
 #[derive(Clone, Debug)]
 struct Group {
+    /// `--value-corpus`'s bytes, if given.
+    corpus: Option<Arc<Vec<u8>>>,
     name: String,
     trace: PathBuf,
     format: TraceFormat,
@@ -305,6 +314,12 @@ struct Group {
 }
 
 fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
+    let corpus = args
+        .value_corpus
+        .as_deref()
+        .map(load_corpus)
+        .transpose()?
+        .map(Arc::new);
     let mut specs: Vec<GroupSpec> = args
         .traces
         .iter()
@@ -366,6 +381,7 @@ fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
             limit: g.limit.or(args.limit),
             value_size: g.value_size.or(args.value_size),
             value_size_cap: g.value_size_cap.or(args.value_size_cap),
+            corpus: corpus.clone(),
             looped,
             tenant,
             split: g.split,
@@ -538,6 +554,21 @@ impl Conn {
             self.pattern = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
         }
         self.out.extend_from_slice(&self.pattern[..len]);
+        self.out.extend_from_slice(b"\r\n");
+    }
+
+    /// Appends a value argument of `len` bytes cut from `corpus` at a position fixed by
+    /// `key` (wrapping around a corpus shorter than the value).
+    fn corpus_value_arg(&mut self, corpus: &[u8], key: u64, len: usize) {
+        let _ = write!(self.out, "${len}\r\n");
+        let mut at = (augur_store::mix64(key) % corpus.len() as u64) as usize;
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(corpus.len() - at);
+            self.out.extend_from_slice(&corpus[at..at + n]);
+            left -= n;
+            at = 0;
+        }
         self.out.extend_from_slice(b"\r\n");
     }
 
@@ -763,8 +794,33 @@ impl Stats {
     }
 }
 
+/// `--value-corpus`: the file's bytes, or a directory's files in name order.
+fn load_corpus(path: &std::path::Path) -> Result<Vec<u8>> {
+    let mut files = Vec::new();
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))? {
+            let p = e?.path();
+            if p.is_file() {
+                files.push(p);
+            }
+        }
+        files.sort();
+    } else {
+        files.push(path.to_path_buf());
+    }
+    let mut out = Vec::new();
+    for f in &files {
+        out.extend(std::fs::read(f).with_context(|| format!("reading {}", f.display()))?);
+    }
+    if out.is_empty() {
+        bail!("value corpus {} is empty", path.display());
+    }
+    Ok(out)
+}
+
 /// Settings a connection task needs.
 struct ConnCfg {
+    corpus: Option<Arc<Vec<u8>>>,
     prefix: String,
     penalty: Duration,
     value_size: Option<u32>,
@@ -783,7 +839,10 @@ async fn set(conn: &mut Conn, cfg: &ConnCfg, key: u64, size: u32) -> Result<Opti
     conn.begin(3);
     conn.arg(b"SET");
     conn.key_arg(&cfg.prefix, key);
-    conn.value_arg(len);
+    match &cfg.corpus {
+        Some(c) => conn.corpus_value_arg(c, key, len),
+        None => conn.value_arg(len),
+    }
     conn.send().await?;
     Ok(match conn.reply().await? {
         Reply::Error(e) => Some(e),
@@ -1094,6 +1153,7 @@ async fn replay_group(
         let (tx, rx) = mpsc::channel(BATCHES_IN_FLIGHT);
         senders.push(tx);
         let cfg = ConnCfg {
+            corpus: group.corpus.clone(),
             prefix: group.prefix.clone(),
             penalty: group.penalty,
             value_size: group.value_size,

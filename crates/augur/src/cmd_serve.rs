@@ -38,6 +38,21 @@ pub struct Args {
     /// Candidates an LHD eviction ranks (allkeys-lhd, volatile-lhd; default 64).
     #[arg(long)]
     pub lhd_samples: Option<String>,
+    /// The compressed zone (zExpander): yes or no (default no).
+    #[arg(long)]
+    pub compressed_zone: Option<String>,
+    /// Codec of the compressed zone's blocks: lz4 (default) or zstd.
+    #[arg(long)]
+    pub compressed_zone_codec: Option<String>,
+    /// Uncompressed bytes per compressed block (default 2048).
+    #[arg(long)]
+    pub compressed_zone_block_size: Option<String>,
+    /// Fraction of requests the uncompressed zone should serve (default 0.9).
+    #[arg(long)]
+    pub compressed_zone_target: Option<String>,
+    /// Window over which that fraction is measured, in ms (default 60000).
+    #[arg(long)]
+    pub compressed_zone_window_ms: Option<String>,
     #[arg(long)]
     pub databases: Option<String>,
     #[arg(long)]
@@ -138,6 +153,11 @@ impl Args {
             ("maxmemory-policy", &self.maxmemory_policy),
             ("maxmemory-samples", &self.maxmemory_samples),
             ("lhd-samples", &self.lhd_samples),
+            ("compressed-zone", &self.compressed_zone),
+            ("compressed-zone-codec", &self.compressed_zone_codec),
+            ("compressed-zone-block-size", &self.compressed_zone_block_size),
+            ("compressed-zone-target", &self.compressed_zone_target),
+            ("compressed-zone-window-ms", &self.compressed_zone_window_ms),
             ("databases", &self.databases),
             ("proto-max-bulk-len", &self.proto_max_bulk_len),
             ("client-query-buffer-limit", &self.client_query_buffer_limit),
