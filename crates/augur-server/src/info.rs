@@ -92,9 +92,7 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
         "dlru" => crate::dlru::info_section(shared, o),
         "zones" => {
             // The default user sees the whole server's zones; another tenant its own.
-            let z = shared
-                .store
-                .zone_stats((tenant != 0).then_some(tenant));
+            let z = shared.store.zone_stats((tenant != 0).then_some(tenant));
             let ratio = if z.z_compressed_bytes > 0 {
                 z.z_raw_bytes as f64 / z.z_compressed_bytes as f64
             } else {
@@ -106,8 +104,14 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
                 1.0
             };
             line!("# Zones");
-            line!("compressed_zone:{}", if cfg.zone.enabled { "yes" } else { "no" });
-            line!("zone_codec:{}", cfg.get("compressed-zone-codec").unwrap_or_default());
+            line!(
+                "compressed_zone:{}",
+                if cfg.zone.enabled { "yes" } else { "no" }
+            );
+            line!(
+                "zone_codec:{}",
+                cfg.get("compressed-zone-codec").unwrap_or_default()
+            );
             line!("zone_block_size:{}", cfg.zone.block_capacity);
             line!("zone_target_n_fraction:{}", cfg.zone.target_n_fraction);
             line!("zone_window_ms:{}", cfg.zone.window_ms);

@@ -50,8 +50,6 @@ mod keyops;
 mod wallclock;
 pub use keyops::{ObjectInfo, Relocated, Relocation};
 
-use crate::zone::PartZone;
-use crate::zzone::ZMeta;
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
 use crate::lhd::PartLhd;
@@ -60,6 +58,8 @@ use crate::object::{Kind, Object};
 use crate::store::{key_hash, SharedConfig, UsedCell};
 use crate::tenant::{mix64, Ns, Partitioning, RefKind, Reference, TenantId, SAMPLE_MODULUS};
 use crate::watch::{WatchFlag, WatchTable};
+use crate::zone::PartZone;
+use crate::zzone::ZMeta;
 use crate::EvictionPolicy;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
 use rand::rngs::SmallRng;
@@ -800,7 +800,10 @@ impl Part {
     fn follow_zone_setting(&mut self) {
         let on = self.cfg.zone.on();
         if on && self.zone.is_none() {
-            self.zone = Some(Box::new(PartZone::new(&self.cfg.zone, self.keys_per_db.len())));
+            self.zone = Some(Box::new(PartZone::new(
+                &self.cfg.zone,
+                self.keys_per_db.len(),
+            )));
         } else if !on && self.zone.is_some() {
             while self.evict_from_zone() {}
             self.zone = None;
@@ -1858,7 +1861,11 @@ impl Shard {
         now_ms: u64,
         out: &mut Vec<Vec<u8>>,
     ) -> (u64, usize) {
-        let Some(z) = self.parts.get(ns.tenant as usize).and_then(|p| p.zone.as_deref()) else {
+        let Some(z) = self
+            .parts
+            .get(ns.tenant as usize)
+            .and_then(|p| p.zone.as_deref())
+        else {
             return (0, 0);
         };
         let mut seen = 0;
@@ -2146,7 +2153,10 @@ impl Shard {
         for (t, p) in self.parts.iter_mut().enumerate() {
             p.follow_zone_setting();
             if let Some(z) = p.zone.as_deref() {
-                if z.z.len() > 0 && !z.demote_next(p.n_used()) && z_victim.is_none_or(|(b, _)| z.bytes() > b) {
+                if z.z.len() > 0
+                    && !z.demote_next(p.n_used())
+                    && z_victim.is_none_or(|(b, _)| z.bytes() > b)
+                {
                     z_victim = Some((z.bytes(), t));
                 }
             }

@@ -35,7 +35,14 @@ fn op() -> impl Strategy<Value = Op> {
 type Model = HashMap<(u8, Vec<u8>), (Vec<u8>, Option<u64>)>;
 
 /// Runs a relocation through the store the way the commands do (both shards locked).
-pub(crate) fn relocate(s: &Store, from: Ns, a: &[u8], to: Ns, b: &[u8], how: Relocation) -> Relocated {
+pub(crate) fn relocate(
+    s: &Store,
+    from: Ns,
+    a: &[u8],
+    to: Ns,
+    b: &[u8],
+    how: Relocation,
+) -> Relocated {
     let mut lock = s.lock_keys(&[a, b]);
     let (src, dst) = lock.pair(a, b);
     src.relocate(dst, from, a, to, b, how, 10).unwrap()

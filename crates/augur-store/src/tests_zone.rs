@@ -70,7 +70,11 @@ fn pressure_demotes_into_the_z_zone_and_reads_come_back() {
     assert!(z.demotions >= z.z_items, "{z:?}");
     assert_eq!(s.stats(0).evicted_keys, 0, "{z:?}");
     assert_eq!(s.dbsize(Ns::new(0, 0)), n);
-    assert!(s.used_memory() <= limit + 2 * 4096, "used {}", s.used_memory());
+    assert!(
+        s.used_memory() <= limit + 2 * 4096,
+        "used {}",
+        s.used_memory()
+    );
     for i in 0..n {
         assert_eq!(get(&s, i, 0), Some(record(i, 0)), "key {i}");
     }
@@ -93,7 +97,10 @@ fn a_reread_item_is_promoted_and_a_single_read_is_not() {
     assert_eq!(get(&s, 0, 0), Some(record(0, 0)));
     let once = s.zone_stats(None);
     assert_eq!(once.z_hits, before.z_hits + 1);
-    assert_eq!(once.promotions, before.promotions, "one read promotes nothing");
+    assert_eq!(
+        once.promotions, before.promotions,
+        "one read promotes nothing"
+    );
     assert_eq!(get(&s, 0, 0), Some(record(0, 0)));
     let twice = s.zone_stats(None);
     assert_eq!(twice.promotions, before.promotions + 1, "{twice:?}");
@@ -118,7 +125,11 @@ fn a_full_z_zone_evicts_and_memory_holds() {
     let st = s.stats(0);
     assert!(z.z_evictions > 0, "{z:?}");
     assert_eq!(st.evicted_keys + s.dbsize(Ns::new(0, 0)), n);
-    assert!(s.used_memory() <= limit + 2 * 4096, "used {}", s.used_memory());
+    assert!(
+        s.used_memory() <= limit + 2 * 4096,
+        "used {}",
+        s.used_memory()
+    );
 }
 
 /// Incompressible values: the zone still never holds fewer items than the store
@@ -149,7 +160,12 @@ fn incompressible_values_hold_no_fewer_items() {
         assert!(s.used_memory() <= limit + 2 * 4096);
         held.push(s.dbsize(Ns::new(0, 0)));
     }
-    assert!(held[1] >= held[0], "with the zone {} < without {}", held[1], held[0]);
+    assert!(
+        held[1] >= held[0],
+        "with the zone {} < without {}",
+        held[1],
+        held[0]
+    );
 }
 
 #[derive(Debug, Clone)]
@@ -267,14 +283,12 @@ proptest! {
         let mut present = 0u64;
         for (i, (v, t)) in &model {
             let mut g = s.lock_key(&k(*i));
-            match g.peek(ns, &k(*i), now).unwrap() {
-                Some(got) => {
-                    prop_assert_eq!(got, &v[..]);
-                    present += 1;
-                    let ttl = g.ttl(ns, &k(*i), now);
-                    prop_assert_eq!(ttl, t.map_or(TtlState::Persistent, TtlState::ExpiresAt));
-                }
-                None => {} // evicted
+            // Absent: evicted.
+            if let Some(got) = g.peek(ns, &k(*i), now).unwrap() {
+                prop_assert_eq!(got, &v[..]);
+                present += 1;
+                let ttl = g.ttl(ns, &k(*i), now);
+                prop_assert_eq!(ttl, t.map_or(TtlState::Persistent, TtlState::ExpiresAt));
             }
         }
         prop_assert_eq!(s.dbsize(ns), present);

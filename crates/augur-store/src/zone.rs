@@ -160,7 +160,9 @@ impl RecentReads {
         }
     }
     fn resize_for(&mut self, items: u64) {
-        let want = ((items / 8).max(64) as usize).next_power_of_two().min(1 << 16);
+        let want = ((items / 8).max(64) as usize)
+            .next_power_of_two()
+            .min(1 << 16);
         if want != self.slots.len() {
             self.slots = vec![(0, 0); want];
         }
@@ -214,7 +216,8 @@ impl ZoneStats {
             let (a, b) = (self.zones as f64, o.zones as f64);
             let mean = |x: f64, y: f64| (x * a + y * b) / (a + b);
             self.n_share = mean(self.n_share, o.n_share);
-            self.last_window_n_fraction = mean(self.last_window_n_fraction, o.last_window_n_fraction);
+            self.last_window_n_fraction =
+                mean(self.last_window_n_fraction, o.last_window_n_fraction);
             self.benchmark = mean(self.benchmark as f64, o.benchmark as f64) as u64;
             self.zones += o.zones;
         }
@@ -324,7 +327,7 @@ impl PartZone {
     /// compare bytes per item with the N-zone's (`n_bytes` for `n_items`).
     pub(crate) fn note_demotion(&mut self, age: u32, n_bytes: u64, n_items: u64) {
         self.demotions += 1;
-        if self.demotions % PAY_CHECK_EVERY == 0 && self.z.len() >= 64 && n_items > 0 {
+        if self.demotions.is_multiple_of(PAY_CHECK_EVERY) && self.z.len() >= 64 && n_items > 0 {
             let z_per_item = self.bytes() as f64 / self.z.len() as f64;
             let n_per_item = n_bytes as f64 / n_items as f64;
             self.pays = z_per_item < n_per_item;

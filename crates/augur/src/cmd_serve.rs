@@ -155,7 +155,10 @@ impl Args {
             ("lhd-samples", &self.lhd_samples),
             ("compressed-zone", &self.compressed_zone),
             ("compressed-zone-codec", &self.compressed_zone_codec),
-            ("compressed-zone-block-size", &self.compressed_zone_block_size),
+            (
+                "compressed-zone-block-size",
+                &self.compressed_zone_block_size,
+            ),
             ("compressed-zone-target", &self.compressed_zone_target),
             ("compressed-zone-window-ms", &self.compressed_zone_window_ms),
             ("databases", &self.databases),
