@@ -3,6 +3,7 @@
 //! for an item in either zone, checked against a map model.
 
 use crate::tests::check_all;
+use crate::zone::INITIAL_N_SHARE;
 use crate::*;
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -295,4 +296,52 @@ proptest! {
         let keys = s.keys(ns, b"*", now);
         prop_assert_eq!(keys.len() as u64, present);
     }
+}
+
+/// The adaptive split (§3.3.1) converges: on a skewed workload (Zipf 0.99 GETs, SET on
+/// a miss) with windows of 100 ms, the fraction of requests served in the N-zone moves
+/// to the target (0.8 here) within a band, and the N-zone's share moves from its start.
+#[test]
+fn the_split_converges_to_the_target_fraction() {
+    use rand::{Rng, SeedableRng};
+    let s = zoned(2 << 20, 2);
+    s.set_zone_window_ms(100);
+    s.set_zone_target(0.8);
+    let keys = 40_000u64;
+    // Zipf(0.99) by inverse CDF over a precomputed table.
+    let weights: Vec<f64> = (1..=keys).map(|r| 1.0 / (r as f64).powf(0.99)).collect();
+    let total: f64 = weights.iter().sum();
+    let mut cdf = Vec::with_capacity(keys as usize);
+    let mut acc = 0.0;
+    for w in &weights {
+        acc += w / total;
+        cdf.push(acc);
+    }
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(42);
+    let mut now = 1_000u64;
+    let mut fractions = Vec::new();
+    for round in 0..400 {
+        for _ in 0..2_000 {
+            let u: f64 = rng.gen();
+            let i = cdf.partition_point(|&c| c < u) as u64;
+            if get(&s, i, now).is_none() {
+                set(&s, i, &record(i, 0), SetTtl::Clear, now);
+            }
+        }
+        now += 50;
+        s.active_expire_cycle(now);
+        if round >= 300 {
+            fractions.push(s.zone_stats(None).last_window_n_fraction);
+        }
+    }
+    check_all(&s);
+    let z = s.zone_stats(None);
+    let mean = fractions.iter().sum::<f64>() / fractions.len() as f64;
+    eprintln!("split: mean served in N {mean:.3}, {z:?}");
+    assert!(z.z_items > 1000, "{z:?}");
+    assert!((z.n_share - INITIAL_N_SHARE).abs() > 0.02, "{z:?}");
+    assert!(
+        (0.74..=0.86).contains(&mean),
+        "served in N over the last windows: {mean:.3} (target 0.8), {z:?}"
+    );
 }
