@@ -2232,7 +2232,16 @@ impl Shard {
                 self.parts[t].evict_or_demote(pos, clock);
                 true
             }
-            None => false,
+            // Nothing in the N-zones to give: the largest Z-zone gives.
+            None => match self
+                .parts
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, p)| p.zone_items())
+            {
+                Some((t, p)) if p.zone_items() > 0 => self.parts[t].evict_from_zone(),
+                _ => false,
+            },
         }
     }
 }
