@@ -267,3 +267,59 @@ async fn turning_the_zone_off_is_live() {
     assert_eq!(keys.len() as u64, after);
     srv.stop().await;
 }
+
+/// With tenants (static limits), each tenant's zones live inside its own memory: one
+/// tenant's load demotes and evicts only its own keys, the other's stay (in either
+/// zone), and INFO zones shows a tenant its own zones only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenants_keep_their_zones_to_themselves() {
+    let mut cfg = ServerConfig {
+        maxmemory_policy: augur_store::EvictionPolicy::AllKeysLru,
+        users: vec![
+            "app1 on >pw1 ~* &* +@all -@admin".into(),
+            "app2 on >pw2 ~* &* +@all -@admin".into(),
+        ],
+        maxmemory: 6 << 20,
+        tenant_partitioning: augur_store::Partitioning::Static,
+        tenant_lines: vec!["app1 maxmemory 3mb".into(), "app2 maxmemory 3mb".into()],
+        ..Default::default()
+    };
+    cfg.apply("compressed-zone", "yes").unwrap();
+    let srv = TestServer::start(cfg).await;
+    let mut a = srv.con_as("app1", "pw1").await;
+    let mut b = srv.con_as("app2", "pw2").await;
+    // app2: 26k records, more than its 3 MB holds uncompressed, fewer than with its zone.
+    fill(&mut b, 26_000).await;
+    let zb = info(&mut b, "zones").await;
+    assert!(info_field(&zb, "z_zone_items") > 0, "{zb}");
+    assert_eq!(
+        info_field(&info(&mut b, "stats").await, "evicted_keys"),
+        0,
+        "{zb}"
+    );
+    let b_keys: u64 = q(&mut b, &["DBSIZE"]).await.unwrap();
+    assert_eq!(b_keys, 26_000);
+    // app1 writes far past its own 3 MB.
+    fill(&mut a, 120_000).await;
+    let za = info(&mut a, "zones").await;
+    assert!(info_field(&za, "z_zone_evictions") > 0, "{za}");
+    // app2 lost nothing (its keys may have moved between its zones: app1's load can
+    // find app2 a little over its target on a shard, kRedis §4.2 step 4).
+    let b_after: u64 = q(&mut b, &["DBSIZE"]).await.unwrap();
+    assert_eq!(b_after, 26_000);
+    let mut d = srv.con().await;
+    let tb: Vec<String> = q(&mut d, &["TENANT", "INFO", "app2"]).await.unwrap();
+    let evicted = tb
+        .iter()
+        .position(|f| f == "evicted_keys")
+        .map(|i| tb[i + 1].clone());
+    assert_eq!(evicted.as_deref(), Some("0"), "{tb:?}");
+    for i in (0..26_000u64).step_by(97) {
+        let got: Option<String> = q(&mut b, &["GET", &key(i)]).await.unwrap();
+        assert_eq!(got.as_deref(), Some(record(i).as_str()));
+    }
+    // Each tenant's usage (both zones) within its limit.
+    let used_a = info_field(&za, "n_zone_bytes") + info_field(&za, "z_zone_bytes");
+    assert!(used_a <= (3 << 20) + 64 * 4096, "app1 uses {used_a}");
+    srv.stop().await;
+}
