@@ -205,6 +205,8 @@ pub(crate) struct Part {
     /// The shard's clock as of the last `Shard::part` call (for entries moved in from
     /// the Z-zone by lookups that do not take the clock).
     clock_hint: u32,
+    /// The expiry time of the Z copy the last `zone_supersede` superseded.
+    superseded_expire: Option<u64>,
 }
 
 impl Part {
@@ -230,6 +232,7 @@ impl Part {
             zone: None,
             faulted: false,
             clock_hint: 0,
+            superseded_expire: None,
         }
     }
 
@@ -638,6 +641,7 @@ impl Part {
         }
         if let Some(z) = self.zone.as_deref_mut() {
             z.z.clear_db(db);
+            z.clear_stale_db(db);
             z.keys_per_db[db as usize] = 0;
             z.expires_per_db[db as usize] = 0;
         }
@@ -828,16 +832,26 @@ impl Part {
         if zone.z.len() == 0 {
             return false;
         }
+        // The pending removals of stale copies run first (§3.3.2).
+        if zone.remove_stale(self.clock_hint) > 0 {
+            return true;
+        }
         let PartZone {
             z,
             keys_per_db,
             expires_per_db,
             z_evictions,
+            stale,
             ..
         } = zone;
         let target = z.bytes().saturating_sub(1);
         let mut gone = 0u64;
+        let mut stale_gone = 0u64;
         z.evict_to(target, |db, key, meta| {
+            if !stale.is_empty() && stale.remove(&(db, Box::<[u8]>::from(key))).is_some() {
+                stale_gone += key.len() as u64;
+                return; // superseded: neither counted nor announced
+            }
             gone += 1;
             keys_per_db[db as usize] -= 1;
             if meta.expire_at_ms.is_some() {
@@ -850,10 +864,11 @@ impl Part {
                 cfg.emit(*tenant, db, key, KeyEvent::Evicted);
             }
         });
+        zone.stale_key_bytes -= stale_gone;
         *evicted += gone;
         *z_evictions += gone;
         let _ = expired;
-        gone > 0
+        gone > 0 || stale_gone > 0
     }
 
     /// The N-zone's victim at `pos` leaves it: a string moves to the Z-zone when the
@@ -870,7 +885,9 @@ impl Part {
             let age = e.idle(clock as u32);
             let (n_bytes, n_items) = (self.n_used(), self.table.len() as u64);
             let z = self.zone.as_deref_mut().expect("checked");
+            // Replaces a stale copy of the key in the same block write, if there is one.
             z.z.insert(e.db(), e.key(), e.value(), meta);
+            z.unstale(e.db(), e.key());
             z.keys_per_db[e.db() as usize] += 1;
             if meta.expire_at_ms.is_some() {
                 z.expires_per_db[e.db() as usize] += 1;
@@ -888,6 +905,9 @@ impl Part {
     /// dropped as expired, with its event).
     fn zone_take(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<(Vec<u8>, ZMeta)> {
         let z = self.zone.as_deref_mut()?;
+        if z.is_stale(db, key) {
+            return None;
+        }
         let before = z.z.len();
         let got = z.z.remove(db, key, now_ms);
         let after = z.z.len();
@@ -913,6 +933,36 @@ impl Part {
         self.event(KeyEvent::Expired, db, key);
     }
 
+    /// SET over a key that is in the Z-zone: its copy there becomes stale (uncounted,
+    /// invisible, removed later; see `crate::zone`). `Some(())` if the key was there,
+    /// its expiry time then in `superseded_expire`.
+    fn zone_supersede(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<()> {
+        let clock = self.clock_hint;
+        let z = self.zone.as_deref_mut()?;
+        if z.is_stale(db, key) {
+            return None;
+        }
+        let before = z.z.len();
+        let mut buf = std::mem::take(&mut z.scratch);
+        buf.clear();
+        let got = z.z.get(db, key, now_ms, &mut buf);
+        z.scratch = buf;
+        let Some(meta) = got else {
+            if z.z.len() < before {
+                self.zone_expired(db, key);
+            }
+            return None;
+        };
+        z.keys_per_db[db as usize] -= 1;
+        if meta.expire_at_ms.is_some() {
+            z.expires_per_db[db as usize] -= 1;
+        }
+        z.mark_stale(db, key, clock);
+        z.served_in_z();
+        self.superseded_expire = meta.expire_at_ms;
+        Some(())
+    }
+
     /// Moves (db, key) from the Z-zone into the N-zone if it is there; its position.
     /// The shard makes room for it afterwards (`faulted`).
     fn fault_in(&mut self, db: u8, key: &[u8], h: u64, now_ms: u64) -> Option<usize> {
@@ -932,14 +982,14 @@ impl Part {
     fn zone_contains(&self, db: u8, key: &[u8], now_ms: u64) -> bool {
         self.zone
             .as_deref()
-            .is_some_and(|z| z.z.contains(db, key, now_ms))
+            .is_some_and(|z| z.z.contains(db, key, now_ms) && !z.is_stale(db, key))
     }
 }
 
 impl Part {
     /// Items in the Z-zone (expired ones not yet dropped included, as DBSIZE counts).
     pub(crate) fn zone_items(&self) -> u64 {
-        self.zone.as_deref().map_or(0, |z| z.z.len())
+        self.zone.as_deref().map_or(0, PartZone::live_items)
     }
 
     fn zone_scratch_len(&self) -> usize {
@@ -967,6 +1017,7 @@ impl Part {
         z.z.for_each(|d, key, meta| {
             if d == db
                 && meta.expire_at_ms.is_none_or(|at| now_ms <= at)
+                && !z.is_stale(d, key)
                 && pattern.is_none_or(|p| crate::glob::glob_match(p, key))
             {
                 out.push(key.to_vec());
@@ -992,6 +1043,9 @@ impl Part {
         let Some(z) = self.zone.as_deref_mut() else {
             return ZoneRead::Absent;
         };
+        if z.is_stale(db, key) {
+            return ZoneRead::Absent;
+        }
         let before = z.z.len();
         let mut buf = std::mem::take(&mut z.scratch);
         buf.clear();
@@ -1508,11 +1562,26 @@ impl Shard {
         let clock = self.clock;
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
-        let e = match part.find_live_pos(ns.db, key, h, now_ms) {
+        // A key in the Z-zone is superseded there, not moved (see `crate::zone`).
+        let e = match part.find_live_pos_n(ns.db, key, h, now_ms) {
             Ok(pos) => {
                 part.accessed(clock);
                 let e = part.replace(pos, value, ttl);
                 part.referenced(e, clock);
+                e
+            }
+            Err(vacancy)
+                if part.zone.is_some() && part.zone_supersede(ns.db, key, now_ms).is_some() =>
+            {
+                let old = part.superseded_expire;
+                let expire = match ttl {
+                    SetTtl::At(at) => Some(at),
+                    SetTtl::Keep => old,
+                    SetTtl::Clear => None,
+                };
+                part.accessed(clock);
+                let e = part.insert_new(ns.db, key, value, expire, now, h, vacancy);
+                part.admitted(e, h, clock);
                 e
             }
             Err(vacancy) => {
@@ -1870,7 +1939,7 @@ impl Shard {
         };
         let mut seen = 0;
         let next = z.z.scan(cursor, want.max(1), |db, key, meta| {
-            if db != ns.db {
+            if db != ns.db || z.is_stale(db, key) {
                 return;
             }
             seen += 1;
@@ -1960,7 +2029,7 @@ impl Shard {
             if in_z > 0 && self.rng.gen_range(0..all) < in_z {
                 let z = part.zone.as_deref().expect("it has keys");
                 if let Some(k) = z.z.random_key(ns.db, &mut self.rng) {
-                    if z.z.contains(ns.db, &k, now_ms) {
+                    if z.z.contains(ns.db, &k, now_ms) && !z.is_stale(ns.db, &k) {
                         return Some(k);
                     }
                 }
@@ -2516,6 +2585,9 @@ impl Part {
             let mut zk = vec![0u64; self.keys_per_db.len()];
             let mut zx = vec![0u64; self.keys_per_db.len()];
             z.z.for_each(|db, key, meta| {
+                if z.is_stale(db, key) {
+                    return;
+                }
                 zk[db as usize] += 1;
                 if meta.expire_at_ms.is_some() {
                     zx[db as usize] += 1;
@@ -2527,7 +2599,7 @@ impl Part {
             });
             assert_eq!(zk, z.keys_per_db, "Z-zone keys per db");
             assert_eq!(zx, z.expires_per_db, "Z-zone expires per db");
-            assert_eq!(zk.iter().sum::<u64>(), z.z.len(), "Z-zone len");
+            assert_eq!(zk.iter().sum::<u64>(), z.live_items(), "Z-zone len");
         }
         for &e in &self.volatile {
             assert!(e.has_ttl(), "volatile list names a persistent entry");

@@ -196,7 +196,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(96))]
 
     /// With the zone on and memory tight, every answer is the model's or (for a key
     /// the store evicted) a miss, never a wrong value; TTLs and DBSIZE follow both
@@ -344,4 +344,44 @@ fn the_split_converges_to_the_target_fraction() {
         (0.74..=0.86).contains(&mean),
         "served in N over the last windows: {mean:.3} (target 0.8), {z:?}"
     );
+}
+
+/// SET over a key in the Z-zone leaves a stale copy there (§3.3.2): invisible to GET
+/// after a DEL, to KEYS and to DBSIZE; KEEPTTL takes the Z copy's TTL; the stale copy
+/// is removed by the zone's next replacement run or replaced by the key's next demotion.
+#[test]
+fn a_set_over_a_z_item_supersedes_it() {
+    let s = zoned(1 << 20, 1);
+    let ns = Ns::new(0, 0);
+    set(&s, 0, &record(0, 0), SetTtl::At(10_000), 0);
+    for i in 1..14_000u64 {
+        set(&s, i, &record(i, 0), SetTtl::Clear, 0);
+    }
+    // Key 0 (oldest, never read) is in the Z-zone.
+    let z0 = s.zone_stats(None);
+    assert!(s.lock_key(&k(0)).exists(ns, &k(0), 0));
+    let n = s.dbsize(ns);
+    set(&s, 0, b"new", SetTtl::Keep, 0);
+    check_all(&s);
+    assert_eq!(s.dbsize(ns), n, "an overwrite adds no key");
+    assert_eq!(s.zone_stats(None).promotions, z0.promotions, "not moved");
+    assert_eq!(get(&s, 0, 0).as_deref(), Some(&b"new"[..]));
+    assert_eq!(
+        s.lock_key(&k(0)).ttl(ns, &k(0), 0),
+        TtlState::ExpiresAt(10_000)
+    );
+    let keys = s.keys(ns, b"rec:0", 0);
+    assert_eq!(keys, vec![k(0)]);
+    // Deleted from the N-zone: the stale Z copy must not resurface.
+    assert!(s.lock_key(&k(0)).delete(ns, &k(0), 0));
+    assert_eq!(get(&s, 0, 0), None);
+    assert!(!s.lock_key(&k(0)).exists(ns, &k(0), 0));
+    assert_eq!(s.dbsize(ns), n - 1);
+    check_all(&s);
+    // Pressure: the replacement runs (stale copies first), nothing resurfaces.
+    for i in 14_000..40_000u64 {
+        set(&s, i, &record(i, 0), SetTtl::Clear, 0);
+    }
+    check_all(&s);
+    assert_eq!(get(&s, 0, 0), None);
 }

@@ -27,6 +27,12 @@
 //!   instead of inserting fake keys (which KEYS, SCAN and DBSIZE would see). As in the
 //!   paper it is a weighted mean of the three most recent samples (weights 3:2:1, newest
 //!   first). Times are the shard's logical clock (accesses), like the LRU clock.
+//! - **A SET over a Z-zone item (§3.3.2, second scenario)** writes the new value to the
+//!   N-zone and leaves the old Z copy in place, marked stale (invisible to every lookup,
+//!   enumeration and count), instead of rewriting its block at once: if the new value is
+//!   demoted again soon (a cold item), the demotion replaces the stale copy in the same
+//!   block write; otherwise the Z-zone's replacement first removes the stale copies that
+//!   are older than the benchmark, as the paper's pending removals.
 //! - Every other command that finds its key in the Z-zone moves it to the N-zone first
 //!   (the shard's `find_live_pos`), so APPEND, SETRANGE, INCR, TTL, OBJECT, RENAME, ...
 //!   keep Redis's semantics unchanged for an item in either zone.
@@ -50,6 +56,8 @@ const MARKER_EVERY: u64 = 64;
 /// How often (in demotions) the zone checks that it stores an item in fewer bytes than
 /// the N-zone does.
 const PAY_CHECK_EVERY: u64 = 256;
+/// Stale copies removed per replacement run at most (bounds one eviction's latency).
+const STALE_REMOVALS_PER_RUN: usize = 64;
 /// Windows with fewer counted requests than this keep the split unchanged.
 const MIN_WINDOW_REQUESTS: u64 = 64;
 
@@ -245,6 +253,11 @@ pub(crate) struct PartZone {
     /// first) and eviction drops instead of demoting, so that the zone never holds fewer
     /// items than no zone. Probed again at the first window end with the zone empty.
     pays: bool,
+    /// Z copies superseded by a SET in the N-zone, awaiting removal (logical time they
+    /// became stale). They are not counted in `keys_per_db`.
+    pub(crate) stale: hashbrown::HashMap<(u8, Box<[u8]>), u32>,
+    /// Heap bytes of `stale`'s keys.
+    pub(crate) stale_key_bytes: u64,
     /// A decompressed value served in place (the slice GET returns).
     pub(crate) scratch: Vec<u8>,
     pub(crate) n_hits: u64,
@@ -273,6 +286,8 @@ impl PartZone {
             markers_taken: 0,
             recent: RecentReads::new(),
             pays: true,
+            stale: hashbrown::HashMap::new(),
+            stale_key_bytes: 0,
             scratch: Vec::new(),
             n_hits: 0,
             z_hits: 0,
@@ -285,7 +300,79 @@ impl PartZone {
     /// Bytes this zone holds: the Z-zone's blocks and index, and the reuse table. (The
     /// scratch buffer, at most one value, is not counted, like connection buffers.)
     pub(crate) fn bytes(&self) -> u64 {
-        self.z.bytes() + self.recent.bytes()
+        let stale = self.stale.capacity() as u64 * 40 + self.stale_key_bytes;
+        self.z.bytes() + self.recent.bytes() + stale
+    }
+
+    /// Whether the Z copy of (db, key) is stale (superseded by the N-zone's).
+    #[inline]
+    pub(crate) fn is_stale(&self, db: u8, key: &[u8]) -> bool {
+        !self.stale.is_empty() && self.stale.contains_key(&(db, Box::<[u8]>::from(key)))
+    }
+
+    /// Live (not stale) items.
+    pub(crate) fn live_items(&self) -> u64 {
+        self.z.len() - self.stale.len() as u64
+    }
+
+    /// Marks the Z copy of (db, key) stale at logical time `now` (the caller has
+    /// uncounted it).
+    pub(crate) fn mark_stale(&mut self, db: u8, key: &[u8], now: u32) {
+        if self.stale.insert((db, key.into()), now).is_none() {
+            self.stale_key_bytes += key.len() as u64;
+        }
+    }
+
+    /// (db, key) was written to the Z-zone afresh or removed from it: no longer stale.
+    /// Returns whether it was.
+    pub(crate) fn unstale(&mut self, db: u8, key: &[u8]) -> bool {
+        if self.stale.is_empty() {
+            return false;
+        }
+        let gone = self.stale.remove(&(db, Box::<[u8]>::from(key))).is_some();
+        if gone {
+            self.stale_key_bytes -= key.len() as u64;
+        }
+        gone
+    }
+
+    /// FLUSHDB: the database's stale marks go with its items.
+    pub(crate) fn clear_stale_db(&mut self, db: u8) {
+        let mut freed = 0u64;
+        self.stale.retain(|(d, k), _| {
+            let keep = *d != db;
+            if !keep {
+                freed += k.len() as u64;
+            }
+            keep
+        });
+        self.stale_key_bytes -= freed;
+    }
+
+    /// The pending removals the replacement runs first: stale copies at least one
+    /// benchmark old at logical time `now` (all of them when no benchmark exists yet),
+    /// at most `STALE_REMOVALS_PER_RUN`; returns how many were removed.
+    pub(crate) fn remove_stale(&mut self, now: u32) -> usize {
+        if self.stale.is_empty() {
+            return 0;
+        }
+        let bench = self.benchmark();
+        let due: Vec<(u8, Box<[u8]>)> = self
+            .stale
+            .iter()
+            .filter(|(_, &t)| now.wrapping_sub(t) as u64 >= bench)
+            .map(|(k, _)| k.clone())
+            .take(STALE_REMOVALS_PER_RUN)
+            .collect();
+        for (db, key) in &due {
+            // Its removal is the point; an expired copy is dropped the same.
+            let _ = self.z.remove(*db, key, 0);
+            self.unstale(*db, key);
+        }
+        if self.stale.len() * 4 < self.stale.capacity() && self.stale.capacity() > 64 {
+            self.stale.shrink_to_fit();
+        }
+        due.len()
     }
 
     /// Whether the next eviction of this part should demote from the N-zone (`n_bytes`
@@ -414,7 +501,7 @@ impl PartZone {
     pub(crate) fn stats(&self) -> ZoneStats {
         let s = self.z.stats();
         ZoneStats {
-            z_items: self.z.len(),
+            z_items: self.live_items(),
             z_bytes: self.bytes(),
             z_raw_bytes: s.raw_bytes,
             z_compressed_bytes: s.compressed_bytes,
