@@ -59,7 +59,7 @@ use crate::store::{key_hash, SharedConfig, UsedCell};
 use crate::tenant::{mix64, Ns, Partitioning, RefKind, Reference, TenantId, SAMPLE_MODULUS};
 use crate::watch::{WatchFlag, WatchTable};
 use crate::zone::PartZone;
-use crate::zzone::ZMeta;
+use crate::zzone::{Gone, ZMeta};
 use crate::EvictionPolicy;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
 use rand::rngs::SmallRng;
@@ -845,14 +845,14 @@ impl Part {
             ..
         } = zone;
         let target = z.bytes().saturating_sub(1);
-        let mut gone = 0u64;
+        let (mut gone, mut died) = (0u64, 0u64);
         let mut stale_gone = 0u64;
-        z.evict_to(target, |db, key, meta| {
+        let now_ms = z.clock_ms();
+        z.sweep_to(target, now_ms, |db, key, meta, why| {
             if !stale.is_empty() && stale.remove(&(db, Box::<[u8]>::from(key))).is_some() {
                 stale_gone += key.len() as u64;
                 return; // superseded: neither counted nor announced
             }
-            gone += 1;
             keys_per_db[db as usize] -= 1;
             if meta.expire_at_ms.is_some() {
                 expires_per_db[db as usize] -= 1;
@@ -860,15 +860,67 @@ impl Part {
             if let Some(w) = watched.as_deref() {
                 w.touch(db, key);
             }
-            if cfg.notifies(KeyEvent::Evicted.class()) {
-                cfg.emit(*tenant, db, key, KeyEvent::Evicted);
+            let ev = match why {
+                Gone::Evicted => {
+                    gone += 1;
+                    KeyEvent::Evicted
+                }
+                Gone::Expired => {
+                    died += 1;
+                    KeyEvent::Expired
+                }
+            };
+            if cfg.notifies(ev.class()) {
+                cfg.emit(*tenant, db, key, ev);
             }
         });
         zone.stale_key_bytes -= stale_gone;
         *evicted += gone;
         *z_evictions += gone;
-        let _ = expired;
-        gone > 0 || stale_gone > 0
+        *expired += died;
+        gone + died > 0 || stale_gone > 0
+    }
+
+    /// Active expiry in the Z-zone: up to `blocks` blocks visited, their expired items
+    /// dropped (counted, announced, WATCH touched). Returns how many.
+    fn zone_expire_cycle(&mut self, now_ms: u64, blocks: usize) -> u64 {
+        let Part {
+            zone,
+            cfg,
+            watched,
+            tenant,
+            expired,
+            ..
+        } = self;
+        let Some(zone) = zone.as_deref_mut() else {
+            return 0;
+        };
+        let PartZone {
+            z,
+            keys_per_db,
+            expires_per_db,
+            stale,
+            stale_key_bytes,
+            ..
+        } = zone;
+        let mut died = 0u64;
+        z.expire_cycle(now_ms, blocks, |db, key, _meta| {
+            if !stale.is_empty() && stale.remove(&(db, Box::<[u8]>::from(key))).is_some() {
+                *stale_key_bytes -= key.len() as u64;
+                return;
+            }
+            died += 1;
+            keys_per_db[db as usize] -= 1;
+            expires_per_db[db as usize] -= 1;
+            if let Some(w) = watched.as_deref() {
+                w.touch(db, key);
+            }
+            if cfg.notifies(KeyEvent::Expired.class()) {
+                cfg.emit(*tenant, db, key, KeyEvent::Expired);
+            }
+        });
+        *expired += died;
+        died
     }
 
     /// The N-zone's victim at `pos` leaves it: a string moves to the Z-zone when the
@@ -1885,6 +1937,8 @@ impl Shard {
                 let _ = self.make_room(t as TenantId, 0);
             }
             let p = &mut self.parts[t];
+            // Redis's active expiry, for the Z-zone's items too (a few blocks a tick).
+            p.zone_expire_cycle(now_ms, 16);
             let n_bytes = p.n_used();
             let Some(z) = p.zone.as_deref_mut() else {
                 continue;

@@ -702,8 +702,12 @@ impl Store {
         const POS_BITS: u32 = 40;
         // The Z-zone phase of a shard (its compressed keys, after its N-zone positions):
         // epoch byte 0xFE with bit 39 of the position set (an N-zone position never
-        // reaches 2^39; the "fresh shard" sentinel below has epoch 0xFF).
+        // reaches 2^39; the "fresh shard" sentinel below has epoch 0xFF). The zone's own
+        // cursor is a hash position at a leaf boundary, a multiple of 2^(64 - depth):
+        // kept as its top 39 bits (exact for tries up to 39 levels, i.e. fewer than 2^39
+        // blocks; a deeper cursor would round down, which repeats keys, never skips).
         const Z_PHASE: u64 = 1 << 39;
+        const Z_SHIFT: u32 = 25;
         const Z_EPOCH: u32 = 0xFE;
         let count = count.max(1);
         let n = self.shards.len() as u64;
@@ -725,7 +729,7 @@ impl Store {
             }
             let z_resume = match resume {
                 Some((e, pos)) if e == Z_EPOCH && pos as u64 & Z_PHASE != 0 => {
-                    Some(pos as u64 & (Z_PHASE - 1))
+                    Some((pos as u64 & (Z_PHASE - 1)) << Z_SHIFT)
                 }
                 _ => None,
             };
@@ -762,9 +766,10 @@ impl Store {
                     &mut page.keys,
                 );
                 seen += s;
-                if next != 0 && next < Z_PHASE {
+                let z = next >> Z_SHIFT;
+                if z != 0 {
                     page.next_cursor =
-                        ((shard + 1) << 48) | ((Z_EPOCH as u64) << POS_BITS) | Z_PHASE | next;
+                        ((shard + 1) << 48) | ((Z_EPOCH as u64) << POS_BITS) | Z_PHASE | z;
                     return page;
                 }
             }

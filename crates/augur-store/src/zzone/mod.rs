@@ -32,6 +32,12 @@ pub struct ZMeta {
     pub flags: u8,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gone {
+    Evicted,
+    Expired,
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ZStats {
     pub raw_bytes: u64,
@@ -93,6 +99,36 @@ impl ZZone {
     pub fn len(&self) -> u64 {
         self.items.len() as u64
     }
+    pub fn clock_ms(&self) -> u64 {
+        0
+    }
+    pub fn sweep_to(
+        &mut self,
+        target_bytes: u64,
+        _now_ms: u64,
+        mut f: impl FnMut(u8, &[u8], ZMeta, Gone),
+    ) {
+        self.evict_to(target_bytes, |d, k, m| f(d, k, m, Gone::Evicted));
+    }
+    pub fn expire_cycle(
+        &mut self,
+        now_ms: u64,
+        _blocks: usize,
+        mut f: impl FnMut(u8, &[u8], ZMeta),
+    ) -> usize {
+        let gone: Vec<(u8, Vec<u8>)> = self
+            .items
+            .iter()
+            .filter(|(_, (_, m, _))| m.expire_at_ms.is_some_and(|at| at <= now_ms))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (d, k) in &gone {
+            let (v, m, _) = self.items.remove(&(*d, k.clone())).expect("listed");
+            self.bytes -= cost(k, &v);
+            f(*d, k, m);
+        }
+        gone.len()
+    }
     pub fn evict_to(&mut self, target_bytes: u64, mut on_evict: impl FnMut(u8, &[u8], ZMeta)) {
         while self.bytes > target_bytes && !self.items.is_empty() {
             let start = self.hand.clone().unwrap_or((0, Vec::new()));
@@ -123,8 +159,9 @@ impl ZZone {
             f(*db, k, *m);
         }
     }
+    /// Cursors are multiples of 2^25, like the real zone's hash positions of leaves.
     pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(u8, &[u8], ZMeta)) -> u64 {
-        let mut i = cursor as usize;
+        let mut i = (cursor >> 25) as usize;
         for ((db, k), (_, m, _)) in self.items.iter().skip(i).take(count) {
             f(*db, k, *m);
             i += 1;
@@ -132,7 +169,7 @@ impl ZZone {
         if i >= self.items.len() {
             0
         } else {
-            i as u64
+            (i as u64) << 25
         }
     }
     pub fn random_key(&self, db: u8, rng: &mut impl rand::Rng) -> Option<Vec<u8>> {
