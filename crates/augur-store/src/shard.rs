@@ -207,6 +207,10 @@ pub(crate) struct Part {
     clock_hint: u32,
     /// The expiry time of the Z copy the last `zone_supersede` superseded.
     superseded_expire: Option<u64>,
+    /// The Z-zone did not pay (incompressible data) and was dropped; the cron lets the
+    /// part try again a window after `zone_paused_since_ms` (0: not yet seen by it).
+    zone_paused: bool,
+    zone_paused_since_ms: u64,
 }
 
 impl Part {
@@ -233,6 +237,8 @@ impl Part {
             faulted: false,
             clock_hint: 0,
             superseded_expire: None,
+            zone_paused: false,
+            zone_paused_since_ms: 0,
         }
     }
 
@@ -803,7 +809,13 @@ impl Part {
     /// as evicted, with their events) when it was turned off.
     fn follow_zone_setting(&mut self) {
         let on = self.cfg.zone.on();
-        if on && self.zone.is_none() {
+        if self.zone.as_deref().is_some_and(PartZone::gave_up) {
+            // Nothing in it and nothing to gain: no fixed cost either until a retry.
+            self.zone = None;
+            self.zone_paused = true;
+            self.zone_paused_since_ms = 0;
+        }
+        if on && self.zone.is_none() && !self.zone_paused {
             self.zone = Some(Box::new(PartZone::new(
                 &self.cfg.zone,
                 self.keys_per_db.len(),
@@ -1931,6 +1943,14 @@ impl Shard {
         let clock = self.clock;
         let policy = self.config.policy();
         for t in 0..self.parts.len() {
+            let p = &mut self.parts[t];
+            if p.zone_paused {
+                if p.zone_paused_since_ms == 0 {
+                    p.zone_paused_since_ms = now_ms;
+                } else if now_ms >= p.zone_paused_since_ms + self.config.zone.window_ms() {
+                    p.zone_paused = false;
+                }
+            }
             self.parts[t].follow_zone_setting();
             if self.parts[t].faulted {
                 self.parts[t].faulted = false;

@@ -56,6 +56,10 @@ const MARKER_EVERY: u64 = 64;
 /// How often (in demotions) the zone checks that it stores an item in fewer bytes than
 /// the N-zone does.
 const PAY_CHECK_EVERY: u64 = 256;
+/// The Z-zone must store an item in at most this fraction of the N-zone's bytes per item
+/// to keep taking demotions (a margin for the zone's fixed costs and the churn of moving
+/// items between zones).
+const PAY_MARGIN: f64 = 0.9;
 /// Stale copies removed per replacement run at most (bounds one eviction's latency).
 const STALE_REMOVALS_PER_RUN: usize = 64;
 /// Windows with fewer counted requests than this keep the split unchanged.
@@ -253,6 +257,9 @@ pub(crate) struct PartZone {
     /// first) and eviction drops instead of demoting, so that the zone never holds fewer
     /// items than no zone. Probed again at the first window end with the zone empty.
     pays: bool,
+    /// What the empty zone costs (its trie's first levels, tables): fixed, so not part
+    /// of what an item costs there.
+    base_bytes: u64,
     /// Z copies superseded by a SET in the N-zone, awaiting removal (logical time they
     /// became stale). They are not counted in `keys_per_db`.
     pub(crate) stale: hashbrown::HashMap<(u8, Box<[u8]>), u32>,
@@ -269,11 +276,13 @@ pub(crate) struct PartZone {
 
 impl PartZone {
     pub(crate) fn new(settings: &ZoneSettings, dbs: usize) -> PartZone {
+        let z = ZZone::new(ZConfig {
+            block_capacity: settings.block.block_capacity,
+            codec: settings.block.codec,
+        });
         PartZone {
-            z: ZZone::new(ZConfig {
-                block_capacity: settings.block.block_capacity,
-                codec: settings.block.codec,
-            }),
+            base_bytes: z.bytes(),
+            z,
             keys_per_db: vec![0; dbs],
             expires_per_db: vec![0; dbs],
             n_share: INITIAL_N_SHARE,
@@ -404,6 +413,12 @@ impl PartZone {
         }
     }
 
+    /// The zone gave up (it does not pay) and is empty: the part drops it and retries
+    /// a window later.
+    pub(crate) fn gave_up(&self) -> bool {
+        !self.pays && self.z.len() == 0
+    }
+
     /// Whether an N-zone victim should move here rather than be evicted.
     pub(crate) fn takes_demotions(&self) -> bool {
         self.pays
@@ -414,10 +429,11 @@ impl PartZone {
     /// compare bytes per item with the N-zone's (`n_bytes` for `n_items`).
     pub(crate) fn note_demotion(&mut self, age: u32, n_bytes: u64, n_items: u64) {
         self.demotions += 1;
-        if self.demotions.is_multiple_of(PAY_CHECK_EVERY) && self.z.len() >= 64 && n_items > 0 {
-            let z_per_item = self.bytes() as f64 / self.z.len() as f64;
+        if self.demotions.is_multiple_of(PAY_CHECK_EVERY) && self.z.len() >= 256 && n_items > 0 {
+            let marginal = self.z.bytes().saturating_sub(self.base_bytes);
+            let z_per_item = marginal as f64 / self.z.len() as f64;
             let n_per_item = n_bytes as f64 / n_items as f64;
-            self.pays = z_per_item < n_per_item;
+            self.pays = z_per_item < PAY_MARGIN * n_per_item;
         }
         self.window_z += 1;
         if self.demotions % MARKER_EVERY == 1 {
