@@ -17,6 +17,7 @@ mod shard;
 mod store;
 mod tenant;
 mod watch;
+pub mod zzone;
 
 pub use glob::glob_match_nocase;
 pub use lhd::{shard_config as lhd_shard_config, LhdStats, DEFAULT_LHD_SAMPLES};

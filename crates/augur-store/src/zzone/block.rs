@@ -1,0 +1,501 @@
+//! The bytes of a Z-zone block (zExpander §3.1-3.2) and their codecs.
+//!
+//! A block's *raw* (uncompressed) form:
+//!
+//! ```text
+//! count: u32 LE | nidx: u8 | nidx x (tag: u32 LE, offset: u16 LE) | records...
+//! record := kind: u8 (bit 0: has expiry, bit 1: large) | db: u8 | flags: u8
+//!           | [varint expire_at_ms]
+//!           | inline: varint key_len | varint value_len | key | value
+//!           | large:  varint id      (the value, and the key, live behind the pointer)
+//! ```
+//!
+//! Records are in hashed-key order (the trie hash, ascending). The index holds up to
+//! eight evenly spaced records' `tag` (the hash's top 32 bits) and offset (relative to
+//! the first record), so a look-up scans only the records between the last index entry
+//! below the key's tag and the first above it (§3.2's "small index consisting of offsets
+//! of up to eight items evenly spaced in the block"). Blocks whose records span more than
+//! 64 KB (possible only for an over-full leaf at the depth cap) carry no index.
+//!
+//! A block is stored as a *frame*: `codec: u8 | varint raw_len | payload`, codec 0 = raw
+//! (used when compression does not shrink the block, e.g. incompressible values), 1 =
+//! LZ4 block format (lz4_flex), 2 = a zstd frame. The codec is per frame, so changing the
+//! zone's codec needs no re-encoding of existing blocks.
+//!
+//! Nothing here trusts the bytes: every length and offset is bounds-checked, a raw length
+//! is capped before anything is allocated, and any inconsistency is a [`Corrupt`] error.
+
+use std::cell::RefCell;
+use std::fmt;
+
+/// Largest raw block (or large-item value) a frame may declare: bounds the allocation a
+/// corrupt frame could ask for.
+pub const MAX_RAW: usize = 64 << 20;
+/// Most index entries per block.
+pub const MAX_INDEX: usize = 8;
+/// Header bytes before the index.
+pub const HEADER: usize = 5;
+
+const KIND_EXPIRE: u8 = 1;
+const KIND_LARGE: u8 = 2;
+
+const CODEC_RAW: u8 = 0;
+const CODEC_LZ4: u8 = 1;
+const CODEC_ZSTD: u8 = 2;
+
+/// A block (or frame) that does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corrupt(pub &'static str);
+
+impl fmt::Display for Corrupt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "corrupt Z-zone block: {}", self.0)
+    }
+}
+impl std::error::Error for Corrupt {}
+
+/// Compression of blocks and large items.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Codec {
+    #[default]
+    Lz4,
+    Zstd {
+        level: i32,
+    },
+}
+
+/// What the zone keeps per item beside key and value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZMeta {
+    pub expire_at_ms: Option<u64>,
+    /// An opaque byte the caller stores with the item.
+    pub flags: u8,
+}
+
+/// One decoded record, borrowing the raw block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub db: u8,
+    pub meta: ZMeta,
+    pub body: Body<'a>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body<'a> {
+    Inline {
+        key: &'a [u8],
+        value: &'a [u8],
+    },
+    /// An item compressed on its own; `id` names it in the zone's large-item table.
+    Large {
+        id: u32,
+    },
+}
+
+// ---- varints (LEB128) ----
+
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, Corrupt> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = *buf.get(*pos).ok_or(Corrupt("truncated varint"))?;
+        *pos += 1;
+        if i == 9 && b > 1 {
+            return Err(Corrupt("varint overflow"));
+        }
+        v |= ((b & 0x7f) as u64) << (7 * i);
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(Corrupt("varint too long"))
+}
+
+#[inline]
+fn get_len(buf: &[u8], pos: &mut usize) -> Result<usize, Corrupt> {
+    let v = get_varint(buf, pos)?;
+    if v > buf.len() as u64 {
+        return Err(Corrupt("length past the block"));
+    }
+    Ok(v as usize)
+}
+
+#[inline]
+fn take<'a>(buf: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8], Corrupt> {
+    let end = pos.checked_add(n).ok_or(Corrupt("length overflow"))?;
+    let s = buf.get(*pos..end).ok_or(Corrupt("record past the block"))?;
+    *pos = end;
+    Ok(s)
+}
+
+// ---- records ----
+
+fn put_head(out: &mut Vec<u8>, db: u8, meta: ZMeta, large: bool) {
+    let mut kind = 0;
+    if meta.expire_at_ms.is_some() {
+        kind |= KIND_EXPIRE;
+    }
+    if large {
+        kind |= KIND_LARGE;
+    }
+    out.extend_from_slice(&[kind, db, meta.flags]);
+    if let Some(t) = meta.expire_at_ms {
+        put_varint(out, t);
+    }
+}
+
+/// Appends an inline record.
+pub fn put_inline(out: &mut Vec<u8>, db: u8, key: &[u8], value: &[u8], meta: ZMeta) {
+    put_head(out, db, meta, false);
+    put_varint(out, key.len() as u64);
+    put_varint(out, value.len() as u64);
+    out.extend_from_slice(key);
+    out.extend_from_slice(value);
+}
+
+/// Appends a record pointing at large item `id`.
+pub fn put_large(out: &mut Vec<u8>, db: u8, meta: ZMeta, id: u32) {
+    put_head(out, db, meta, true);
+    put_varint(out, id as u64);
+}
+
+/// Decodes the record at `*pos`, advancing it.
+pub fn parse_record<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Record<'a>, Corrupt> {
+    let h = take(buf, pos, 3)?;
+    let (kind, db, flags) = (h[0], h[1], h[2]);
+    if kind & !(KIND_EXPIRE | KIND_LARGE) != 0 {
+        return Err(Corrupt("unknown record kind"));
+    }
+    let expire_at_ms = if kind & KIND_EXPIRE != 0 {
+        Some(get_varint(buf, pos)?)
+    } else {
+        None
+    };
+    let meta = ZMeta {
+        expire_at_ms,
+        flags,
+    };
+    let body = if kind & KIND_LARGE != 0 {
+        let id = get_varint(buf, pos)?;
+        let id = u32::try_from(id).map_err(|_| Corrupt("large id out of range"))?;
+        Body::Large { id }
+    } else {
+        let kl = get_len(buf, pos)?;
+        let vl = get_len(buf, pos)?;
+        let key = take(buf, pos, kl)?;
+        let value = take(buf, pos, vl)?;
+        Body::Inline { key, value }
+    };
+    Ok(Record { db, meta, body })
+}
+
+/// The parsed header of a raw block.
+#[derive(Clone, Copy, Debug)]
+pub struct Header {
+    pub count: u32,
+    /// Offset of the first record.
+    pub start: usize,
+    nidx: usize,
+}
+
+impl Header {
+    pub fn parse(raw: &[u8]) -> Result<Header, Corrupt> {
+        let h = raw.get(..HEADER).ok_or(Corrupt("short header"))?;
+        let count = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+        let nidx = h[4] as usize;
+        if nidx > MAX_INDEX || nidx > count as usize {
+            return Err(Corrupt("bad index size"));
+        }
+        let start = HEADER + 6 * nidx;
+        if start > raw.len() {
+            return Err(Corrupt("short index"));
+        }
+        // Each record is at least 5 bytes (kind, db, flags, two one-byte lengths or an id).
+        if count as usize > (raw.len() - start) / 4 {
+            return Err(Corrupt("count exceeds the block"));
+        }
+        Ok(Header { count, start, nidx })
+    }
+
+    fn entry(&self, raw: &[u8], i: usize) -> (u32, usize) {
+        let p = HEADER + 6 * i;
+        let tag = u32::from_le_bytes([raw[p], raw[p + 1], raw[p + 2], raw[p + 3]]);
+        let off = u16::from_le_bytes([raw[p + 4], raw[p + 5]]) as usize;
+        (tag, off)
+    }
+
+    /// The byte range of records that can hold a key whose hash's top 32 bits are `tag`.
+    pub fn span(&self, raw: &[u8], tag: u32) -> Result<(usize, usize), Corrupt> {
+        let (mut lo, mut hi) = (self.start, raw.len());
+        for i in 0..self.nidx {
+            let (t, off) = self.entry(raw, i);
+            let at = self.start + off;
+            if at > raw.len() {
+                return Err(Corrupt("index offset past the block"));
+            }
+            if t < tag {
+                lo = at;
+            } else if t > tag {
+                hi = at;
+                break;
+            }
+        }
+        if lo > hi {
+            return Err(Corrupt("index out of order"));
+        }
+        Ok((lo, hi))
+    }
+}
+
+/// Iterates a raw block's records with their byte ranges; the last item is an error if
+/// the records do not fill the block exactly `count` times.
+pub fn records(raw: &[u8]) -> Result<Records<'_>, Corrupt> {
+    let h = Header::parse(raw)?;
+    Ok(Records {
+        raw,
+        pos: h.start,
+        left: h.count,
+        done: false,
+    })
+}
+
+pub struct Records<'a> {
+    raw: &'a [u8],
+    pos: usize,
+    left: u32,
+    done: bool,
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<(Record<'a>, std::ops::Range<usize>), Corrupt>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.left == 0 {
+            self.done = true;
+            return if self.pos == self.raw.len() {
+                None
+            } else {
+                Some(Err(Corrupt("bytes after the last record")))
+            };
+        }
+        let start = self.pos;
+        match parse_record(self.raw, &mut self.pos) {
+            Ok(r) => {
+                self.left -= 1;
+                Some(Ok((r, start..self.pos)))
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Builds a raw block into `out` from records already in hash order: `recs` yields each
+/// record's hash and encoded bytes.
+pub fn build(out: &mut Vec<u8>, recs: &[(u64, &[u8])]) {
+    out.clear();
+    let count = recs.len();
+    let body: usize = recs.iter().map(|r| r.1.len()).sum();
+    let nidx = if body > u16::MAX as usize {
+        0
+    } else {
+        count.min(MAX_INDEX)
+    };
+    out.reserve(HEADER + 6 * nidx + body);
+    out.extend_from_slice(&(count as u32).to_le_bytes());
+    out.push(nidx as u8);
+    let mut offs = Vec::with_capacity(nidx);
+    {
+        let mut off = 0usize;
+        let mut next = 0usize;
+        for (i, r) in recs.iter().enumerate() {
+            if next < nidx && i == next * count / nidx {
+                offs.push(((r.0 >> 32) as u32, off as u16));
+                next += 1;
+            }
+            off += r.1.len();
+        }
+    }
+    for (t, o) in offs {
+        out.extend_from_slice(&t.to_le_bytes());
+        out.extend_from_slice(&o.to_le_bytes());
+    }
+    for r in recs {
+        out.extend_from_slice(r.1);
+    }
+}
+
+// ---- frames ----
+
+thread_local! {
+    // zstd contexts are ~1 MB; one per thread (a shard runs on one thread at a time),
+    // never per zone. Borrowed only inside a single (de)compress call.
+    static ZSTD_C: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
+    static ZSTD_D: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+fn zstd_compress(level: i32, raw: &[u8], out: &mut [u8]) -> Option<usize> {
+    ZSTD_C.with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        if c.as_ref().map(|x| x.0) != Some(level) {
+            *c = Some((level, zstd::bulk::Compressor::new(level).ok()?));
+        }
+        c.as_mut()?.1.compress_to_buffer(raw, out).ok()
+    })
+}
+
+fn zstd_decompress(payload: &[u8], out: &mut [u8]) -> Result<usize, Corrupt> {
+    ZSTD_D.with(|d| {
+        let mut d = d.try_borrow_mut().map_err(|_| Corrupt("zstd busy"))?;
+        if d.is_none() {
+            *d = Some(zstd::bulk::Decompressor::new().map_err(|_| Corrupt("zstd context"))?);
+        }
+        d.as_mut()
+            .ok_or(Corrupt("zstd context"))?
+            .decompress_to_buffer(payload, out)
+            .map_err(|_| Corrupt("zstd payload"))
+    })
+}
+
+/// Encodes `raw` as a frame into `out` (cleared first), compressed with `codec` unless
+/// that does not make it smaller.
+pub fn compress(codec: Codec, raw: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.push(CODEC_RAW);
+    put_varint(out, raw.len() as u64);
+    let hdr = out.len();
+    let (tag, max) = match codec {
+        Codec::Lz4 => (
+            CODEC_LZ4,
+            lz4_flex::block::get_maximum_output_size(raw.len()),
+        ),
+        Codec::Zstd { .. } => (CODEC_ZSTD, zstd::zstd_safe::compress_bound(raw.len())),
+    };
+    out.resize(hdr + max, 0);
+    let n = match codec {
+        Codec::Lz4 => lz4_flex::block::compress_into(raw, &mut out[hdr..]).ok(),
+        Codec::Zstd { level } => zstd_compress(level, raw, &mut out[hdr..]),
+    };
+    match n {
+        Some(n) if n < raw.len() => {
+            out[0] = tag;
+            out.truncate(hdr + n);
+        }
+        _ => {
+            out.truncate(hdr);
+            out.extend_from_slice(raw);
+        }
+    }
+}
+
+/// Decodes a frame into `out` (cleared first). Never allocates more than [`MAX_RAW`],
+/// nor more than the payload could expand to under LZ4.
+pub fn decompress(frame: &[u8], out: &mut Vec<u8>) -> Result<(), Corrupt> {
+    out.clear();
+    decompress_append(frame, MAX_RAW, out).map(|_| ())
+}
+
+/// Decodes a frame declaring at most `max_raw` bytes, appending them to `out`; returns
+/// the raw length. On error `out` is left as it was.
+pub fn decompress_append(
+    frame: &[u8],
+    max_raw: usize,
+    out: &mut Vec<u8>,
+) -> Result<usize, Corrupt> {
+    let codec = *frame.first().ok_or(Corrupt("empty frame"))?;
+    let mut pos = 1;
+    let raw_len = get_varint(frame, &mut pos)?;
+    if raw_len > max_raw as u64 {
+        return Err(Corrupt("raw length too large"));
+    }
+    let raw_len = raw_len as usize;
+    let payload = &frame[pos..];
+    let base = out.len();
+    let r = match codec {
+        CODEC_RAW => {
+            if payload.len() != raw_len {
+                return Err(Corrupt("raw frame length"));
+            }
+            out.extend_from_slice(payload);
+            Ok(())
+        }
+        CODEC_LZ4 => {
+            // LZ4 expands at most ~255x (a match byte run of 255 per length byte).
+            if raw_len > payload.len().saturating_mul(255) + 16 {
+                return Err(Corrupt("lz4 length beyond its ratio"));
+            }
+            out.resize(base + raw_len, 0);
+            match lz4_flex::block::decompress_into(payload, &mut out[base..]) {
+                Ok(n) if n == raw_len => Ok(()),
+                Ok(_) => Err(Corrupt("lz4 length mismatch")),
+                Err(_) => Err(Corrupt("lz4 payload")),
+            }
+        }
+        CODEC_ZSTD => {
+            match zstd::zstd_safe::get_frame_content_size(payload) {
+                Ok(Some(n)) if n == raw_len as u64 => {}
+                _ => return Err(Corrupt("zstd content size")),
+            }
+            out.resize(base + raw_len, 0);
+            match zstd_decompress(payload, &mut out[base..]) {
+                Ok(n) if n == raw_len => Ok(()),
+                Ok(_) => Err(Corrupt("zstd length mismatch")),
+                Err(e) => Err(e),
+            }
+        }
+        _ => Err(Corrupt("unknown codec")),
+    };
+    match r {
+        Ok(()) => Ok(raw_len),
+        Err(e) => {
+            out.truncate(base);
+            Err(e)
+        }
+    }
+}
+
+/// The raw length a frame declares (no decoding), if its header parses.
+pub fn frame_raw_len(frame: &[u8]) -> Option<usize> {
+    let mut pos = 1;
+    frame.first()?;
+    get_varint(frame, &mut pos).ok().map(|v| v as usize)
+}
+
+/// Decodes a whole frame and every record in it (what the fuzz target drives): the
+/// number of records, or why it is corrupt.
+pub fn check_frame(frame: &[u8]) -> Result<usize, Corrupt> {
+    let mut raw = Vec::new();
+    decompress(frame, &mut raw)?;
+    check_raw(&raw)
+}
+
+/// Parses every record of a raw block and probes its index with every record's and a
+/// few fixed tags: the number of records, or why it is corrupt.
+pub fn check_raw(raw: &[u8]) -> Result<usize, Corrupt> {
+    let h = Header::parse(raw)?;
+    let mut n = 0;
+    for r in records(raw)? {
+        r?;
+        n += 1;
+    }
+    for tag in [0, 1 << 31, u32::MAX] {
+        let (lo, hi) = h.span(raw, tag)?;
+        let mut pos = lo;
+        while pos < hi {
+            parse_record(raw, &mut pos)?;
+        }
+    }
+    Ok(n)
+}

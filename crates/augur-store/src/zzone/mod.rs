@@ -1,0 +1,1248 @@
+//! The Z-zone of zExpander (Wu et al., "zExpander: a Key-Value Cache with both High
+//! Performance and Fewer Misses", EuroSys 2016, §3.1-3.2): items the hot, uncompressed
+//! N-zone (the shard's table) evicts are packed into small blocks compressed as a whole,
+//! so the same memory holds more of the long tail. This module is the zone alone; the
+//! shard decides what enters it, serves GET misses from it and promotes out of it.
+//!
+//! # Organisation (§3.1)
+//!
+//! - An item's identity is `(db, key)`, hashed with a fixed-seed aHash ([`ZZone::new`]
+//!   uses a built-in seed, [`ZZone::with_seed`] a caller's, e.g. a random one per
+//!   process against hash flooding).
+//! - Blocks ([`block`]) hold up to `block_capacity` raw bytes of records in hash order
+//!   with an index of up to eight offsets, and are stored compressed (LZ4 by default,
+//!   zstd as an option). An item larger than half a block is compressed on its own and
+//!   the block keeps a pointer (a large-item id) in its place.
+//! - Blocks are the leaves of a hashed binary trie ([`trie`]): a leaf holds the items
+//!   whose hash starts with its prefix; an overloaded leaf splits in two on the next bit.
+//!   A leaf is found in O(1) through the linearised complete-tree pointer array with two
+//!   levels of segments (Fig. 4).
+//! - Each block has a 16-byte Content Filter and a 16-byte Access Filter ([`filter`]) and
+//!   §3.3.2's two recent-access records (4-byte hash tag + 4-byte time), from which
+//!   [`ZZone::get_reuse`] reports an item's re-use time for promotion decisions.
+//!
+//! # Replacement (§3.2)
+//!
+//! [`ZZone::evict_to`] sweeps the blocks circularly. At each block with items it evicts
+//! a random half (rounded up) of the items the Access Filter does not record, then clears
+//! the filter and moves on; a block whose items are all recorded is skipped (and, its
+//! filter cleared, is a candidate next time round). Expired items met on the way are
+//! dropped too: [`ZZone::sweep_to`] reports each removal with a [`Gone`] reason;
+//! [`ZZone::evict_to`] reports both kinds to its one callback (an expired item is one
+//! whose `meta.expire_at_ms <= ` the zone's clock, the largest `now_ms` it has been
+//! given, see [`ZZone::clock_ms`]).
+//!
+//! # Memory
+//!
+//! [`ZZone::bytes`] is jemalloc's size class of every allocation the zone owns (block
+//! frames, large items' keys and values, the trie's arrays, the block and large-item
+//! tables, scratch buffers) plus the zone struct itself: what a tenant is charged.
+//!
+//! # Corruption
+//!
+//! Blocks are decoded without trusting their bytes ([`block`]); a block that does not
+//! decode (which only a bug could cause) is counted in [`ZStats::corrupt_blocks`] and
+//! emptied, its items lost as if evicted (without callbacks: they cannot be named).
+
+pub mod block;
+pub mod filter;
+pub mod trie;
+
+#[cfg(test)]
+mod tests;
+
+use crate::object::alloc_size;
+use crate::tenant::mix64;
+use block::{Body, Record};
+pub use block::{Codec, Corrupt, ZMeta};
+use filter::Bloom;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::cell::Cell;
+use std::ops::Range;
+use trie::{node_depth, node_range, Trie};
+
+/// Z-zone configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZConfig {
+    /// Raw (uncompressed) bytes a block holds before its leaf splits (paper: 2 KB).
+    pub block_capacity: usize,
+    pub codec: Codec,
+}
+
+impl Default for ZConfig {
+    fn default() -> Self {
+        ZConfig {
+            block_capacity: 2048,
+            codec: Codec::Lz4,
+        }
+    }
+}
+
+/// Why [`ZZone::sweep_to`] removed an item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// Chosen by the replacement sweep.
+    Evicted,
+    /// Its `expire_at_ms` had passed.
+    Expired,
+}
+
+/// Counters and sizes (INFO and benchmarks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZStats {
+    /// Leaf blocks (including empty ones).
+    pub blocks: u64,
+    pub items: u64,
+    /// Key + value bytes of the items held, uncompressed.
+    pub raw_bytes: u64,
+    /// Bytes of the compressed frames (blocks and large items' values).
+    pub compressed_bytes: u64,
+    /// [`ZZone::bytes`].
+    pub bytes: u64,
+    pub large_items: u64,
+    /// Items the sweep evicted.
+    pub evictions: u64,
+    /// Expired items dropped (by reads, removals, sweeps or [`ZZone::expire_cycle`]).
+    pub expired: u64,
+    /// Look-ups (get, contains, remove) the Content Filter answered without decompressing.
+    pub filter_negatives: u64,
+    /// Look-ups the Content Filter passed that found nothing.
+    pub filter_false_positives: u64,
+    /// Block decompressions.
+    pub decompressions: u64,
+    /// Leaf splits.
+    pub splits: u64,
+    /// Blocks found corrupt (and emptied).
+    pub corrupt_blocks: u64,
+    /// Inserts dropped because their leaf could neither split nor grow (depth cap and
+    /// [`block::MAX_RAW`] both reached: only under adversarial key sets).
+    pub rejected: u64,
+    /// Depth of the deepest leaf.
+    pub trie_depth: u64,
+    /// Bytes of the trie's pointer arrays.
+    pub trie_bytes: u64,
+}
+
+const FREE: u8 = u8::MAX;
+
+struct Block {
+    /// The block's frame; empty when it holds no items.
+    data: Box<[u8]>,
+    content: Bloom,
+    access: Bloom,
+    /// §3.3.2: the last two accessed items' (hash tag, access time in ms, wrapping).
+    recent: [(u32, u32); 2],
+    count: u32,
+    /// Depth of its leaf; [`FREE`] for an unused slot.
+    depth: u8,
+}
+
+struct LargeItem {
+    hash: u64,
+    key: Box<[u8]>,
+    /// The value's frame.
+    value: Box<[u8]>,
+    value_len: usize,
+}
+
+/// The built-in hash seed.
+const DEFAULT_SEED: u64 = 0x7a45_7870_616e_6465; // "zExpande"
+
+/// A compressed zone. `Send`, not `Sync` (statistics counted by `&self` look-ups).
+pub struct ZZone {
+    cfg: ZConfig,
+    seed: u64,
+    hasher: ahash::RandomState,
+    trie: Trie,
+    blocks: Vec<Block>,
+    free_blocks: Vec<u32>,
+    large: Vec<Option<LargeItem>>,
+    free_large: Vec<u32>,
+    db_counts: Vec<u64>,
+    items: u64,
+    leaves: u64,
+    /// Size classes of every frame, large key and large value.
+    data_bytes: u64,
+    compressed: u64,
+    raw_bytes: u64,
+    large_items: u64,
+    hand: usize,
+    expire_hand: usize,
+    rng: SmallRng,
+    clock_ms: u64,
+    // Scratch: the decoded block, a block being built, a frame being compressed.
+    raw: Vec<u8>,
+    build: Vec<u8>,
+    frame: Vec<u8>,
+    evictions: u64,
+    expired: u64,
+    splits: u64,
+    corrupt: Cell<u64>,
+    rejected: u64,
+    decompressions: Cell<u64>,
+    filter_neg: Cell<u64>,
+    filter_fp: Cell<u64>,
+}
+
+/// A removal report: (db, key, meta, why).
+type OnGone<'f> = dyn FnMut(u8, &[u8], ZMeta, Gone) + 'f;
+
+/// An item of a decoded block: its hash and its record's bytes.
+type Rec<'a> = (u64, &'a [u8]);
+
+impl ZZone {
+    pub fn new(cfg: ZConfig) -> Self {
+        Self::with_seed(cfg, DEFAULT_SEED)
+    }
+
+    /// A zone hashing keys with `seed`.
+    pub fn with_seed(cfg: ZConfig, seed: u64) -> Self {
+        let cfg = ZConfig {
+            block_capacity: cfg.block_capacity.clamp(64, block::MAX_RAW / 4),
+            codec: cfg.codec,
+        };
+        let root = Block {
+            data: Box::new([]),
+            content: Bloom::default(),
+            access: Bloom::default(),
+            recent: [(0, 0); 2],
+            count: 0,
+            depth: 0,
+        };
+        ZZone {
+            cfg,
+            seed,
+            hasher: ahash::RandomState::with_seeds(
+                seed,
+                mix64(seed),
+                mix64(seed ^ 1),
+                mix64(seed ^ 2),
+            ),
+            trie: Trie::new(0),
+            blocks: vec![root],
+            free_blocks: Vec::new(),
+            large: Vec::new(),
+            free_large: Vec::new(),
+            db_counts: Vec::new(),
+            items: 0,
+            leaves: 1,
+            data_bytes: 0,
+            compressed: 0,
+            raw_bytes: 0,
+            large_items: 0,
+            hand: 0,
+            expire_hand: 0,
+            rng: SmallRng::seed_from_u64(mix64(seed ^ 3)),
+            clock_ms: 0,
+            raw: Vec::new(),
+            build: Vec::new(),
+            frame: Vec::new(),
+            evictions: 0,
+            expired: 0,
+            splits: 0,
+            corrupt: Cell::new(0),
+            rejected: 0,
+            decompressions: Cell::new(0),
+            filter_neg: Cell::new(0),
+            filter_fp: Cell::new(0),
+        }
+    }
+
+    pub fn config(&self) -> ZConfig {
+        self.cfg
+    }
+
+    /// Changes the codec for blocks written from now on (existing frames keep theirs).
+    pub fn set_codec(&mut self, codec: Codec) {
+        self.cfg.codec = codec;
+    }
+
+    /// The largest `now_ms` the zone has been given (by get, contains' callers through
+    /// [`ZZone::set_clock`], remove, sweeps): [`ZZone::evict_to`] drops items expired by it.
+    pub fn clock_ms(&self) -> u64 {
+        self.clock_ms
+    }
+
+    /// Advances the zone's clock (never moves it back).
+    pub fn set_clock(&mut self, now_ms: u64) {
+        self.clock_ms = self.clock_ms.max(now_ms);
+    }
+
+    #[inline]
+    fn hash(&self, db: u8, key: &[u8]) -> u64 {
+        self.hasher.hash_one((db, key))
+    }
+
+    /// The hash a record stands for.
+    #[inline]
+    fn rec_hash(&self, r: &Record<'_>) -> Option<u64> {
+        match r.body {
+            Body::Inline { key, .. } => Some(self.hash(r.db, key)),
+            Body::Large { id } => self.large_item(id).map(|l| l.hash),
+        }
+    }
+
+    #[inline]
+    fn large_item(&self, id: u32) -> Option<&LargeItem> {
+        self.large.get(id as usize).and_then(|l| l.as_ref())
+    }
+
+    /// Does record `r` (hash `h`) hold `(db, key)`?
+    #[inline]
+    fn matches(&self, r: &Record<'_>, h: u64, db: u8, key: &[u8]) -> bool {
+        if r.db != db {
+            return false;
+        }
+        match r.body {
+            Body::Inline { key: k, .. } => k == key,
+            Body::Large { id } => self
+                .large_item(id)
+                .is_some_and(|l| l.hash == h && &*l.key == key),
+        }
+    }
+
+    /// The key a record names.
+    fn rec_key<'a>(&'a self, r: &Record<'a>) -> Option<&'a [u8]> {
+        match r.body {
+            Body::Inline { key, .. } => Some(key),
+            Body::Large { id } => self.large_item(id).map(|l| &*l.key),
+        }
+    }
+
+    /// Key + value bytes a record stands for.
+    fn rec_raw_len(&self, r: &Record<'_>) -> u64 {
+        match r.body {
+            Body::Inline { key, value } => (key.len() + value.len()) as u64,
+            Body::Large { id } => self
+                .large_item(id)
+                .map_or(0, |l| (l.key.len() + l.value_len) as u64),
+        }
+    }
+
+    fn depth_cap(&self) -> u8 {
+        let log = 64 - self.leaves.leading_zeros() as u8;
+        (log + 8).clamp(12, trie::MAX_DEPTH)
+    }
+
+    /// Decodes block `bid` into `out`. A corrupt block is emptied (see the module doc).
+    fn decode(&self, bid: u32, out: &mut Vec<u8>) -> Result<(), Corrupt> {
+        let b = &self.blocks[bid as usize];
+        if b.count == 0 {
+            out.clear();
+            block::build(out, &[]);
+            return Ok(());
+        }
+        self.decompressions.set(self.decompressions.get() + 1);
+        block::decompress(&b.data, out)
+    }
+
+    /// Empties corrupt block `bid`.
+    fn drop_corrupt(&mut self, bid: u32) {
+        self.corrupt.set(self.corrupt.get() + 1);
+        let b = &mut self.blocks[bid as usize];
+        let n = b.count as u64;
+        let old = std::mem::take(&mut b.data);
+        b.count = 0;
+        b.content.clear();
+        b.access.clear();
+        self.items = self.items.saturating_sub(n);
+        self.data_bytes -= alloc_size(old.len()) as u64;
+        self.compressed -= old.len() as u64;
+    }
+
+    /// Finds `(db, key)` (hash `h`) in raw block `raw`: the record and its byte range.
+    fn find<'a>(
+        &self,
+        raw: &'a [u8],
+        h: u64,
+        db: u8,
+        key: &[u8],
+    ) -> Result<Option<(Record<'a>, Range<usize>)>, Corrupt> {
+        let hdr = block::Header::parse(raw)?;
+        let (mut pos, hi) = hdr.span(raw, (h >> 32) as u32)?;
+        while pos < hi {
+            let at = pos;
+            let r = block::parse_record(raw, &mut pos)?;
+            if self.matches(&r, h, db, key) {
+                return Ok(Some((r, at..pos)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The items of raw block `raw` as (hash, record bytes), skipping the byte range
+    /// `skip`.
+    fn collect<'a>(&self, raw: &'a [u8], skip: Range<usize>) -> Result<Vec<Rec<'a>>, Corrupt> {
+        let mut v = Vec::new();
+        for r in block::records(raw)? {
+            let (r, range) = r?;
+            if range == skip {
+                continue;
+            }
+            let h = self.rec_hash(&r).ok_or(Corrupt("dangling large id"))?;
+            v.push((h, &raw[range]));
+        }
+        Ok(v)
+    }
+
+    fn alloc_block(&mut self, depth: u8) -> u32 {
+        let b = Block {
+            data: Box::new([]),
+            content: Bloom::default(),
+            access: Bloom::default(),
+            recent: [(0, 0); 2],
+            count: 0,
+            depth,
+        };
+        match self.free_blocks.pop() {
+            Some(i) => {
+                self.blocks[i as usize] = b;
+                i
+            }
+            None => {
+                self.blocks.push(b);
+                (self.blocks.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Writes `recs` (in hash order) as leaf `node`'s block `bid`, splitting the leaf
+    /// while it is over capacity (node 0: never split, for writes that only shrink).
+    /// `access` is the leaf's Access Filter.
+    fn store_leaf(&mut self, node: u64, bid: u32, recs: &[Rec<'_>], access: Bloom) {
+        let n = recs.len();
+        let body: usize = recs.iter().map(|r| r.1.len()).sum();
+        let raw_size = block::HEADER + 6 * n.min(block::MAX_INDEX) + body;
+        let depth = if node == 0 {
+            self.blocks[bid as usize].depth
+        } else {
+            node_depth(node)
+        };
+        if node != 0 && raw_size > self.cfg.block_capacity && n >= 2 && depth < self.depth_cap() {
+            let bit = 63 - depth as u32;
+            let p = recs.partition_point(|r| (r.0 >> bit) & 1 == 0);
+            let mut la = Bloom::default();
+            let mut ra = Bloom::default();
+            for (i, r) in recs.iter().enumerate() {
+                let h2 = mix64(r.0);
+                if access.has_access(h2) {
+                    if i < p {
+                        la.add_access(h2)
+                    } else {
+                        ra.add_access(h2)
+                    }
+                }
+            }
+            let right = self.alloc_block(depth + 1);
+            self.blocks[bid as usize].depth = depth + 1;
+            self.trie.set(node, None);
+            self.trie.set(2 * node, Some(bid));
+            self.trie.set(2 * node + 1, Some(right));
+            self.leaves += 1;
+            self.splits += 1;
+            self.store_leaf(2 * node, bid, &recs[..p], la);
+            self.store_leaf(2 * node + 1, right, &recs[p..], ra);
+            return;
+        }
+        let mut content = Bloom::default();
+        for r in recs {
+            content.add_content(mix64(r.0));
+        }
+        let data: Box<[u8]> = if n == 0 {
+            Box::new([])
+        } else {
+            let mut build = std::mem::take(&mut self.build);
+            let mut frame = std::mem::take(&mut self.frame);
+            block::build(&mut build, recs);
+            block::compress(self.cfg.codec, &build, &mut frame);
+            let d = frame.as_slice().into();
+            self.build = build;
+            self.frame = frame;
+            d
+        };
+        self.data_bytes += alloc_size(data.len()) as u64;
+        self.compressed += data.len() as u64;
+        let b = &mut self.blocks[bid as usize];
+        let old = std::mem::replace(&mut b.data, data);
+        b.count = n as u32;
+        b.content = content;
+        b.access = access;
+        self.data_bytes -= alloc_size(old.len()) as u64;
+        self.compressed -= old.len() as u64;
+    }
+
+    fn db_add(&mut self, db: u8) {
+        let i = db as usize;
+        if i >= self.db_counts.len() {
+            self.db_counts.resize(i + 1, 0);
+        }
+        self.db_counts[i] += 1;
+    }
+
+    /// Accounts for the removal of record `r` and frees its large item.
+    fn forget(&mut self, r: &Record<'_>) {
+        self.raw_bytes = self.raw_bytes.saturating_sub(self.rec_raw_len(r));
+        self.items = self.items.saturating_sub(1);
+        if let Some(c) = self.db_counts.get_mut(r.db as usize) {
+            *c = c.saturating_sub(1);
+        }
+        if let Body::Large { id } = r.body {
+            self.free_large(id);
+        }
+    }
+
+    fn free_large(&mut self, id: u32) {
+        if let Some(l) = self.large.get_mut(id as usize).and_then(Option::take) {
+            self.data_bytes -= (alloc_size(l.key.len()) + alloc_size(l.value.len())) as u64;
+            self.compressed -= l.value.len() as u64;
+            self.large_items -= 1;
+            self.free_large.push(id);
+        }
+    }
+
+    fn trim_scratch(&mut self) {
+        let keep = 2 * self.cfg.block_capacity + 4096;
+        for v in [&mut self.raw, &mut self.build, &mut self.frame] {
+            if v.capacity() > keep {
+                v.clear();
+                v.shrink_to(keep);
+            }
+        }
+    }
+
+    /// Stores (db, key) -> value, replacing any older copy. The item counts as not
+    /// recently accessed.
+    pub fn insert(&mut self, db: u8, key: &[u8], value: &[u8], meta: ZMeta) {
+        let h = self.hash(db, key);
+        let Some((node, bid)) = self.trie.lookup(h) else {
+            return;
+        };
+        let mut raw = std::mem::take(&mut self.raw);
+        if self.decode(bid, &mut raw).is_err() {
+            self.drop_corrupt(bid);
+            block::build(&mut raw, &[]);
+        }
+        // The new record, inline or behind a large-item pointer.
+        let mut rec = Vec::new();
+        let mut large_id = None;
+        if key.len() + value.len() > self.cfg.block_capacity / 2 {
+            let mut frame = std::mem::take(&mut self.frame);
+            block::compress(self.cfg.codec, value, &mut frame);
+            let l = LargeItem {
+                hash: h,
+                key: key.into(),
+                value: frame.as_slice().into(),
+                value_len: value.len(),
+            };
+            self.frame = frame;
+            self.data_bytes += (alloc_size(l.key.len()) + alloc_size(l.value.len())) as u64;
+            self.compressed += l.value.len() as u64;
+            self.large_items += 1;
+            let id = match self.free_large.pop() {
+                Some(id) => {
+                    self.large[id as usize] = Some(l);
+                    id
+                }
+                None => {
+                    self.large.push(Some(l));
+                    (self.large.len() - 1) as u32
+                }
+            };
+            large_id = Some(id);
+            block::put_large(&mut rec, db, meta, id);
+        } else {
+            block::put_inline(&mut rec, db, key, value, meta);
+        }
+        // The block's items without the old copy, plus the new record in hash order.
+        let old = match self.find(&raw, h, db, key) {
+            Ok(o) => o,
+            Err(_) => {
+                self.drop_corrupt(bid);
+                block::build(&mut raw, &[]);
+                None
+            }
+        };
+        let skip = old.as_ref().map_or(0..0, |o| o.1.clone());
+        let mut recs = match self.collect(&raw, skip) {
+            Ok(v) => v,
+            Err(_) => {
+                self.drop_corrupt(bid);
+                Vec::new()
+            }
+        };
+        let at = recs.partition_point(|r| r.0 < h);
+        recs.insert(at, (h, &rec));
+        let body: usize = recs.iter().map(|r| r.1.len()).sum();
+        if body + 64 > block::MAX_RAW && node_depth(node) >= self.depth_cap() {
+            // Cannot split and cannot grow: keep the old copy out (it is replaced) and
+            // drop the new one.
+            recs.remove(at);
+            if let Some(id) = large_id {
+                self.free_large(id);
+            }
+            self.rejected += 1;
+        } else {
+            self.items += 1;
+            self.db_add(db);
+            self.raw_bytes += (key.len() + value.len()) as u64;
+        }
+        if let Some((o, _)) = &old {
+            self.forget(o);
+        }
+        let access = self.blocks[bid as usize].access;
+        self.store_leaf(node, bid, &recs, access);
+        drop(recs);
+        self.raw = raw;
+        self.trim_scratch();
+    }
+
+    /// Looks up (db, key); on a hit appends the value to `out`, sets the item's access
+    /// bit, returns its meta. Items whose expire_at_ms <= now_ms are absent (and dropped
+    /// on the spot).
+    pub fn get(&mut self, db: u8, key: &[u8], now_ms: u64, out: &mut Vec<u8>) -> Option<ZMeta> {
+        self.get_reuse(db, key, now_ms, out).map(|x| x.0)
+    }
+
+    /// [`ZZone::get`], also returning the item's re-use time (§3.3.2): the ms since its
+    /// previous read, if that read is still one of its block's two recent-access records.
+    pub fn get_reuse(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        now_ms: u64,
+        out: &mut Vec<u8>,
+    ) -> Option<(ZMeta, Option<u64>)> {
+        self.set_clock(now_ms);
+        let h = self.hash(db, key);
+        let h2 = mix64(h);
+        let (node, bid) = self.trie.lookup(h)?;
+        if !self.blocks[bid as usize].content.has_content(h2) {
+            self.filter_neg.set(self.filter_neg.get() + 1);
+            return None;
+        }
+        let mut raw = std::mem::take(&mut self.raw);
+        let res = self.get_in(node, bid, &mut raw, h, db, key, now_ms, out);
+        if res.is_err() {
+            self.drop_corrupt(bid);
+        }
+        raw.clear();
+        self.raw = raw;
+        let meta = res.ok()??;
+        let b = &mut self.blocks[bid as usize];
+        b.access.add_access(h2);
+        let (tag, now) = (h as u32, now_ms as u32);
+        let reuse = if let Some(r) = b.recent.iter_mut().find(|r| r.0 == tag && r.1 != 0) {
+            let gap = now.wrapping_sub(r.1) as u64;
+            r.1 = now.max(1);
+            Some(gap)
+        } else {
+            // Replace the older record.
+            let older = if now.wrapping_sub(b.recent[0].1) >= now.wrapping_sub(b.recent[1].1) {
+                0
+            } else {
+                1
+            };
+            b.recent[older] = (tag, now.max(1));
+            None
+        };
+        Some((meta, reuse))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn get_in(
+        &mut self,
+        node: u64,
+        bid: u32,
+        raw: &mut Vec<u8>,
+        h: u64,
+        db: u8,
+        key: &[u8],
+        now_ms: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<ZMeta>, Corrupt> {
+        self.decode(bid, raw)?;
+        let raw = &raw[..];
+        let Some((r, range)) = self.find(raw, h, db, key)? else {
+            self.filter_fp.set(self.filter_fp.get() + 1);
+            return Ok(None);
+        };
+        let expired = r.meta.expire_at_ms.is_some_and(|t| t <= now_ms);
+        let ok = !expired
+            && match r.body {
+                Body::Inline { value, .. } => {
+                    out.extend_from_slice(value);
+                    true
+                }
+                Body::Large { id } => match self.large_item(id) {
+                    Some(l) => {
+                        let n = block::decompress_append(&l.value, l.value_len, out);
+                        n == Ok(l.value_len)
+                    }
+                    None => false,
+                },
+            };
+        if !ok {
+            if expired {
+                self.expired += 1;
+            } else {
+                self.corrupt.set(self.corrupt.get() + 1);
+            }
+            let recs = self.collect(raw, range)?;
+            self.forget(&r);
+            let access = self.blocks[bid as usize].access;
+            self.store_leaf(node, bid, &recs, access);
+            return Ok(None);
+        }
+        Ok(Some(r.meta))
+    }
+
+    /// Like get without the value and without setting the access bit; decompresses
+    /// nothing when the Content Filter says no.
+    pub fn contains(&self, db: u8, key: &[u8], now_ms: u64) -> bool {
+        self.peek(db, key, now_ms).is_some()
+    }
+
+    /// The meta of (db, key) if it is present and not expired, without touching access
+    /// state (TTL, TYPE, EXISTS on a Z-zone item).
+    pub fn peek(&self, db: u8, key: &[u8], now_ms: u64) -> Option<ZMeta> {
+        let h = self.hash(db, key);
+        let (_, bid) = self.trie.lookup(h)?;
+        if !self.blocks[bid as usize].content.has_content(mix64(h)) {
+            self.filter_neg.set(self.filter_neg.get() + 1);
+            return None;
+        }
+        let mut raw = Vec::new();
+        self.decode(bid, &mut raw).ok()?;
+        match self.find(&raw, h, db, key) {
+            Ok(Some((r, _))) => r
+                .meta
+                .expire_at_ms
+                .is_none_or(|t| t > now_ms)
+                .then_some(r.meta),
+            Ok(None) => {
+                self.filter_fp.set(self.filter_fp.get() + 1);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Removes (db, key); returns the value and meta if it was there (not expired).
+    pub fn remove(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<(Vec<u8>, ZMeta)> {
+        self.set_clock(now_ms);
+        let h = self.hash(db, key);
+        let (node, bid) = self.trie.lookup(h)?;
+        if !self.blocks[bid as usize].content.has_content(mix64(h)) {
+            self.filter_neg.set(self.filter_neg.get() + 1);
+            return None;
+        }
+        let mut raw = std::mem::take(&mut self.raw);
+        let res = self.remove_in(node, bid, &mut raw, h, db, key, now_ms);
+        if res.is_err() {
+            self.drop_corrupt(bid);
+        }
+        raw.clear();
+        self.raw = raw;
+        res.ok()?
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn remove_in(
+        &mut self,
+        node: u64,
+        bid: u32,
+        raw: &mut Vec<u8>,
+        h: u64,
+        db: u8,
+        key: &[u8],
+        now_ms: u64,
+    ) -> Result<Option<(Vec<u8>, ZMeta)>, Corrupt> {
+        self.decode(bid, raw)?;
+        let raw = &raw[..];
+        let Some((r, range)) = self.find(raw, h, db, key)? else {
+            self.filter_fp.set(self.filter_fp.get() + 1);
+            return Ok(None);
+        };
+        let expired = r.meta.expire_at_ms.is_some_and(|t| t <= now_ms);
+        let mut value = Vec::new();
+        let got = match r.body {
+            Body::Inline { value: v, .. } => {
+                value.extend_from_slice(v);
+                true
+            }
+            Body::Large { id } => self.large_item(id).is_some_and(|l| {
+                block::decompress_append(&l.value, l.value_len, &mut value) == Ok(l.value_len)
+            }),
+        };
+        let recs = self.collect(raw, range)?;
+        self.forget(&r);
+        let access = self.blocks[bid as usize].access;
+        self.store_leaf(node, bid, &recs, access);
+        if expired {
+            self.expired += 1;
+            return Ok(None);
+        }
+        if !got {
+            self.corrupt.set(self.corrupt.get() + 1);
+            return Ok(None);
+        }
+        Ok(Some((value, r.meta)))
+    }
+
+    /// Live items (expired ones count until dropped).
+    pub fn len(&self) -> u64 {
+        self.items
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items == 0
+    }
+
+    /// Items of `db` (expired ones count until dropped).
+    pub fn db_len(&self, db: u8) -> u64 {
+        self.db_counts.get(db as usize).copied().unwrap_or(0)
+    }
+
+    /// Honest memory: jemalloc size classes of every allocation the zone owns, plus the
+    /// zone struct.
+    pub fn bytes(&self) -> u64 {
+        let vec = |cap: usize, elem: usize| alloc_size(cap * elem) as u64;
+        self.data_bytes
+            + self.trie.bytes()
+            + vec(self.blocks.capacity(), std::mem::size_of::<Block>())
+            + vec(self.free_blocks.capacity(), 4)
+            + vec(
+                self.large.capacity(),
+                std::mem::size_of::<Option<LargeItem>>(),
+            )
+            + vec(self.free_large.capacity(), 4)
+            + vec(self.db_counts.capacity(), 8)
+            + vec(self.raw.capacity(), 1)
+            + vec(self.build.capacity(), 1)
+            + vec(self.frame.capacity(), 1)
+            + std::mem::size_of::<ZZone>() as u64
+    }
+
+    /// Removes the items of block `bid` that `pick` selects (given the record, its hash,
+    /// and whether it has expired), reporting each through `f`. Returns the number removed.
+    fn drop_from_block(&mut self, bid: u32, now_ms: u64, evict: bool, f: &mut OnGone<'_>) -> usize {
+        let mut raw = std::mem::take(&mut self.raw);
+        if self.decode(bid, &mut raw).is_err() {
+            self.drop_corrupt(bid);
+            self.raw = raw;
+            return 0;
+        }
+        let mut all: Vec<(u64, Range<usize>, Record<'_>)> = Vec::new();
+        let mut bad = false;
+        match block::records(&raw) {
+            Ok(it) => {
+                for r in it {
+                    match r {
+                        Ok((r, range)) => match self.rec_hash(&r) {
+                            Some(h) => all.push((h, range, r)),
+                            None => bad = true,
+                        },
+                        Err(_) => bad = true,
+                    }
+                }
+            }
+            Err(_) => bad = true,
+        }
+        if bad {
+            drop(all);
+            self.drop_corrupt(bid);
+            self.raw = raw;
+            return 0;
+        }
+        let access = self.blocks[bid as usize].access;
+        let mut gone: Vec<Option<Gone>> = all
+            .iter()
+            .map(|(_, _, r)| {
+                r.meta
+                    .expire_at_ms
+                    .is_some_and(|t| t <= now_ms)
+                    .then_some(Gone::Expired)
+            })
+            .collect();
+        if evict {
+            let cold: Vec<usize> = (0..all.len())
+                .filter(|&i| gone[i].is_none() && !access.has_access(mix64(all[i].0)))
+                .collect();
+            let mut cold = cold;
+            let k = cold.len().div_ceil(2);
+            for j in 0..k {
+                let pick = self.rng.gen_range(j..cold.len());
+                cold.swap(j, pick);
+                gone[cold[j]] = Some(Gone::Evicted);
+            }
+            self.blocks[bid as usize].access.clear();
+        }
+        let removed = gone.iter().filter(|g| g.is_some()).count();
+        if removed > 0 {
+            let mut keep: Vec<Rec<'_>> = Vec::with_capacity(all.len() - removed);
+            for (i, (h, range, r)) in all.iter().enumerate() {
+                match gone[i] {
+                    None => keep.push((*h, &raw[range.clone()])),
+                    Some(g) => {
+                        if let Some(k) = self.rec_key(r) {
+                            f(r.db, k, r.meta, g);
+                        }
+                        match g {
+                            Gone::Evicted => self.evictions += 1,
+                            Gone::Expired => self.expired += 1,
+                        }
+                        self.forget(r);
+                    }
+                }
+            }
+            let access = self.blocks[bid as usize].access;
+            self.store_leaf(0, bid, &keep, access);
+        }
+        drop(all);
+        self.raw = raw;
+        removed
+    }
+
+    /// §3.2 replacement: circular sweep evicting half of the not-recently-accessed items
+    /// of each block it stops at (clearing access bits as it passes), until
+    /// `bytes() <= target_bytes` or the zone is empty. Calls `on_evict(db, key, meta)` for
+    /// each item removed, evicted or expired by the zone's clock (see the module doc).
+    pub fn evict_to(&mut self, target_bytes: u64, mut on_evict: impl FnMut(u8, &[u8], ZMeta)) {
+        let now = self.clock_ms;
+        self.sweep_to(target_bytes, now, |db, k, m, _| on_evict(db, k, m));
+    }
+
+    /// [`ZZone::evict_to`] with an explicit clock and the reason for each removal.
+    pub fn sweep_to(
+        &mut self,
+        target_bytes: u64,
+        now_ms: u64,
+        mut f: impl FnMut(u8, &[u8], ZMeta, Gone),
+    ) {
+        self.set_clock(now_ms);
+        let mut idle = 0usize;
+        while self.bytes() > target_bytes && self.items > 0 {
+            if self.hand >= self.blocks.len() {
+                self.hand = 0;
+            }
+            let bid = self.hand as u32;
+            self.hand += 1;
+            let b = &self.blocks[bid as usize];
+            let dropped = if b.depth == FREE || b.count == 0 {
+                0
+            } else {
+                self.drop_from_block(bid, now_ms, true, &mut f)
+            };
+            if dropped == 0 {
+                idle += 1;
+                // Two full turns without a removal: every filter was cleared on the
+                // first, so this only happens if blocks are corrupt; stop.
+                if idle > 2 * self.blocks.len() + 2 {
+                    break;
+                }
+            } else {
+                idle = 0;
+            }
+        }
+        self.trim_scratch();
+    }
+
+    /// Active expiry: visits up to `blocks` blocks (a hand of its own) and drops their
+    /// expired items, reporting each. Returns the number dropped.
+    pub fn expire_cycle(
+        &mut self,
+        now_ms: u64,
+        blocks: usize,
+        mut f: impl FnMut(u8, &[u8], ZMeta),
+    ) -> usize {
+        self.set_clock(now_ms);
+        let mut n = 0;
+        for _ in 0..blocks.min(self.blocks.len()) {
+            if self.expire_hand >= self.blocks.len() {
+                self.expire_hand = 0;
+            }
+            let bid = self.expire_hand as u32;
+            self.expire_hand += 1;
+            let b = &self.blocks[bid as usize];
+            if b.depth != FREE && b.count > 0 {
+                n += self.drop_from_block(bid, now_ms, false, &mut |db, k, m, _| f(db, k, m));
+            }
+        }
+        n
+    }
+
+    /// Visits every item's (db, key, meta), expired or not.
+    pub fn for_each(&self, mut f: impl FnMut(u8, &[u8], ZMeta)) {
+        let mut raw = Vec::new();
+        for bid in 0..self.blocks.len() as u32 {
+            let b = &self.blocks[bid as usize];
+            if b.depth == FREE || b.count == 0 || self.decode(bid, &mut raw).is_err() {
+                continue;
+            }
+            let Ok(it) = block::records(&raw) else {
+                continue;
+            };
+            for r in it {
+                let Ok((r, _)) = r else { break };
+                if let Some(k) = self.rec_key(&r) {
+                    f(r.db, k, r.meta);
+                }
+            }
+        }
+    }
+
+    /// A resumable scan in hash order: visits the items of whole leaves from `cursor`
+    /// (0 starts) until at least `count` were visited, and returns the cursor to resume
+    /// from (0 = done). Cursors are hash positions, which neither inserts, removals nor
+    /// splits move, so every item present for the whole scan is visited exactly once
+    /// (Redis's SCAN guarantee, and more: no repeats).
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(u8, &[u8], ZMeta)) -> u64 {
+        let mut pos = cursor;
+        let mut seen = 0usize;
+        let mut raw = Vec::new();
+        loop {
+            let Some((node, bid)) = self.trie.lookup(pos) else {
+                return 0;
+            };
+            let (start, len) = node_range(node);
+            let b = &self.blocks[bid as usize];
+            if b.count > 0 && self.decode(bid, &mut raw).is_ok() {
+                if let Ok(it) = block::records(&raw) {
+                    for r in it {
+                        let Ok((r, _)) = r else { break };
+                        if self.rec_hash(&r).is_some_and(|h| h >= pos) {
+                            if let Some(k) = self.rec_key(&r) {
+                                f(r.db, k, r.meta);
+                                seen += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            let end = start as u128 + len;
+            if end > u64::MAX as u128 {
+                return 0;
+            }
+            pos = end as u64;
+            if seen >= count.max(1) {
+                return pos;
+            }
+        }
+    }
+
+    /// A random key of `db` (not necessarily uniform: a random block's random key).
+    pub fn random_key(&self, db: u8, rng: &mut impl Rng) -> Option<Vec<u8>> {
+        if self.db_len(db) == 0 {
+            return None;
+        }
+        let mut raw = Vec::new();
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for _ in 0..32 {
+            let bid = rng.gen_range(0..self.blocks.len()) as u32;
+            let b = &self.blocks[bid as usize];
+            if b.depth == FREE || b.count == 0 || self.decode(bid, &mut raw).is_err() {
+                continue;
+            }
+            let Ok(it) = block::records(&raw) else {
+                continue;
+            };
+            keys.clear();
+            for r in it.flatten() {
+                if r.0.db == db {
+                    if let Some(k) = self.rec_key(&r.0) {
+                        keys.push(k.to_vec());
+                    }
+                }
+            }
+            if !keys.is_empty() {
+                let i = rng.gen_range(0..keys.len());
+                return Some(keys.swap_remove(i));
+            }
+        }
+        keys.clear();
+        self.for_each(|d, k, _| {
+            if d == db {
+                keys.push(k.to_vec())
+            }
+        });
+        if keys.is_empty() {
+            return None;
+        }
+        let i = rng.gen_range(0..keys.len());
+        Some(keys.swap_remove(i))
+    }
+
+    /// Drops every item of `db` (no callbacks; FLUSHDB).
+    pub fn clear_db(&mut self, db: u8) {
+        if self.db_len(db) == 0 {
+            return;
+        }
+        for bid in 0..self.blocks.len() as u32 {
+            let b = &self.blocks[bid as usize];
+            if b.depth == FREE || b.count == 0 {
+                continue;
+            }
+            let mut raw = std::mem::take(&mut self.raw);
+            if self.decode(bid, &mut raw).is_err() {
+                self.drop_corrupt(bid);
+                self.raw = raw;
+                continue;
+            }
+            let mut keep: Vec<Rec<'_>> = Vec::new();
+            let mut gone: Vec<Record<'_>> = Vec::new();
+            let mut bad = false;
+            match block::records(&raw) {
+                Ok(it) => {
+                    for r in it {
+                        match r {
+                            Ok((r, range)) if r.db == db => {
+                                let _ = range;
+                                gone.push(r)
+                            }
+                            Ok((r, range)) => match self.rec_hash(&r) {
+                                Some(h) => keep.push((h, &raw[range])),
+                                None => bad = true,
+                            },
+                            Err(_) => bad = true,
+                        }
+                    }
+                }
+                Err(_) => bad = true,
+            }
+            if bad {
+                drop((keep, gone));
+                self.drop_corrupt(bid);
+                self.raw = raw;
+                continue;
+            }
+            if !gone.is_empty() {
+                for r in &gone {
+                    self.forget(r);
+                }
+                let access = self.blocks[bid as usize].access;
+                self.store_leaf(0, bid, &keep, access);
+            }
+            drop((keep, gone));
+            self.raw = raw;
+        }
+        if let Some(c) = self.db_counts.get_mut(db as usize) {
+            *c = 0;
+        }
+        self.trim_scratch();
+    }
+
+    /// Drops everything (FLUSHALL), keeping configuration, seed and counters.
+    pub fn clear(&mut self) {
+        let mut z = ZZone::with_seed(self.cfg, self.seed);
+        z.evictions = self.evictions;
+        z.expired = self.expired;
+        z.splits = self.splits;
+        z.corrupt = self.corrupt.clone();
+        z.rejected = self.rejected;
+        z.decompressions = self.decompressions.clone();
+        z.filter_neg = self.filter_neg.clone();
+        z.filter_fp = self.filter_fp.clone();
+        z.clock_ms = self.clock_ms;
+        *self = z;
+    }
+
+    pub fn stats(&self) -> ZStats {
+        ZStats {
+            blocks: self.leaves,
+            items: self.items,
+            raw_bytes: self.raw_bytes,
+            compressed_bytes: self.compressed,
+            bytes: self.bytes(),
+            large_items: self.large_items,
+            evictions: self.evictions,
+            expired: self.expired,
+            filter_negatives: self.filter_neg.get(),
+            filter_false_positives: self.filter_fp.get(),
+            decompressions: self.decompressions.get(),
+            splits: self.splits,
+            corrupt_blocks: self.corrupt.get(),
+            rejected: self.rejected,
+            trie_depth: self.trie.depth() as u64,
+            trie_bytes: self.trie.bytes(),
+        }
+    }
+
+    /// Recomputes every counter from the blocks themselves and compares (tests; also a
+    /// cheap consistency probe for a debug command). Returns a description of the first
+    /// mismatch.
+    pub fn check(&self) -> Result<(), String> {
+        let mut items = 0u64;
+        let mut raw_bytes = 0u64;
+        let mut data = 0u64;
+        let mut compressed = 0u64;
+        let mut dbs = vec![0u64; self.db_counts.len()];
+        let mut large_seen = 0u64;
+        let mut leaves = 0u64;
+        let mut raw = Vec::new();
+        for (bid, b) in self.blocks.iter().enumerate() {
+            if b.depth == FREE {
+                continue;
+            }
+            leaves += 1;
+            data += alloc_size(b.data.len()) as u64;
+            compressed += b.data.len() as u64;
+            if b.count == 0 {
+                if !b.data.is_empty() {
+                    return Err(format!("empty block {bid} has data"));
+                }
+                continue;
+            }
+            self.decode(bid as u32, &mut raw)
+                .map_err(|e| format!("block {bid}: {e}"))?;
+            let mut n = 0;
+            for r in block::records(&raw).map_err(|e| e.to_string())? {
+                let (r, _) = r.map_err(|e| e.to_string())?;
+                let h = self.rec_hash(&r).ok_or("dangling large id")?;
+                match self.trie.lookup(h) {
+                    Some((_, x)) if x == bid as u32 => {}
+                    _ => return Err(format!("item of block {bid} not found at its leaf")),
+                }
+                if !b.content.has_content(mix64(h)) {
+                    return Err("content filter misses an item".into());
+                }
+                if let Body::Large { .. } = r.body {
+                    large_seen += 1;
+                }
+                raw_bytes += self.rec_raw_len(&r);
+                *dbs.get_mut(r.db as usize).ok_or("db count missing")? += 1;
+                n += 1;
+            }
+            if n != b.count {
+                return Err(format!("block {bid}: count {} vs {n}", b.count));
+            }
+            items += n as u64;
+        }
+        for l in self.large.iter().flatten() {
+            data += (alloc_size(l.key.len()) + alloc_size(l.value.len())) as u64;
+            compressed += l.value.len() as u64;
+        }
+        let large_live = self.large.iter().flatten().count() as u64;
+        let want = [
+            ("items", self.items, items),
+            ("raw_bytes", self.raw_bytes, raw_bytes),
+            ("data_bytes", self.data_bytes, data),
+            ("compressed", self.compressed, compressed),
+            ("large_items", self.large_items, large_seen),
+            ("large table", large_live, large_seen),
+            ("leaves", self.leaves, leaves),
+        ];
+        for (what, kept, counted) in want {
+            if kept != counted {
+                return Err(format!("{what}: kept {kept}, counted {counted}"));
+            }
+        }
+        if dbs != self.db_counts {
+            return Err(format!(
+                "db counts: kept {:?}, counted {dbs:?}",
+                self.db_counts
+            ));
+        }
+        Ok(())
+    }
+}
