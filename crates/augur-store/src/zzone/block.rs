@@ -55,16 +55,13 @@ impl fmt::Display for Corrupt {
 impl std::error::Error for Corrupt {}
 
 /// Compression of blocks and large items.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Codec {
+    #[default]
     Lz4,
-    Zstd { level: i32 },
-}
-
-impl Default for Codec {
-    fn default() -> Self {
-        Codec::Lz4
-    }
+    Zstd {
+        level: i32,
+    },
 }
 
 /// What the zone keeps per item beside key and value.
@@ -307,7 +304,7 @@ impl<'a> Iterator for Records<'a> {
 
 /// Builds a raw block into `out` from records already in hash order: `recs` yields each
 /// record's hash and encoded bytes.
-pub fn build<'a>(out: &mut Vec<u8>, recs: &[(u64, &'a [u8])]) {
+pub fn build(out: &mut Vec<u8>, recs: &[(u64, &[u8])]) {
     out.clear();
     let count = recs.len();
     let body: usize = recs.iter().map(|r| r.1.len()).sum();

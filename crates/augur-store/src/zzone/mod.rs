@@ -49,7 +49,7 @@ pub mod filter;
 pub mod trie;
 
 #[cfg(test)]
-mod tests_disabled_in_trial {}
+mod tests;
 
 use crate::object::alloc_size;
 use crate::tenant::mix64;
@@ -146,6 +146,14 @@ struct LargeItem {
     value_len: usize,
 }
 
+/// Grows a table by an eighth instead of doubling: the block table is per-block
+/// overhead (its slack is charged), and splits are rare next to inserts.
+fn grow<T>(v: &mut Vec<T>) {
+    if v.len() == v.capacity() {
+        v.reserve_exact(v.len() / 8 + 8);
+    }
+}
+
 /// The built-in hash seed.
 const DEFAULT_SEED: u64 = 0x7a45_7870_616e_6465; // "zExpande"
 
@@ -184,6 +192,9 @@ pub struct ZZone {
     filter_neg: Cell<u64>,
     filter_fp: Cell<u64>,
 }
+
+/// A removal report: (db, key, meta, why).
+type OnGone<'f> = dyn FnMut(u8, &[u8], ZMeta, Gone) + 'f;
 
 /// An item of a decoded block: its hash and its record's bytes.
 type Rec<'a> = (u64, &'a [u8]);
@@ -319,7 +330,7 @@ impl ZZone {
 
     fn depth_cap(&self) -> u8 {
         let log = 64 - self.leaves.leading_zeros() as u8;
-        (log + 8).max(12).min(trie::MAX_DEPTH)
+        (log + 8).clamp(12, trie::MAX_DEPTH)
     }
 
     /// Decodes block `bid` into `out`. A corrupt block is emptied (see the module doc).
@@ -398,6 +409,7 @@ impl ZZone {
                 i
             }
             None => {
+                grow(&mut self.blocks);
                 self.blocks.push(b);
                 (self.blocks.len() - 1) as u32
             }
@@ -542,6 +554,7 @@ impl ZZone {
                     id
                 }
                 None => {
+                    grow(&mut self.large);
                     self.large.push(Some(l));
                     (self.large.len() - 1) as u32
                 }
@@ -712,9 +725,11 @@ impl ZZone {
         let mut raw = Vec::new();
         self.decode(bid, &mut raw).ok()?;
         match self.find(&raw, h, db, key) {
-            Ok(Some((r, _))) => {
-                (!r.meta.expire_at_ms.is_some_and(|t| t <= now_ms)).then_some(r.meta)
-            }
+            Ok(Some((r, _))) => r
+                .meta
+                .expire_at_ms
+                .is_none_or(|t| t > now_ms)
+                .then_some(r.meta),
             Ok(None) => {
                 self.filter_fp.set(self.filter_fp.get() + 1);
                 None
@@ -785,6 +800,13 @@ impl ZZone {
         Ok(Some((value, r.meta)))
     }
 
+    /// The trie node (heap-numbered) of the leaf (db, key) maps to: the trie look-up
+    /// alone, for measurements.
+    #[doc(hidden)]
+    pub fn locate(&self, db: u8, key: &[u8]) -> Option<u64> {
+        self.trie.lookup(self.hash(db, key)).map(|x| x.0)
+    }
+
     /// Live items (expired ones count until dropped).
     pub fn len(&self) -> u64 {
         self.items
@@ -821,13 +843,7 @@ impl ZZone {
 
     /// Removes the items of block `bid` that `pick` selects (given the record, its hash,
     /// and whether it has expired), reporting each through `f`. Returns the number removed.
-    fn drop_from_block(
-        &mut self,
-        bid: u32,
-        now_ms: u64,
-        evict: bool,
-        f: &mut dyn FnMut(u8, &[u8], ZMeta, Gone),
-    ) -> usize {
+    fn drop_from_block(&mut self, bid: u32, now_ms: u64, evict: bool, f: &mut OnGone<'_>) -> usize {
         let mut raw = std::mem::take(&mut self.raw);
         if self.decode(bid, &mut raw).is_err() {
             self.drop_corrupt(bid);

@@ -1,0 +1,28 @@
+//! Feeds arbitrary bytes to the Z-zone's block decoder (augur_store::zzone::block): as a
+//! frame (codec byte, raw length, LZ4 / zstd / raw payload) and, wrapped in a raw frame,
+//! as a block's records and offset index. Decoding must never panic nor allocate beyond
+//! its caps; whatever it accepts must re-encode to a frame that decodes to the same bytes.
+
+#![no_main]
+
+use augur_store::zzone::block::{self, Codec};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|input: &[u8]| {
+    let Some((&ctl, data)) = input.split_first() else { return };
+    let _ = block::check_frame(data);
+    let _ = block::check_raw(data);
+    let mut framed = vec![0u8];
+    block::put_varint(&mut framed, data.len() as u64);
+    framed.extend_from_slice(data);
+    let _ = block::check_frame(&framed);
+    let mut raw = Vec::new();
+    if block::decompress(data, &mut raw).is_ok() {
+        let codec = if ctl & 1 == 0 { Codec::Lz4 } else { Codec::Zstd { level: 1 } };
+        let mut again = Vec::new();
+        block::compress(codec, &raw, &mut again);
+        let mut back = Vec::new();
+        block::decompress(&again, &mut back).expect("own frame decodes");
+        assert_eq!(back, raw);
+    }
+});
