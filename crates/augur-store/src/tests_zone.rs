@@ -203,7 +203,7 @@ proptest! {
     /// zones; the structures stay consistent.
     #[test]
     fn zoned_store_matches_a_map_model(ops in prop::collection::vec(op(), 1..400)) {
-        let s = zoned(256 << 10, 2);
+        let s = zoned(256 << 10, 1);
         let now = 50u64;
         let ns = Ns::new(0, 0);
         let mut model: HashMap<u64, (Vec<u8>, Option<u64>)> = HashMap::new();
