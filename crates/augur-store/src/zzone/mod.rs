@@ -1328,6 +1328,19 @@ impl ZZone {
                 return Err(format!("{what}: kept {kept}, counted {counted}"));
             }
         }
+        let deepest = self
+            .blocks
+            .iter()
+            .filter(|b| b.depth != FREE)
+            .map(|b| b.depth)
+            .max()
+            .unwrap_or(0);
+        if deepest != self.trie.depth() {
+            return Err(format!(
+                "trie depth {} vs deepest leaf {deepest}",
+                self.trie.depth()
+            ));
+        }
         if dbs != self.db_counts {
             return Err(format!(
                 "db counts: kept {:?}, counted {dbs:?}",

@@ -546,6 +546,7 @@ fn bytes_track_contents() {
     z.check().unwrap();
     assert!(z.bytes() < full);
     let leaves = z.stats().blocks;
+    let depth = z.stats().trie_depth;
     z.evict_to(0, |_, _, _| {});
     assert!(z.is_empty());
     z.check().unwrap();
@@ -557,6 +558,7 @@ fn bytes_track_contents() {
         s.merges > 0 && s.blocks * 4 < leaves,
         "{leaves} leaves, then {s:?}"
     );
+    assert!(s.trie_depth < depth, "depth {depth}, then {s:?}");
     // Refilling reuses the freed block slots.
     for i in 0..2000u64 {
         z.insert(
