@@ -16,7 +16,11 @@
 //! - Blocks are the leaves of a hashed binary trie ([`trie`]): a leaf holds the items
 //!   whose hash starts with its prefix; an overloaded leaf splits in two on the next bit.
 //!   A leaf is found in O(1) through the linearised complete-tree pointer array with two
-//!   levels of segments (Fig. 4).
+//!   levels of segments (Fig. 4). Not in the paper: a leaf rewritten under a quarter
+//!   block merges with its sibling leaf when both fit in half a block, so a shrinking
+//!   zone gives back its per-leaf overhead; the split depth is capped at
+//!   log2(leaves) + 8 (an over-full leaf at the cap just grows), so keys crafted against
+//!   a known seed cannot blow up the pointer array.
 //! - Each block has a 16-byte Content Filter and a 16-byte Access Filter ([`filter`]) and
 //!   §3.3.2's two recent-access records (4-byte hash tag + 4-byte time), from which
 //!   [`ZZone::get_reuse`] reports an item's re-use time for promotion decisions.
