@@ -16,7 +16,11 @@
 //! - Blocks are the leaves of a hashed binary trie ([`trie`]): a leaf holds the items
 //!   whose hash starts with its prefix; an overloaded leaf splits in two on the next bit.
 //!   A leaf is found in O(1) through the linearised complete-tree pointer array with two
-//!   levels of segments (Fig. 4).
+//!   levels of segments (Fig. 4). Not in the paper: a leaf rewritten under a quarter
+//!   block merges with its sibling leaf when both fit in half a block, so a shrinking
+//!   zone gives back its per-leaf overhead; the split depth is capped at
+//!   log2(leaves) + 8 (an over-full leaf at the cap just grows), so keys crafted against
+//!   a known seed cannot blow up the pointer array.
 //! - Each block has a 16-byte Content Filter and a 16-byte Access Filter ([`filter`]) and
 //!   §3.3.2's two recent-access records (4-byte hash tag + 4-byte time), from which
 //!   [`ZZone::get_reuse`] reports an item's re-use time for promotion decisions.
@@ -113,6 +117,9 @@ pub struct ZStats {
     pub decompressions: u64,
     /// Leaf splits.
     pub splits: u64,
+    /// Sibling leaves merged back (a leaf under a quarter block whose sibling leaf fits
+    /// with it in half a block).
+    pub merges: u64,
     /// Blocks found corrupt (and emptied).
     pub corrupt_blocks: u64,
     /// Inserts dropped because their leaf could neither split nor grow (depth cap and
@@ -186,6 +193,7 @@ pub struct ZZone {
     evictions: u64,
     expired: u64,
     splits: u64,
+    merges: u64,
     corrupt: Cell<u64>,
     rejected: u64,
     decompressions: Cell<u64>,
@@ -249,6 +257,7 @@ impl ZZone {
             evictions: 0,
             expired: 0,
             splits: 0,
+            merges: 0,
             corrupt: Cell::new(0),
             rejected: 0,
             decompressions: Cell::new(0),
@@ -420,6 +429,12 @@ impl ZZone {
     /// while it is over capacity (node 0: never split, for writes that only shrink).
     /// `access` is the leaf's Access Filter.
     fn store_leaf(&mut self, node: u64, bid: u32, recs: &[Rec<'_>], access: Bloom) {
+        self.store_leaf_m(node, bid, recs, access, true)
+    }
+
+    /// [`Self::store_leaf`]; `merge` false while writing the halves of a split (the
+    /// second half is not written yet when the first is).
+    fn store_leaf_m(&mut self, node: u64, bid: u32, recs: &[Rec<'_>], access: Bloom, merge: bool) {
         let n = recs.len();
         let body: usize = recs.iter().map(|r| r.1.len()).sum();
         let raw_size = block::HEADER + 6 * n.min(block::MAX_INDEX) + body;
@@ -450,9 +465,52 @@ impl ZZone {
             self.trie.set(2 * node + 1, Some(right));
             self.leaves += 1;
             self.splits += 1;
-            self.store_leaf(2 * node, bid, &recs[..p], la);
-            self.store_leaf(2 * node + 1, right, &recs[p..], ra);
+            self.store_leaf_m(2 * node, bid, &recs[..p], la, false);
+            self.store_leaf_m(2 * node + 1, right, &recs[p..], ra, false);
             return;
+        }
+        // The reverse of a split: a leaf that shrank to a quarter of a block merges with
+        // its sibling leaf when both fit in half a block (hysteresis against split /
+        // merge ping-pong), so a zone that shrinks (evictions, the adaptive split) does
+        // not keep a block record and a pointer per former leaf.
+        if merge && node > 1 && raw_size <= self.cfg.block_capacity / 4 {
+            let sib = node ^ 1;
+            if let Some(sb) = self.trie.get(sib) {
+                let sframe = &self.blocks[sb as usize].data;
+                let slen = if sframe.is_empty() {
+                    block::HEADER
+                } else {
+                    block::frame_raw_len(sframe).unwrap_or(usize::MAX)
+                };
+                if raw_size.saturating_add(slen) <= self.cfg.block_capacity / 2 {
+                    let mut sraw = Vec::new();
+                    if self.decode(sb, &mut sraw).is_ok() {
+                        if let Ok(srecs) = self.collect(&sraw, 0..0) {
+                            let mut both: Vec<Rec<'_>> = Vec::with_capacity(n + srecs.len());
+                            if node & 1 == 0 {
+                                both.extend_from_slice(recs);
+                                both.extend_from_slice(&srecs);
+                            } else {
+                                both.extend_from_slice(&srecs);
+                                both.extend_from_slice(recs);
+                            }
+                            let mut acc = access;
+                            let sa = self.blocks[sb as usize].access;
+                            acc.0[0] |= sa.0[0];
+                            acc.0[1] |= sa.0[1];
+                            self.free_block(sb);
+                            self.trie.set(node, None);
+                            self.trie.set(sib, None);
+                            self.trie.set(node >> 1, Some(bid));
+                            self.blocks[bid as usize].depth = depth - 1;
+                            self.leaves -= 1;
+                            self.merges += 1;
+                            self.store_leaf(node >> 1, bid, &both, acc);
+                            return;
+                        }
+                    }
+                }
+            }
         }
         let mut content = Bloom::default();
         for r in recs {
@@ -479,6 +537,23 @@ impl ZZone {
         b.access = access;
         self.data_bytes -= alloc_size(old.len()) as u64;
         self.compressed -= old.len() as u64;
+    }
+
+    /// Returns block `bid`'s slot to the free list (its items already moved).
+    fn free_block(&mut self, bid: u32) {
+        let b = &mut self.blocks[bid as usize];
+        let old = std::mem::take(&mut b.data);
+        b.depth = FREE;
+        b.count = 0;
+        b.content.clear();
+        b.access.clear();
+        self.data_bytes -= alloc_size(old.len()) as u64;
+        self.compressed -= old.len() as u64;
+        if self.free_blocks.len() == self.free_blocks.capacity() {
+            self.free_blocks
+                .reserve_exact(self.free_blocks.len() / 8 + 8);
+        }
+        self.free_blocks.push(bid);
     }
 
     fn db_add(&mut self, db: u8) {
@@ -914,7 +989,8 @@ impl ZZone {
                 }
             }
             let access = self.blocks[bid as usize].access;
-            self.store_leaf(0, bid, &keep, access);
+            let node = self.trie.lookup(all[0].0).map_or(0, |x| x.0);
+            self.store_leaf(node, bid, &keep, access);
         }
         drop(all);
         self.raw = raw;
@@ -1155,6 +1231,7 @@ impl ZZone {
         z.evictions = self.evictions;
         z.expired = self.expired;
         z.splits = self.splits;
+        z.merges = self.merges;
         z.corrupt = self.corrupt.clone();
         z.rejected = self.rejected;
         z.decompressions = self.decompressions.clone();
@@ -1178,6 +1255,7 @@ impl ZZone {
             filter_false_positives: self.filter_fp.get(),
             decompressions: self.decompressions.get(),
             splits: self.splits,
+            merges: self.merges,
             corrupt_blocks: self.corrupt.get(),
             rejected: self.rejected,
             trie_depth: self.trie.depth() as u64,
@@ -1253,6 +1331,19 @@ impl ZZone {
             if kept != counted {
                 return Err(format!("{what}: kept {kept}, counted {counted}"));
             }
+        }
+        let deepest = self
+            .blocks
+            .iter()
+            .filter(|b| b.depth != FREE)
+            .map(|b| b.depth)
+            .max()
+            .unwrap_or(0);
+        if deepest != self.trie.depth() {
+            return Err(format!(
+                "trie depth {} vs deepest leaf {deepest}",
+                self.trie.depth()
+            ));
         }
         if dbs != self.db_counts {
             return Err(format!(

@@ -256,8 +256,20 @@ fn run_model(cap: usize, codec: Codec, ops: Vec<Op>) -> Result<(), TestCaseError
     Ok(())
 }
 
+/// 64 cases per run unless PROPTEST_CASES asks for more (long soak runs).
+fn cases() -> ProptestConfig {
+    let n = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
+    ProptestConfig {
+        cases: n,
+        ..ProptestConfig::default()
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(cases())]
 
     #[test]
     fn zone_matches_a_map_lz4(ops in prop::collection::vec(op(), 1..300)) {
@@ -533,11 +545,31 @@ fn bytes_track_contents() {
     }
     z.check().unwrap();
     assert!(z.bytes() < full);
+    let leaves = z.stats().blocks;
+    let depth = z.stats().trie_depth;
     z.evict_to(0, |_, _, _| {});
     assert!(z.is_empty());
     z.check().unwrap();
-    // Only the structure (empty leaves, trie, tables) is left.
-    assert_eq!(z.stats().compressed_bytes, 0);
+    // Only the structure (empty leaves, trie, tables) is left, and emptied siblings
+    // merged back.
+    let s = z.stats();
+    assert_eq!(s.compressed_bytes, 0);
+    assert!(
+        s.merges > 0 && s.blocks * 4 < leaves,
+        "{leaves} leaves, then {s:?}"
+    );
+    assert!(s.trie_depth < depth, "depth {depth}, then {s:?}");
+    // Refilling reuses the freed block slots.
+    for i in 0..2000u64 {
+        z.insert(
+            3,
+            format!("k{i}").as_bytes(),
+            &record(i, 120),
+            meta(None, 0),
+        );
+    }
+    z.check().unwrap();
+    assert!(z.bytes() <= full + full / 20, "{} vs {full}", z.bytes());
 }
 
 #[test]

@@ -24,6 +24,8 @@ pub struct Trie {
     /// Depth of the deepest leaf (the complete tree's last level).
     depth: u8,
     live_segs: usize,
+    /// Leaves per depth, so the last level rises again when merges empty it.
+    per_depth: [u32; MAX_DEPTH as usize + 1],
 }
 
 impl Trie {
@@ -33,6 +35,7 @@ impl Trie {
             segs: Vec::new(),
             depth: 0,
             live_segs: 0,
+            per_depth: [0; MAX_DEPTH as usize + 1],
         };
         t.set(1, Some(block));
         t
@@ -59,6 +62,15 @@ impl Trie {
     pub fn set(&mut self, node: u64, block: Option<u32>) {
         let seg = (node / SEG as u64) as usize;
         let off = (node % SEG as u64) as usize;
+        let d = node_depth(node);
+        if d > MAX_DEPTH {
+            return;
+        }
+        match (self.get(node), block) {
+            (None, Some(_)) => self.per_depth[d as usize] += 1,
+            (Some(_), None) => self.per_depth[d as usize] -= 1,
+            _ => {}
+        }
         match block {
             Some(b) => {
                 if seg >= self.segs.len() {
@@ -69,7 +81,6 @@ impl Trie {
                     Box::new([0u32; SEG])
                 });
                 s[off] = b + 1;
-                let d = (63 - node.leading_zeros()) as u8;
                 self.depth = self.depth.max(d);
             }
             None => {
@@ -79,6 +90,15 @@ impl Trie {
                         self.segs[seg] = None;
                         self.live_segs -= 1;
                     }
+                }
+                while self.depth > 0 && self.per_depth[self.depth as usize] == 0 {
+                    self.depth -= 1;
+                }
+                while matches!(self.segs.last(), Some(None)) {
+                    self.segs.pop();
+                }
+                if self.segs.capacity() > 2 * self.segs.len() + 8 {
+                    self.segs.shrink_to_fit();
                 }
             }
         }
