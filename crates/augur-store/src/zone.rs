@@ -280,10 +280,14 @@ pub(crate) struct PartZone {
 
 impl PartZone {
     pub(crate) fn new(settings: &ZoneSettings, dbs: usize) -> PartZone {
-        let z = ZZone::new(ZConfig {
-            block_capacity: settings.block.block_capacity,
-            codec: settings.block.codec,
-        });
+        // Seeded per process (the store's key hash is), against hash flooding.
+        let z = ZZone::with_seed(
+            ZConfig {
+                block_capacity: settings.block.block_capacity,
+                codec: settings.block.codec,
+            },
+            crate::store::key_hash(b"augur zzone seed"),
+        );
         PartZone {
             base_bytes: z.bytes(),
             z,
