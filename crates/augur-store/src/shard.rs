@@ -897,7 +897,7 @@ impl Part {
         let Some(zone) = zone.as_deref_mut() else {
             return false;
         };
-        if zone.z.len() == 0 {
+        if zone.z.is_empty() {
             return false;
         }
         // The pending removals of stale copies run first (§3.3.2).
@@ -2041,7 +2041,7 @@ impl Shard {
                 let over = p
                     .zone
                     .as_deref()
-                    .is_some_and(|z| p.n_used() > z.n_target(p.n_used()) && z.z.len() > 0);
+                    .is_some_and(|z| p.n_used() > z.n_target(p.n_used()) && !z.z.is_empty());
                 if !over || p.len() == 0 {
                     break;
                 }
@@ -2393,7 +2393,7 @@ impl Shard {
         for (t, p) in self.parts.iter_mut().enumerate() {
             p.follow_zone_setting();
             if let Some(z) = p.zone.as_deref() {
-                if z.z.len() > 0
+                if !z.z.is_empty()
                     && !z.demote_next(p.n_used())
                     && z_victim.is_none_or(|(b, _)| z.bytes() > b)
                 {

@@ -395,7 +395,7 @@ impl PartZone {
     /// Whether the next eviction of this part should demote from the N-zone (`n_bytes`
     /// over its share of `n_bytes + Z`) rather than evict from the Z-zone.
     pub(crate) fn demote_next(&self, n_bytes: u64) -> bool {
-        if self.z.len() == 0 {
+        if self.z.is_empty() {
             return true;
         }
         if !self.pays {
@@ -429,7 +429,7 @@ impl PartZone {
     /// The zone gave up (it does not pay) and is empty: the part drops it and retries
     /// a window later.
     pub(crate) fn gave_up(&self) -> bool {
-        !self.pays && self.z.len() == 0
+        !self.pays && self.z.is_empty()
     }
 
     /// Whether an N-zone victim should move here rather than be evicted.
@@ -518,7 +518,7 @@ impl PartZone {
                 self.n_share = (self.n_share - SHARE_STEP).max(MIN_N_SHARE);
             }
         }
-        if !self.pays && self.z.len() == 0 {
+        if !self.pays && self.z.is_empty() {
             self.pays = true;
         }
         self.window_start_ms = now_ms;
