@@ -7,7 +7,9 @@
 # Memory sizes: PCTS (default 10 25 50) percent of the trace's working set at
 # BYTES_PER_KEY (default 140: what one ~10-byte key with a 100-byte value costs Augur
 # without the zone), so 50 % means "Augur without the zone holds about half the keys".
-# Usage: bench/zone_misses.sh [TRACE ...]   (default: zipf0.99 cloudphysics arc_oltp)
+# SHARDS (default 64, the server's default) is passed to both augur runs: a tenant's part
+# of a shard gets a Z-zone only with >= 256 KB to manage, so at small sizes use fewer.
+# Usage: [SHARDS=4] bench/zone_misses.sh [TRACE ...]   (default: zipf0.99 cloudphysics arc_oltp)
 #   zipf0.99: bench/zipf_trace.py, 2M requests over 1M keys, YCSB's skew.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -18,8 +20,10 @@ PCTS=${PCTS:-10 25 50}
 BPK=${BYTES_PER_KEY:-140}
 CORPUS=${CORPUS:-/usr/share/iso-codes/json}
 PORT=${PORT:-7611}
+SHARDS=${SHARDS:-64}
 build_augur
 TMP=$(mktemp -d)
+echo "augur shards: $SHARDS"
 printf '%-13s %4s %10s  %-9s %-9s %-9s  %s\n' trace ws% maxmemory "zone" "no-zone" "redis" "zone vs redis"
 for name in "${TRACES[@]}"; do
   case $name in
@@ -35,8 +39,8 @@ for name in "${TRACES[@]}"; do
     res=()
     for who in zone nozone redis; do
       case $who in
-        zone) start_augur $PORT --maxmemory $mem --maxmemory-policy allkeys-lru --compressed-zone yes ;;
-        nozone) start_augur $PORT --maxmemory $mem --maxmemory-policy allkeys-lru ;;
+        zone) start_augur $PORT --maxmemory $mem --maxmemory-policy allkeys-lru --compressed-zone yes --shards $SHARDS ;;
+        nozone) start_augur $PORT --maxmemory $mem --maxmemory-policy allkeys-lru --shards $SHARDS ;;
         redis) start_redis $PORT --maxmemory $mem --maxmemory-policy allkeys-lru ;;
       esac
       out=$("$AUGUR" replay "$f" --addr 127.0.0.1:$PORT --connections 4 --value-size 100 \
