@@ -537,6 +537,42 @@ impl LhdCache {
         &self.model
     }
 
+    /// Every cached entry as (key, cost in the cache's unit, age in accesses), for a
+    /// cache that switches policy and moves its contents (`crate::switching`).
+    pub fn entries(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        let now = self.model.now();
+        self.slots
+            .iter()
+            .map(move |s| (s.key, s.cost, now.saturating_sub(s.tag.timestamp)))
+    }
+
+    /// Sets the model's clock (before [`LhdCache::insert_aged`]s: the clock of the cache
+    /// the contents come from, so ages carry over).
+    pub fn set_now(&mut self, now: u64) {
+        self.model.set_time(now);
+    }
+
+    /// Inserts `key` last referenced `age` accesses ago, without evicting and with no
+    /// hit history: what the store's LHD reads in an entry last touched under LRU (a
+    /// new object of the age its clock gives; augur-store `lhd.rs`, "Switching policies
+    /// live"). Not an access, and never an explorer.
+    pub fn insert_aged(&mut self, key: u64, cost: u64, age: u64) {
+        if self.index.contains_key(&key) {
+            return;
+        }
+        let tag = LhdTag {
+            timestamp: self.model.now().saturating_sub(age),
+            last_hit_age: 0,
+            last_last_hit_age: self.model.cfg.max_age as u16,
+            app: 0,
+            explorer: false,
+        };
+        let i = u32::try_from(self.slots.len()).expect("at most u32::MAX entries");
+        self.slots.push(Slot { key, cost, tag });
+        self.index.insert(key, i);
+        self.used += cost;
+    }
+
     fn remove_slot(&mut self, i: usize) -> Slot {
         let s = self.slots.swap_remove(i);
         self.index.remove(&s.key);

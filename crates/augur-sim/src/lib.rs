@@ -29,6 +29,7 @@ mod prefetch;
 pub mod run;
 pub mod sampled;
 pub mod spec;
+pub mod switching;
 mod working_set;
 
 pub use lhd::{LhdCache, LhdConfig, LhdModel, LhdTag};
@@ -39,6 +40,7 @@ pub use run::{
 };
 pub use sampled::{SampledCache, Sampling};
 pub use spec::{build, build_miniature, ParsePolicyError, PolicySpec, Unit};
+pub use switching::SwitchingCache;
 
 /// A cache simulator fed one request at a time: the exact ground truth the MRC models
 /// are judged against, and the engine of miniature simulation.
