@@ -24,10 +24,13 @@
 //!   do not see (the store drops LHD's learned model when LRU runs, and LHD restarts
 //!   from empty histograms), and two intervals in a row keep one noisy interval of a
 //!   1 % sample from flapping the policy, at the cost of acting one interval later.
-//!   Until the first reliable interval the scope runs `redis-lru:5` (Redis's default);
-//!   the first reliable interval's best is taken at once, since the default was
-//!   chosen on no evidence. Under [`crate::dlru::MIN_KEYS`] (256) distinct sampled
-//!   keys the interval falls back to `redis-lru:5`, as DLRU falls back to K = 5.
+//!   Ties keep what runs (a cold interval, where every miniature misses alike, changes
+//!   nothing). A scope starts with [`INITIAL_POLICY`] (LHD: the lowest or near-lowest
+//!   miss ratio of Augur's fixed policies on the shared traces, so the start costs
+//!   least where the run is too short for the hysteresis to act). Under
+//!   [`crate::dlru::MIN_KEYS`] (256) distinct sampled keys the interval is no evidence
+//!   and the running policy stays (DLRU falls back to K = 5; a policy switch on no
+//!   evidence would only add one).
 //! - **Install** ([`install`]). Partitioning off: the store's policy and K (the shared
 //!   pool is one keyspace). Otherwise: the tenant's own policy and K
 //!   (`Store::set_tenant_policy`, `set_tenant_limits`), which its evictions use. The
@@ -43,9 +46,12 @@ use augur_store::{EvictionPolicy, Partitioning, Store};
 pub const MARGIN: f64 = 0.02;
 /// ... in this many consecutive intervals.
 pub const CONFIRM: u32 = 2;
-/// What a scope runs before its first reliable interval, and on a fallback.
-pub const DEFAULT_POLICY: PolicySpec = PolicySpec::RedisLru {
-    k: crate::dlru::DEFAULT_K as usize,
+/// What a scope runs until the miniatures show another family cheaper: LHD, whose
+/// miss ratio on the shared traces is the lowest of Augur's fixed policies or close to
+/// it (BENCHMARKS.md, "Miss ratio table"), so that short runs, which end before the
+/// hysteresis can act, lose least: Redis's default K-LRU.
+pub const INITIAL_POLICY: PolicySpec = PolicySpec::Lhd {
+    k: augur_sim::spec::DEFAULT_LHD_SAMPLES,
 };
 
 /// The candidates: `redis-lru:K` for each K of DLRU's set, then `lhd:A`.
@@ -100,9 +106,6 @@ fn best_where(
 pub struct Hysteresis {
     /// What the scope runs now.
     pub running: PolicySpec,
-    /// Whether `running` was chosen on a reliable interval (not the default or a
-    /// fallback).
-    pub evidence: bool,
     /// Consecutive intervals in which the other family won by [`MARGIN`].
     pub streak: u32,
     /// Family switches so far.
@@ -111,16 +114,20 @@ pub struct Hysteresis {
 
 impl Default for Hysteresis {
     fn default() -> Self {
-        Self {
-            running: DEFAULT_POLICY,
-            evidence: false,
-            streak: 0,
-            switches: 0,
-        }
+        Self::starting(INITIAL_POLICY)
     }
 }
 
 impl Hysteresis {
+    /// A scope that runs `p` until the chooser has evidence.
+    pub fn starting(p: PolicySpec) -> Self {
+        Self {
+            running: p,
+            streak: 0,
+            switches: 0,
+        }
+    }
+
     /// One interval's decision from the candidates' costs and the interval's distinct
     /// sampled keys; returns the policy to run from now on. `_best` is the least-cost
     /// candidate (reported in INFO; recomputed here per family).
@@ -131,43 +138,46 @@ impl Hysteresis {
         cost: &[f64],
         keys: usize,
     ) -> PolicySpec {
-        let overall = best_where(candidates, cost, |_| true);
-        let next = match overall {
-            None => DEFAULT_POLICY,
-            Some(_) if keys < MIN_KEYS => {
-                self.evidence = false;
+        let cost_of = |p: PolicySpec| {
+            candidates
+                .iter()
+                .position(|&c| c == p)
+                .map(|i| cost[i])
+                .filter(|c| c.is_finite())
+        };
+        let lhd = is_lhd(self.running);
+        let same = best_where(candidates, cost, |p| is_lhd(p) == lhd);
+        let other = best_where(candidates, cost, |p| is_lhd(p) != lhd);
+        // Within the running family: its least-cost member, but the running one on a
+        // tie (a cold interval, where all miss alike, changes nothing).
+        let same = match (same, cost_of(self.running)) {
+            (Some((_, sc)), Some(rc)) if rc <= sc => Some((self.running, rc)),
+            (s, _) => s,
+        };
+        let next = match (same, other) {
+            // Too few keys: the interval says nothing; keep what runs (DLRU falls
+            // back to Redis's K = 5; a policy switch on no evidence would only add one).
+            _ if keys < MIN_KEYS => {
                 self.streak = 0;
-                DEFAULT_POLICY
+                self.running
             }
-            Some((p, _)) if !self.evidence => {
-                self.evidence = true;
-                self.streak = 0;
-                p
-            }
-            Some(_) => {
-                let lhd = is_lhd(self.running);
-                let same = best_where(candidates, cost, |p| is_lhd(p) == lhd);
-                let other = best_where(candidates, cost, |p| is_lhd(p) != lhd);
-                match (same, other) {
-                    (Some((s, sc)), Some((o, oc))) => {
-                        if oc < sc * (1.0 - MARGIN) {
-                            self.streak += 1;
-                            if self.streak >= CONFIRM {
-                                self.streak = 0;
-                                o
-                            } else {
-                                s
-                            }
-                        } else {
-                            self.streak = 0;
-                            s
-                        }
+            (Some((s, sc)), Some((o, oc))) => {
+                if oc < sc * (1.0 - MARGIN) {
+                    self.streak += 1;
+                    if self.streak >= CONFIRM {
+                        self.streak = 0;
+                        o
+                    } else {
+                        s
                     }
-                    (Some((s, _)), None) => s,
-                    (None, Some((o, _))) => o,
-                    (None, None) => self.running,
+                } else {
+                    self.streak = 0;
+                    s
                 }
             }
+            (Some((s, _)), None) => s,
+            (None, Some((o, _))) => o,
+            (None, None) => self.running,
         };
         if is_lhd(next) != is_lhd(self.running) {
             self.switches += 1;
@@ -198,14 +208,28 @@ impl AutoSim {
     /// A cache of `capacity` in `unit` (objects: every reference counts 1 in the
     /// miniatures too).
     pub fn new(capacity: u64, unit: Unit, seed: u64, rate: f64, interval: u64) -> Self {
+        Self::starting(INITIAL_POLICY, capacity, unit, seed, rate, interval)
+    }
+
+    /// [`AutoSim::new`] running `initial` until the chooser has evidence.
+    pub fn starting(
+        initial: PolicySpec,
+        capacity: u64,
+        unit: Unit,
+        seed: u64,
+        rate: f64,
+        interval: u64,
+    ) -> Self {
+        let mut dlru = Dlru::with_candidates(
+            rate,
+            capacity,
+            &candidates(augur_sim::spec::DEFAULT_LHD_SAMPLES),
+            true,
+        );
+        dlru.start_with(initial);
         Self {
-            cache: SwitchingCache::new(DEFAULT_POLICY, capacity, unit, seed),
-            dlru: Dlru::with_candidates(
-                rate,
-                capacity,
-                &candidates(augur_sim::spec::DEFAULT_LHD_SAMPLES),
-                true,
-            ),
+            cache: SwitchingCache::new(initial, capacity, unit, seed),
+            dlru,
             unit,
             interval: interval.max(1),
             seen: 0,
@@ -338,18 +362,18 @@ mod tests {
     }
 
     #[test]
-    fn first_reliable_interval_is_taken_at_once_then_switches_need_two() {
+    fn family_switches_need_two_intervals_past_the_margin() {
         let mut h = Hysteresis::default();
         let lhd = PolicySpec::Lhd { k: 64 };
         let k5 = PolicySpec::RedisLru { k: 5 };
-        // First reliable interval: LHD best, taken at once.
-        assert_eq!(h.decide(None, &c(), &costs(100.0, 90.0), 1000), lhd);
-        assert_eq!(h.switches, 1);
+        assert_eq!(h.running, INITIAL_POLICY);
+        // A cold interval (all miss alike) changes nothing.
+        assert_eq!(h.decide(None, &c(), &[100.0; 6], 1000), lhd);
         // LRU better by 5 % once: not yet; twice: switch.
         assert_eq!(h.decide(None, &c(), &costs(95.0, 100.0), 1000), lhd);
         assert_eq!(h.decide(None, &c(), &costs(95.0, 100.0), 1000), k5);
-        assert_eq!(h.switches, 2);
-        // Better by only 1 % (under the margin): stays, however long.
+        assert_eq!(h.switches, 1);
+        // LHD better by only 1 % (under the margin): stays, however long.
         for _ in 0..5 {
             assert_eq!(h.decide(None, &c(), &costs(100.0, 99.0), 1000), k5);
         }
@@ -358,12 +382,12 @@ mod tests {
         assert_eq!(h.decide(None, &c(), &costs(100.0, 100.0), 1000), k5);
         assert_eq!(h.decide(None, &c(), &costs(100.0, 90.0), 1000), k5);
         assert_eq!(h.decide(None, &c(), &costs(100.0, 90.0), 1000), lhd);
-        assert_eq!(h.switches, 3);
+        assert_eq!(h.switches, 2);
     }
 
     #[test]
-    fn k_changes_within_lru_are_immediate() {
-        let mut h = Hysteresis::default();
+    fn k_changes_within_lru_are_immediate_and_ties_keep_the_running_k() {
+        let mut h = Hysteresis::starting(PolicySpec::RedisLru { k: 5 });
         let cand = c();
         // K = 1 best among LRU, LHD far worse.
         let cost = vec![50.0, 60.0, 70.0, 80.0, 90.0, 200.0];
@@ -376,20 +400,28 @@ mod tests {
             h.decide(None, &cand, &cost, 1000),
             PolicySpec::RedisLru { k: 16 }
         );
+        // A tie with the running K keeps it (DLRU would take the smaller K).
+        let cost = vec![50.0, 50.0, 50.0, 50.0, 50.0, 200.0];
+        assert_eq!(
+            h.decide(None, &cand, &cost, 1000),
+            PolicySpec::RedisLru { k: 16 }
+        );
         assert_eq!(h.switches, 0);
     }
 
     #[test]
-    fn under_256_keys_falls_back_to_redis_default() {
-        let mut h = Hysteresis::default();
-        let lhd = PolicySpec::Lhd { k: 64 };
-        assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 1000), lhd);
+    fn under_256_keys_keeps_what_runs() {
+        let mut h = Hysteresis::starting(PolicySpec::RedisLru { k: 5 });
+        let k5 = PolicySpec::RedisLru { k: 5 };
+        for _ in 0..4 {
+            assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 255), k5);
+        }
+        assert_eq!(h.streak, 0);
+        assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 256), k5);
         assert_eq!(
-            h.decide(None, &c(), &costs(100.0, 50.0), 255),
-            DEFAULT_POLICY
+            h.decide(None, &c(), &costs(100.0, 50.0), 256),
+            PolicySpec::Lhd { k: 64 }
         );
-        // The next reliable interval is taken at once again.
-        assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 256), lhd);
     }
 
     /// The chooser, run as `augur sim --policy auto` runs it, picks LHD where LHD wins
@@ -430,7 +462,7 @@ mod tests {
                     (1.0 - hits as f64 / trace.len() as f64, p)
                 }
                 None => {
-                    let mut s = AutoSim::new(cap, Unit::Objects, 3, 1.0, 200_000);
+                    let mut s = AutoSim::new(cap, Unit::Objects, 3, 1.0, 100_000);
                     for &k in trace {
                         hits += u64::from(s.access(k, 1));
                     }
@@ -465,6 +497,10 @@ mod tests {
             matches!(chosen, PolicySpec::RedisLru { .. }),
             "chose {chosen}"
         );
-        assert!(auto <= k5 + 0.01, "auto {auto} k5 {k5} lhd {lhd}");
+        // Two intervals of LHD (the initial policy) before the switch cost a little.
+        assert!(
+            auto < k5 + (lhd - k5) / 4.0,
+            "auto {auto} k5 {k5} lhd {lhd}"
+        );
     }
 }

@@ -355,6 +355,13 @@ impl Dlru {
         self.rate
     }
 
+    /// `maxmemory-policy auto`: the scope runs `p` until the chooser has evidence.
+    pub fn start_with(&mut self, p: PolicySpec) {
+        if self.auto.is_some() {
+            self.auto = Some(crate::autopolicy::Hysteresis::starting(p));
+        }
+    }
+
     /// Whether this model makes `maxmemory-policy auto`'s choice.
     pub fn is_auto(&self) -> bool {
         self.auto.is_some()

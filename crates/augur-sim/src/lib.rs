@@ -35,8 +35,8 @@ mod working_set;
 pub use lhd::{LhdCache, LhdConfig, LhdModel, LhdTag};
 pub use list::{ListCache, ListOrder};
 pub use run::{
-    simulate, simulate_grid, simulate_sizes, simulate_with_progress, working_set, SimRequest,
-    SimResult, TraceOp, WorkingSet, WorkingSetCounter,
+    simulate, simulate_cache, simulate_grid, simulate_sizes, simulate_with_progress, working_set,
+    SimRequest, SimResult, TraceOp, WorkingSet, WorkingSetCounter,
 };
 pub use sampled::{SampledCache, Sampling};
 pub use spec::{build, build_miniature, ParsePolicyError, PolicySpec, Unit};
@@ -70,6 +70,28 @@ pub trait CacheSim: Send {
 }
 
 impl<S: CacheSim + ?Sized> CacheSim for Box<S> {
+    fn access(&mut self, key: u64, size: u32) -> bool {
+        (**self).access(key, size)
+    }
+    fn remove(&mut self, key: u64) {
+        (**self).remove(key)
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn used(&self) -> u64 {
+        (**self).used()
+    }
+    fn capacity(&self) -> u64 {
+        (**self).capacity()
+    }
+    fn set_capacity(&mut self, capacity: u64) -> bool {
+        (**self).set_capacity(capacity)
+    }
+}
+
+/// A borrowed simulator, so a caller can drive one and read its own state afterwards.
+impl<S: CacheSim + ?Sized> CacheSim for &mut S {
     fn access(&mut self, key: u64, size: u32) -> bool {
         (**self).access(key, size)
     }

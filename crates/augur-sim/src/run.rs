@@ -155,6 +155,19 @@ fn ratio(num: u64, den: u64) -> f64 {
     }
 }
 
+/// [`simulate_with_progress`] for a simulator built by the caller (e.g. the server's
+/// `maxmemory-policy auto` chooser driving a [`crate::SwitchingCache`]); `policy` only
+/// labels the result.
+pub fn simulate_cache<S: CacheSim, R: SimRequest>(
+    sim: S,
+    trace: &[R],
+    policy: PolicySpec,
+    unit: Unit,
+    progress: &(dyn Fn(u64) + Sync),
+) -> SimResult {
+    drive(sim, trace, policy, unit, progress)
+}
+
 /// Feeds `trace` to `sim`, calling `progress(n)` every [`PROGRESS_EVERY`] trace
 /// entries and once at the end with the number of entries (DELETEs included) since the
 /// last call. A DELETE removes its key and is not counted. Generic so the hot loop is
