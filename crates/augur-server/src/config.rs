@@ -69,8 +69,8 @@ pub struct ServerConfig {
     pub maxmemory_samples_auto: bool,
     /// `maxmemory-policy auto`: each tenant (or the keyspace, partitioning off) runs
     /// the policy its miniature caches predict the cheapest (crate::autopolicy);
-    /// `maxmemory_policy` is then `allkeys-lru`, the base a tenant without a choice
-    /// yet evicts by.
+    /// `maxmemory_policy` is then the chooser's initial policy (`allkeys-lhd`), which a
+    /// tenant without a choice yet evicts by.
     pub maxmemory_policy_auto: bool,
     /// GETs per DLRU interval (DLRU §3.5's 5M); the profiler's interval also ends one.
     pub dlru_interval: u64,
@@ -464,7 +464,8 @@ impl ServerConfig {
             "timeout" => self.timeout = parse_int(value)?,
             "maxmemory" => self.maxmemory = parse_memory(value).ok_or("argument must be a memory value")?,
             "maxmemory-policy" if value.eq_ignore_ascii_case("auto") => {
-                self.maxmemory_policy = EvictionPolicy::AllKeysLru;
+                self.maxmemory_policy =
+                    crate::autopolicy::store_policy(crate::autopolicy::INITIAL_POLICY);
                 self.maxmemory_policy_auto = true;
             }
             "maxmemory-policy" => {

@@ -403,7 +403,7 @@ impl Shared {
             self.store.set_maxmemory(new.maxmemory);
         }
         // Under `maxmemory-policy auto` the profiler owns the store's policy and K
-        // (crate::autopolicy); entering it starts from allkeys-lru.
+        // (crate::autopolicy); entering it starts from the chooser's initial policy.
         let was_auto_policy = self.config.read().maxmemory_policy_auto;
         if (!new.maxmemory_policy_auto || !was_auto_policy)
             && self.store.policy() != new.maxmemory_policy
