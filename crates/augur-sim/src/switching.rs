@@ -22,7 +22,7 @@ use crate::CacheSim;
 
 enum Inner {
     Sampled(SampledCache),
-    Lhd(LhdCache),
+    Lhd(Box<LhdCache>),
 }
 
 /// A cache that runs `redis-lru:K` or `lhd:A` and can switch between them live.
@@ -59,7 +59,7 @@ impl SwitchingCache {
 
     fn make(policy: PolicySpec, capacity: u64, unit: Unit, seed: u64) -> Inner {
         match policy {
-            PolicySpec::Lhd { k } => Inner::Lhd(LhdCache::new(
+            PolicySpec::Lhd { k } => Inner::Lhd(Box::new(LhdCache::new(
                 LhdConfig {
                     associativity: k,
                     ..LhdConfig::default()
@@ -67,7 +67,7 @@ impl SwitchingCache {
                 capacity,
                 unit,
                 seed,
-            )),
+            ))),
             PolicySpec::RedisLru { k } => Inner::Sampled(SampledCache::new(
                 Sampling::Pooled { k },
                 capacity,
@@ -135,7 +135,7 @@ impl SwitchingCache {
     fn sim(&self) -> &dyn CacheSim {
         match &self.inner {
             Inner::Sampled(c) => c,
-            Inner::Lhd(c) => c,
+            Inner::Lhd(c) => c.as_ref(),
         }
     }
 }

@@ -101,6 +101,9 @@ pub struct Args {
     pub csv: bool,
 }
 
+/// `auto`'s run: (decision intervals, family switches, the policy at the end).
+type AutoSummary = (u64, u64, PolicySpec);
+
 /// A policy of `--policy`: a fixed one, or `auto`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SimPolicy {
@@ -300,7 +303,7 @@ pub fn run(args: Args) -> Result<()> {
     // One task per (policy, size): costs differ widely, so let work stealing balance.
     let requests = trace.len() as u64 - deletes;
     let (auto_rate, auto_interval) = auto_params(&args, &ws, requests);
-    let results: Vec<(SimResult, f64, Option<(u64, u64, PolicySpec)>)> = pool.install(|| {
+    let results: Vec<(SimResult, f64, Option<AutoSummary>)> = pool.install(|| {
         jobs.par_iter()
             .with_max_len(1)
             .map(|&(policy, size)| {

@@ -140,7 +140,7 @@ async fn auto_runs_lru_on_shifting_sets_and_lhd_on_scans() {
     let before = interval(&decision(&mut con).await);
     let mut scan = 0u64;
     for _ in 0..60_000u64 {
-        let key = if rng.next() % 2 == 0 {
+        let key = if rng.next().is_multiple_of(2) {
             format!("hot:{}", rng.next() % 600)
         } else {
             scan += 1;
@@ -215,7 +215,7 @@ async fn switching_under_concurrent_load_loses_no_key() {
                 let _: () = q(&mut con, &["CONFIG", "SET", "maxmemory-policy", p])
                     .await
                     .unwrap();
-                if n % 3 == 0 {
+                if n.is_multiple_of(3) {
                     let m = modes[(n / 3) % 2];
                     let _: () = q(&mut con, &["CONFIG", "SET", "tenant-partitioning", m])
                         .await
