@@ -89,25 +89,3 @@ impl<S: CacheSim + ?Sized> CacheSim for Box<S> {
         (**self).set_capacity(capacity)
     }
 }
-
-/// A borrowed simulator, so a caller can drive one and read its own state afterwards.
-impl<S: CacheSim + ?Sized> CacheSim for &mut S {
-    fn access(&mut self, key: u64, size: u32) -> bool {
-        (**self).access(key, size)
-    }
-    fn remove(&mut self, key: u64) {
-        (**self).remove(key)
-    }
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    fn used(&self) -> u64 {
-        (**self).used()
-    }
-    fn capacity(&self) -> u64 {
-        (**self).capacity()
-    }
-    fn set_capacity(&mut self, capacity: u64) -> bool {
-        (**self).set_capacity(capacity)
-    }
-}

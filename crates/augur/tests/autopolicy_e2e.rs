@@ -6,48 +6,48 @@
 mod common;
 
 use augur_server::ServerConfig;
-use common::{info_field, q, TestServer};
+use common::{
+    dlru_decision, dlru_interval, get_or_set, info_field, limit_to_keys_then_auto, q,
+    wait_dlru_interval, TestServer,
+};
 use redis::aio::MultiplexedConnection;
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The fields of INFO dlru's `dlru_keyspace:` line.
-async fn decision(con: &mut MultiplexedConnection) -> Option<HashMap<String, String>> {
-    let info: String = q(con, &["INFO", "dlru"]).await.unwrap();
-    let line = info
-        .lines()
-        .find_map(|l| l.strip_prefix("dlru_keyspace:"))?;
-    Some(
-        line.split(',')
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
-            .collect(),
-    )
-}
-
-fn interval(d: &Option<HashMap<String, String>>) -> u64 {
-    d.as_ref().map_or(0, |d| d["interval"].parse().unwrap())
-}
-
-async fn wait_interval(con: &mut MultiplexedConnection, n: u64) -> HashMap<String, String> {
-    let t = Instant::now();
-    loop {
-        let d = decision(con).await;
-        if interval(&d) >= n {
-            return d.unwrap();
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "no interval {n}: {d:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// Every key sampled (R = 1: the miniatures are full size, so the tests need no
+/// tolerance for sampling error); only the chooser's own interval (`dlru-interval`
+/// GETs) ends decisions.
+fn config(interval: u64) -> ServerConfig {
+    ServerConfig {
+        shards: 4,
+        tenant_sample_rate: 1.0,
+        tenant_sample_rate_auto: false,
+        tenant_interval: u64::MAX,
+        tenant_interval_ms: 0,
+        dlru_interval: interval,
+        ..ServerConfig::default()
     }
 }
 
-async fn get_or_set(con: &mut MultiplexedConnection, key: &str, value: &str) {
-    let v: Option<String> = q(con, &["GET", key]).await.unwrap();
-    if v.is_none() {
-        let _: () = q(con, &["SET", key, value]).await.unwrap();
+/// MGETs every key of `phase` and checks each holds its own value; with `all`, that
+/// none is missing.
+async fn check_values(
+    con: &mut MultiplexedConnection,
+    phase: &str,
+    writers: usize,
+    keys: usize,
+    all: bool,
+) {
+    for w in 0..writers {
+        let names: Vec<String> = (0..keys).map(|i| format!("{phase}:{w}:{i}")).collect();
+        let mut args = vec!["MGET"];
+        args.extend(names.iter().map(String::as_str));
+        let got: Vec<Option<String>> = q(con, &args).await.unwrap();
+        for (i, v) in got.iter().enumerate() {
+            match v {
+                Some(v) => assert_eq!(v, &value_of(w, i), "{phase}:{w}:{i}"),
+                None => assert!(!all, "{phase}:{w}:{i} lost"),
+            }
+        }
     }
 }
 
@@ -83,50 +83,21 @@ async fn effective_policy(con: &mut MultiplexedConnection) -> String {
 ///   scan push hot keys out (~69 %).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_runs_lru_on_shifting_sets_and_lhd_on_scans() {
-    let cfg = ServerConfig {
-        shards: 4,
-        tenant_sample_rate: 1.0,
-        tenant_sample_rate_auto: false,
-        tenant_interval: u64::MAX,
-        tenant_interval_ms: 0,
-        dlru_interval: 10_000,
-        ..ServerConfig::default()
-    };
-    let s = TestServer::start(cfg).await;
+    let s = TestServer::start(config(10_000)).await;
     let mut con = s.con().await;
     let value = "v".repeat(100);
-    for i in 0..1000 {
-        let _: () = q(&mut con, &["SET", &format!("fill:{i}"), &value])
-            .await
-            .unwrap();
-    }
-    let info: String = q(&mut con, &["INFO", "memory"]).await.unwrap();
-    let limit = info_field(&info, "used_memory");
-    let _: () = q(&mut con, &["FLUSHALL"]).await.unwrap();
-    let _: () = q(
-        &mut con,
-        &["CONFIG", "SET", "maxmemory", &limit.to_string()],
-    )
-    .await
-    .unwrap();
-    let _: () = q(&mut con, &["CONFIG", "SET", "maxmemory-policy", "auto"])
-        .await
-        .unwrap();
-    let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "maxmemory-policy"])
-        .await
-        .unwrap();
-    assert_eq!(got[1], "auto");
+    limit_to_keys_then_auto(&mut con, 1000, &value, "maxmemory-policy").await;
     // The initial policy until the chooser has evidence.
     assert_eq!(effective_policy(&mut con).await, "allkeys-lhd");
 
     // Shifting hot sets: K-LRU wins.
     let mut rng = Lcg(777);
-    let before = interval(&decision(&mut con).await);
+    let before = dlru_interval(&dlru_decision(&mut con).await);
     for i in 0..60_000u64 {
         let key = format!("shift:{}", (i / 10_000) * 100_000 + rng.next() % 800);
         get_or_set(&mut con, &key, &value).await;
     }
-    let d = wait_interval(&mut con, before + 5).await;
+    let d = wait_dlru_interval(&mut con, before + 5).await;
     assert!(d["policy"].starts_with("redis-lru:"), "{d:?}");
     let m5: f64 = d["misses_k5"].parse().unwrap();
     let ml: f64 = d["misses_lhd"].parse().unwrap();
@@ -137,7 +108,7 @@ async fn auto_runs_lru_on_shifting_sets_and_lhd_on_scans() {
     assert_eq!(effective_policy(&mut con).await, "allkeys-lru");
 
     // Hot set plus a scan: LHD wins.
-    let before = interval(&decision(&mut con).await);
+    let before = dlru_interval(&dlru_decision(&mut con).await);
     let mut scan = 0u64;
     for _ in 0..60_000u64 {
         let key = if rng.next().is_multiple_of(2) {
@@ -148,7 +119,7 @@ async fn auto_runs_lru_on_shifting_sets_and_lhd_on_scans() {
         };
         get_or_set(&mut con, &key, &value).await;
     }
-    let d = wait_interval(&mut con, before + 5).await;
+    let d = wait_dlru_interval(&mut con, before + 5).await;
     assert!(d["policy"].starts_with("lhd:"), "{d:?}");
     let m5: f64 = d["misses_k5"].parse().unwrap();
     let ml: f64 = d["misses_lhd"].parse().unwrap();
@@ -189,16 +160,7 @@ fn value_of(w: usize, i: usize) -> String {
 /// a limit (evicting under every policy): every key left must hold its own value.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn switching_under_concurrent_load_loses_no_key() {
-    let cfg = ServerConfig {
-        shards: 4,
-        tenant_sample_rate: 1.0,
-        tenant_sample_rate_auto: false,
-        tenant_interval: u64::MAX,
-        tenant_interval_ms: 0,
-        dlru_interval: 1000,
-        ..ServerConfig::default()
-    };
-    let s = TestServer::start(cfg).await;
+    let s = TestServer::start(config(1000)).await;
     const WRITERS: usize = 4;
     const KEYS: usize = 2500;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -263,15 +225,7 @@ async fn switching_under_concurrent_load_loses_no_key() {
     let mut con = s.con().await;
     let n: u64 = q(&mut con, &["DBSIZE"]).await.unwrap();
     assert_eq!(n, (WRITERS * KEYS) as u64);
-    for w in 0..WRITERS {
-        let keys: Vec<String> = (0..KEYS).map(|i| format!("a:{w}:{i}")).collect();
-        let mut args = vec!["MGET"];
-        args.extend(keys.iter().map(String::as_str));
-        let got: Vec<Option<String>> = q(&mut con, &args).await.unwrap();
-        for (i, v) in got.iter().enumerate() {
-            assert_eq!(v.as_deref(), Some(value_of(w, i).as_str()), "a:{w}:{i}");
-        }
-    }
+    check_values(&mut con, "a", WRITERS, KEYS, true).await;
 
     // Phase b: a limit of half the data: evictions under every policy, values intact.
     let info: String = q(&mut con, &["INFO", "memory"]).await.unwrap();
@@ -289,17 +243,7 @@ async fn switching_under_concurrent_load_loses_no_key() {
     let info: String = q(&mut con, &["INFO", "stats"]).await.unwrap();
     assert!(info_field(&info, "evicted_keys") > 0);
     for phase in ["a", "b"] {
-        for w in 0..WRITERS {
-            let keys: Vec<String> = (0..KEYS).map(|i| format!("{phase}:{w}:{i}")).collect();
-            let mut args = vec!["MGET"];
-            args.extend(keys.iter().map(String::as_str));
-            let got: Vec<Option<String>> = q(&mut con, &args).await.unwrap();
-            for (i, v) in got.iter().enumerate() {
-                if let Some(v) = v {
-                    assert_eq!(v, &value_of(w, i), "{phase}:{w}:{i}");
-                }
-            }
-        }
+        check_values(&mut con, phase, WRITERS, KEYS, false).await;
     }
     let pong: String = q(&mut con, &["PING"]).await.unwrap();
     assert_eq!(pong, "PONG");
