@@ -127,6 +127,9 @@ async fn auto_runs_lru_on_shifting_sets_and_lhd_on_scans() {
     let switches: u64 = d["switches"].parse().unwrap();
     assert!(switches > lru_switches, "{d:?}");
     assert_eq!(effective_policy(&mut con).await, "allkeys-lhd");
+    let t: std::collections::HashMap<String, String> =
+        q(&mut con, &["TENANT", "INFO", "default"]).await.unwrap();
+    assert_eq!(t["eviction_policy"], "allkeys-lhd", "{t:?}");
 
     // A fixed policy turns auto off; the store runs it from then on.
     let _: () = q(
