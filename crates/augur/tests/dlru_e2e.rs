@@ -9,7 +9,6 @@ use common::{
     dlru_decision, dlru_interval, get_or_set, info_field, limit_to_keys_then_auto, q,
     wait_dlru_interval, TestServer,
 };
-use redis::aio::MultiplexedConnection;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
