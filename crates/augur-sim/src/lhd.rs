@@ -665,6 +665,18 @@ impl CacheSim for LhdCache {
     fn capacity(&self) -> u64 {
         self.capacity
     }
+
+    /// Shrinking evicts by hit density until the contents fit; the model and its
+    /// explorer budget follow the new capacity (DLRU resizes its miniature caches every
+    /// interval and keeps their contents; `maxmemory-policy auto` runs an LHD one).
+    fn set_capacity(&mut self, capacity: u64) -> bool {
+        self.capacity = capacity;
+        self.model.set_capacity(capacity);
+        while self.used > self.capacity && !self.slots.is_empty() {
+            self.evict_one();
+        }
+        true
+    }
 }
 
 #[cfg(test)]
@@ -746,6 +758,23 @@ mod tests {
                 "delta {delta}: {t} vs {total}"
             );
         }
+    }
+
+    #[test]
+    fn set_capacity_shrinks_by_eviction_and_keeps_the_rest() {
+        let mut c = LhdCache::new(LhdConfig::default(), 1000, Unit::Objects, 1);
+        for key in 0..1000u64 {
+            c.access(key, 1);
+        }
+        assert!(c.set_capacity(600));
+        assert_eq!((c.len(), c.used(), c.capacity()), (600, 600, 600));
+        assert!(c.set_capacity(2000));
+        assert_eq!(c.len(), 600);
+        for key in 5000..6400u64 {
+            c.access(key, 1);
+            assert!(c.used() <= 2000);
+        }
+        assert_eq!(c.len(), 2000);
     }
 
     #[test]
