@@ -30,6 +30,10 @@
 //!   `maxmemory-samples`' effective K. With `static`, each tenant gets its own K. With
 //!   `kredis`, the tuner installs K with the memory (from the `k-chooser` curves); DLRU
 //!   then only reports what it would choose.
+//! - **Generalised for `maxmemory-policy auto`.** [`Dlru::with_candidates`] simulates
+//!   any candidate policies (auto: this K set and LHD); Eq. 3 is computed per candidate
+//!   with that policy's measured overhead ([`Overhead::at_policy`]), and the choice
+//!   with hysteresis is crate::autopolicy's. One engine serves both settings.
 
 use augur_sim::{CacheSim, PolicySpec, Unit};
 use augur_store::{EvictionPolicy, Ns, Partitioning, SetTtl, Store, StoreConfig, TenantId};
