@@ -67,6 +67,11 @@ pub struct ServerConfig {
     /// `maxmemory_samples` stays the K a number set and the one restored when a number
     /// is set again.
     pub maxmemory_samples_auto: bool,
+    /// `maxmemory-policy auto`: each tenant (or the keyspace, partitioning off) runs
+    /// the policy its miniature caches predict the cheapest (crate::autopolicy);
+    /// `maxmemory_policy` is then the chooser's initial policy (`allkeys-lhd`), which a
+    /// tenant without a choice yet evicts by.
+    pub maxmemory_policy_auto: bool,
     /// GETs per DLRU interval (DLRU §3.5's 5M); the profiler's interval also ends one.
     pub dlru_interval: u64,
     /// The per-K curves the kRedis tuner partitions with: KRR or miniature caches.
@@ -196,6 +201,7 @@ impl Default for ServerConfig {
             maxmemory_policy: EvictionPolicy::NoEviction,
             maxmemory_samples: 5,
             maxmemory_samples_auto: false,
+            maxmemory_policy_auto: false,
             dlru_interval: 5_000_000,
             k_chooser: crate::dlru::KChooser::Krr,
             lhd_samples: augur_store::DEFAULT_LHD_SAMPLES,
@@ -470,8 +476,14 @@ impl ServerConfig {
             }
             "timeout" => self.timeout = parse_int(value)?,
             "maxmemory" => self.maxmemory = parse_memory(value).ok_or("argument must be a memory value")?,
+            "maxmemory-policy" if value.eq_ignore_ascii_case("auto") => {
+                self.maxmemory_policy =
+                    crate::autopolicy::store_policy(crate::autopolicy::INITIAL_POLICY);
+                self.maxmemory_policy_auto = true;
+            }
             "maxmemory-policy" => {
-                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction, allkeys-lhd, volatile-lhd".to_string())?
+                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction, allkeys-lhd, volatile-lhd, auto".to_string())?;
+                self.maxmemory_policy_auto = false;
             }
             "lhd-samples" => {
                 let n: usize = parse_int(value)?;
@@ -739,6 +751,7 @@ impl ServerConfig {
             "maxclients" => self.maxclients.to_string(),
             "timeout" => self.timeout.to_string(),
             "maxmemory" => self.maxmemory.to_string(),
+            "maxmemory-policy" if self.maxmemory_policy_auto => "auto".into(),
             "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
             "maxmemory-samples" if self.maxmemory_samples_auto => "auto".into(),
             "maxmemory-samples" => self.maxmemory_samples.to_string(),

@@ -30,6 +30,10 @@
 //!   `maxmemory-samples`' effective K. With `static`, each tenant gets its own K. With
 //!   `kredis`, the tuner installs K with the memory (from the `k-chooser` curves); DLRU
 //!   then only reports what it would choose.
+//! - **Generalised for `maxmemory-policy auto`.** [`Dlru::with_candidates`] simulates
+//!   any candidate policies (auto: this K set and LHD); Eq. 3 is computed per candidate
+//!   with that policy's measured overhead ([`Overhead::at_policy`]), and the choice
+//!   with hysteresis is crate::autopolicy's. One engine serves both settings.
 
 use augur_sim::{CacheSim, PolicySpec, Unit};
 use augur_store::{EvictionPolicy, Ns, Partitioning, SetTtl, Store, StoreConfig, TenantId};
@@ -102,6 +106,9 @@ pub fn choose(
 #[derive(Debug, Clone)]
 pub struct Overhead {
     pub per_k_us: Vec<(u32, f64)>,
+    /// `allkeys-lhd`'s, measured the same way (0 until measured; `maxmemory-policy
+    /// auto` weighs LHD's misses with it, crate::autopolicy).
+    pub lhd_us: f64,
 }
 
 impl Overhead {
@@ -112,22 +119,44 @@ impl Overhead {
     /// once per process, on its own thread ([`overhead`]). DLRU §3.4 measures one K live and scales the others by ratios
     /// measured offline; measuring every K directly needs no ratios.
     pub fn calibrate(ks: &[u32]) -> Overhead {
+        Self::calibrate_policies(ks, false)
+    }
+
+    /// Zero overhead for every K and LHD: Eq. 3 then ranks by misses alone (the
+    /// simulator's choice, deterministic; the server's until calibration is done).
+    pub fn zero(ks: &[u32]) -> Overhead {
+        Overhead {
+            per_k_us: ks.iter().map(|&k| (k, 0.0)).collect(),
+            lhd_us: 0.0,
+        }
+    }
+
+    /// [`Overhead::calibrate`], plus `allkeys-lhd` (with `lhd-samples` 64) when `lhd`.
+    pub fn calibrate_policies(ks: &[u32], lhd: bool) -> Overhead {
         const FILL: usize = 10_000;
         const MEASURE: usize = 10_000;
         let value = vec![b'v'; 100];
         let keys: Vec<Vec<u8>> = (0..FILL + MEASURE)
             .map(|i| format!("dlru:calibration:{i:08}").into_bytes())
             .collect();
-        let new_store = |maxmemory: u64, k: usize| {
+        let new_store_as = |maxmemory: u64, k: usize, policy: EvictionPolicy| {
             Store::new(StoreConfig {
                 shards: 1,
                 databases: 1,
                 maxmemory,
-                policy: EvictionPolicy::AllKeysLru,
+                policy,
                 samples: k,
                 zone: Default::default(),
             })
         };
+        let new_store =
+            |maxmemory: u64, k: usize| new_store_as(maxmemory, k, EvictionPolicy::AllKeysLru);
+        // LHD last, as one more "K" of the loop below.
+        let runs: Vec<(u32, EvictionPolicy)> = ks
+            .iter()
+            .map(|&k| (k, EvictionPolicy::AllKeysLru))
+            .chain(lhd.then_some((0, EvictionPolicy::AllKeysLhd)))
+            .collect();
         let ns = Ns::new(0, 0);
         let put = |s: &Store, k: &[u8]| {
             let _ = s.lock_key(k).set(ns, k, &value, SetTtl::Clear, 0);
@@ -139,8 +168,8 @@ impl Overhead {
         let limit = probe.used_memory();
         drop(probe);
         let mut base = f64::INFINITY;
-        let mut per_k = vec![f64::INFINITY; ks.len()];
-        let mut evictions = vec![1u64; ks.len()];
+        let mut per_k = vec![f64::INFINITY; runs.len()];
+        let mut evictions = vec![1u64; runs.len()];
         for _ in 0..3 {
             let s = new_store(0, 5);
             for k in &keys[..FILL] {
@@ -152,8 +181,8 @@ impl Overhead {
             }
             base = base.min(t.elapsed().as_secs_f64() * 1e6);
             drop(s);
-            for (i, &k) in ks.iter().enumerate() {
-                let s = new_store(limit, k as usize);
+            for (i, &(k, policy)) in runs.iter().enumerate() {
+                let s = new_store_as(limit, (k as usize).max(1), policy);
                 for key in &keys[..FILL] {
                     put(&s, key);
                 }
@@ -168,13 +197,29 @@ impl Overhead {
                 evictions[i] = evicted;
             }
         }
+        // The writes' own cost taken out, per eviction.
+        let mut per_run: Vec<f64> = per_k
+            .iter()
+            .zip(&evictions)
+            .map(|(&t, &n)| ((t - base) / n as f64).max(0.0))
+            .collect();
+        let lhd_us = if lhd {
+            per_run.pop().unwrap_or(0.0)
+        } else {
+            0.0
+        };
         Overhead {
-            per_k_us: ks
-                .iter()
-                .zip(per_k.iter().zip(&evictions))
-                // The writes' own cost taken out, per eviction.
-                .map(|(&k, (&t, &n))| (k, ((t - base) / n as f64).max(0.0)))
-                .collect(),
+            per_k_us: ks.iter().copied().zip(per_run).collect(),
+            lhd_us,
+        }
+    }
+
+    /// The overhead of a candidate policy (`redis-lru:K` or `lhd:A`).
+    pub fn at_policy(&self, p: PolicySpec) -> f64 {
+        match p {
+            PolicySpec::Lhd { .. } => self.lhd_us,
+            PolicySpec::RedisLru { k } | PolicySpec::KLru { k } => self.at(k as u32),
+            _ => 0.0,
         }
     }
 
@@ -198,7 +243,7 @@ pub fn overhead() -> Option<&'static Overhead> {
         let _ = std::thread::Builder::new()
             .name("augur-dlru-calibration".into())
             .spawn(|| {
-                let oh = Overhead::calibrate(&DLRU_KS);
+                let oh = Overhead::calibrate_policies(&DLRU_KS, true);
                 tracing::info!("DLRU eviction overhead per K (us): {:?}", oh.per_k_us);
                 let _ = OVERHEAD.set(oh);
             });
@@ -212,11 +257,16 @@ pub struct Decision {
     /// `keyspace` or `tenant:NAME`.
     pub scope: String,
     pub interval: u64,
+    /// The K of each `redis-lru:K` candidate: the first `ks.len()` entries of
+    /// `candidates`, `misses`, `oh_us` and `cost_us`.
     pub ks: Vec<u32>,
-    /// Predicted misses per K in the interval (miniature misses / R).
+    /// Every candidate simulated (DLRU: the K set; `maxmemory-policy auto`: the K set
+    /// and LHD, crate::autopolicy).
+    pub candidates: Vec<PolicySpec>,
+    /// Predicted misses per candidate in the interval (miniature misses / R).
     pub misses: Vec<f64>,
     pub oh_us: Vec<f64>,
-    /// P_K of Eq. 3, in µs.
+    /// P of Eq. 3 per candidate, in µs.
     pub cost_us: Vec<f64>,
     pub penalty_us: f64,
     pub sampled_refs: u64,
@@ -227,10 +277,17 @@ pub struct Decision {
     pub mini_bytes: u64,
     /// Eq. 2's object count, C R / average item size.
     pub eq2_objects: u64,
+    /// The K chosen (under auto: the K the chosen or the current K-LRU runs with).
     pub k: u32,
     pub fallback: bool,
     /// Whether the K was installed in the store (not under kredis, whose tuner owns K).
     pub installed: bool,
+    /// The policy to run from now on (auto: after hysteresis; DLRU: `redis-lru:k`).
+    pub policy: PolicySpec,
+    /// The candidate of least cost this interval (before hysteresis).
+    pub best: PolicySpec,
+    /// Policy switches of this scope so far (K-LRU <-> LHD; a K change is not one).
+    pub switches: u64,
 }
 
 /// One scope's miniature caches and interval counters.
@@ -238,28 +295,51 @@ pub struct Dlru {
     rate: f64,
     threshold: u64,
     mini_bytes: u64,
-    minis: Vec<(u32, Box<dyn CacheSim>, u64)>,
+    minis: Vec<(PolicySpec, Box<dyn CacheSim>, u64)>,
     refs: u64,
     gets: u64,
     keys: HashSet<u64>,
     size_sum: f64,
     intervals: u64,
+    /// `maxmemory-policy auto`'s state (None under plain DLRU).
+    auto: Option<crate::autopolicy::Hysteresis>,
+}
+
+/// The seed of a candidate's miniature (fixed: runs are reproducible).
+fn mini_seed(p: PolicySpec) -> u64 {
+    match p {
+        PolicySpec::RedisLru { k } => 0x646c_7275 ^ k as u64,
+        other => 0x646c_7275 ^ 0x1bd0_0000 ^ crate::autopolicy::spec_code(other),
+    }
 }
 
 impl Dlru {
-    /// Miniature caches at rate `rate` for a full-scale cache of `cache_bytes`.
+    /// DLRU's miniature caches (one `redis-lru:K` per K of [`DLRU_KS`]) at rate `rate`
+    /// for a full-scale cache of `cache_bytes`.
     pub fn new(rate: f64, cache_bytes: u64) -> Self {
-        let mini_bytes = ((cache_bytes as f64 * rate).round() as u64).max(1);
-        let minis = DLRU_KS
+        let ks: Vec<PolicySpec> = DLRU_KS
             .iter()
-            .map(|&k| {
-                let sim = augur_sim::build(
-                    PolicySpec::RedisLru { k: k as usize },
-                    mini_bytes,
-                    Unit::Bytes,
-                    0x646c_7275 ^ u64::from(k),
-                );
-                (k, sim, 0)
+            .map(|&k| PolicySpec::RedisLru { k: k as usize })
+            .collect();
+        Self::with_candidates(rate, cache_bytes, &ks, false)
+    }
+
+    /// Miniature caches of `candidates` (`redis-lru:K` first, then any others such as
+    /// `lhd:A`); with `auto` the interval's choice is `maxmemory-policy auto`'s, with
+    /// hysteresis (crate::autopolicy), else DLRU's K.
+    pub fn with_candidates(
+        rate: f64,
+        cache_bytes: u64,
+        candidates: &[PolicySpec],
+        auto: bool,
+    ) -> Self {
+        let mini_bytes = ((cache_bytes as f64 * rate).round() as u64).max(1);
+        let minis = candidates
+            .iter()
+            .map(|&p| {
+                let sim =
+                    augur_sim::build_miniature(p, mini_bytes, Unit::Bytes, mini_seed(p), rate);
+                (p, sim, 0)
             })
             .collect();
         Self {
@@ -272,11 +352,24 @@ impl Dlru {
             keys: HashSet::new(),
             size_sum: 0.0,
             intervals: 0,
+            auto: auto.then(crate::autopolicy::Hysteresis::default),
         }
     }
 
     pub fn rate(&self) -> f64 {
         self.rate
+    }
+
+    /// `maxmemory-policy auto`: the scope runs `p` until the chooser has evidence.
+    pub fn start_with(&mut self, p: PolicySpec) {
+        if self.auto.is_some() {
+            self.auto = Some(crate::autopolicy::Hysteresis::starting(p));
+        }
+    }
+
+    /// Whether this model makes `maxmemory-policy auto`'s choice.
+    pub fn is_auto(&self) -> bool {
+        self.auto.is_some()
     }
 
     /// Whether reference `id` falls in this model's sample (the store's filter).
@@ -326,15 +419,44 @@ impl Dlru {
         next_cache_bytes: u64,
     ) -> Decision {
         self.intervals += 1;
-        let ks: Vec<u32> = self.minis.iter().map(|m| m.0).collect();
+        let candidates: Vec<PolicySpec> = self.minis.iter().map(|m| m.0).collect();
+        let ks: Vec<u32> = candidates
+            .iter()
+            .map_while(|p| match p {
+                PolicySpec::RedisLru { k } => Some(*k as u32),
+                _ => None,
+            })
+            .collect();
         let misses: Vec<f64> = self.minis.iter().map(|m| m.2 as f64 / self.rate).collect();
-        let oh_us: Vec<f64> = ks.iter().map(|&k| oh.at(k)).collect();
-        let cost_us = misses
+        let oh_us: Vec<f64> = candidates.iter().map(|&p| oh.at_policy(p)).collect();
+        let cost_us: Vec<f64> = misses
             .iter()
             .zip(&oh_us)
             .map(|(m, o)| m * (penalty_us + o))
             .collect();
-        let (k, fallback) = choose(&ks, &misses, penalty_us, &oh_us, self.keys.len());
+        let nk = ks.len();
+        let (k, fallback) = choose(
+            &ks,
+            &misses[..nk],
+            penalty_us,
+            &oh_us[..nk],
+            self.keys.len(),
+        );
+        let (policy, best, switches) = match &mut self.auto {
+            Some(h) => {
+                let best = crate::autopolicy::least_cost(&candidates, &cost_us);
+                let p = h.decide(best, &candidates, &cost_us, self.keys.len());
+                (p, best.unwrap_or(p), h.switches)
+            }
+            None => {
+                let p = PolicySpec::RedisLru { k: k as usize };
+                (p, p, 0)
+            }
+        };
+        let k = match policy {
+            PolicySpec::RedisLru { k } => k as u32,
+            _ => k,
+        };
         let mean_size = if self.refs > 0 {
             self.size_sum / self.refs as f64
         } else {
@@ -343,6 +465,7 @@ impl Dlru {
         let d = Decision {
             interval: self.intervals,
             ks,
+            candidates,
             misses,
             oh_us,
             cost_us,
@@ -359,6 +482,9 @@ impl Dlru {
             },
             k,
             fallback,
+            policy,
+            best,
+            switches,
             ..Decision::default()
         };
         for m in &mut self.minis {
@@ -378,14 +504,10 @@ impl Dlru {
             return;
         }
         self.mini_bytes = mini;
-        for (k, sim, _) in &mut self.minis {
+        let rate = self.rate;
+        for (p, sim, _) in &mut self.minis {
             if !sim.set_capacity(mini) {
-                *sim = augur_sim::build(
-                    PolicySpec::RedisLru { k: *k as usize },
-                    mini,
-                    Unit::Bytes,
-                    0x646c_7275 ^ u64::from(*k),
-                );
+                *sim = augur_sim::build_miniature(*p, mini, Unit::Bytes, mini_seed(*p), rate);
             }
         }
     }
@@ -405,16 +527,36 @@ pub struct Engine {
     pub on: bool,
     pub interval: u64,
     pub off_mode: bool,
+    /// `maxmemory-policy auto`: the models simulate LHD too and choose the policy
+    /// (crate::autopolicy); else they are DLRU's and choose K.
+    pub auto_policy: bool,
+    /// `lhd-samples`, LHD's candidate A.
+    pub lhd_samples: usize,
     pub scopes: HashMap<Scope, Dlru>,
 }
 
 impl Engine {
     /// Follows the configuration; a change of mode or a switch off drops the models.
-    pub fn configure(&mut self, on: bool, interval: u64, mode: Partitioning) {
+    /// `on` = `maxmemory-samples auto` or `auto_policy` (`maxmemory-policy auto`).
+    pub fn configure(
+        &mut self,
+        on: bool,
+        interval: u64,
+        mode: Partitioning,
+        auto_policy: bool,
+        lhd_samples: usize,
+    ) {
+        let on = on || auto_policy;
         let off_mode = mode == Partitioning::Off;
-        if on != self.on || off_mode != self.off_mode {
+        if on != self.on
+            || off_mode != self.off_mode
+            || auto_policy != self.auto_policy
+            || (auto_policy && lhd_samples != self.lhd_samples)
+        {
             self.scopes.clear();
         }
+        self.auto_policy = auto_policy;
+        self.lhd_samples = lhd_samples;
         self.on = on;
         self.off_mode = off_mode;
         self.interval = interval.max(1);
@@ -453,10 +595,15 @@ impl Engine {
         if stale {
             self.scopes.remove(&scope);
         }
-        let d = self
-            .scopes
-            .entry(scope)
-            .or_insert_with(|| Dlru::new(rate, cache_bytes(scope)));
+        let (auto, lhd_samples) = (self.auto_policy, self.lhd_samples);
+        let d = self.scopes.entry(scope).or_insert_with(|| {
+            if auto {
+                let candidates = crate::autopolicy::candidates(lhd_samples);
+                Dlru::with_candidates(rate, cache_bytes(scope), &candidates, true)
+            } else {
+                Dlru::new(rate, cache_bytes(scope))
+            }
+        });
         Some((d, scope))
     }
 
@@ -548,18 +695,21 @@ pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
     let cfg = shared.config.read().clone();
     let _ = write!(
         o,
-        "# DLRU\r\ndlru_enabled:{}\r\ndlru_interval:{}\r\nk_chooser:{}\r\nmaxmemory_samples_effective:{}\r\n",
+        "# DLRU\r\ndlru_enabled:{}\r\nmaxmemory_policy_auto:{}\r\ndlru_interval:{}\r\nk_chooser:{}\r\nmaxmemory_samples_effective:{}\r\nmaxmemory_policy_effective:{}\r\n",
         u8::from(cfg.maxmemory_samples_auto),
+        u8::from(cfg.maxmemory_policy_auto),
         cfg.dlru_interval,
         cfg.k_chooser.name(),
-        shared.store.samples()
+        shared.store.samples(),
+        shared.store.policy().name()
     );
     if let Some(oh) = OVERHEAD.get() {
-        let parts: Vec<String> = oh
+        let mut parts: Vec<String> = oh
             .per_k_us
             .iter()
             .map(|(k, v)| format!("k{k}={v:.4}"))
             .collect();
+        parts.push(format!("lhd={:.4}", oh.lhd_us));
         let _ = write!(o, "dlru_overhead_us:{}\r\n", parts.join(","));
     }
     for d in shared.profiler.dlru.lock().iter() {
@@ -583,6 +733,24 @@ pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
                 line,
                 ",misses_k{k}={:.0},oh_k{k}={:.4},cost_k{k}={:.0}",
                 d.misses[i], d.oh_us[i], d.cost_us[i]
+            );
+        }
+        // `maxmemory-policy auto` (crate::autopolicy): LHD's figures, the interval's
+        // least-cost candidate, the policy run from now on and the switches so far.
+        for i in d.ks.len()..d.candidates.len() {
+            if let PolicySpec::Lhd { .. } = d.candidates[i] {
+                let _ = write!(
+                    line,
+                    ",misses_lhd={:.0},oh_lhd={:.4},cost_lhd={:.0}",
+                    d.misses[i], d.oh_us[i], d.cost_us[i]
+                );
+            }
+        }
+        if d.candidates.len() > d.ks.len() {
+            let _ = write!(
+                line,
+                ",best={},policy={},switches={}",
+                d.best, d.policy, d.switches
             );
         }
         let _ = write!(o, "{line}\r\n");
@@ -630,9 +798,7 @@ mod tests {
     /// share of the loop, so the miniatures must rank K = 1 first.
     #[test]
     fn miniatures_prefer_small_k_on_a_loop_and_large_k_on_recency() {
-        let oh = Overhead {
-            per_k_us: KS.iter().map(|&k| (k, 0.0)).collect(),
-        };
+        let oh = Overhead::zero(&KS);
         // Rate 1: the miniature is the full cache (1000 objects of 100 bytes).
         let mut d = Dlru::new(1.0, 100_000);
         for _ in 0..20 {

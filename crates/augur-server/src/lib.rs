@@ -5,6 +5,7 @@
 //! then [`Server::run`]. The keyspace itself is `augur-store`.
 
 pub mod acl;
+pub mod autopolicy;
 pub mod cmdtable;
 pub mod commands;
 pub mod config;

@@ -331,10 +331,16 @@ impl Profiler {
         self.cutoff = Duration::from_millis(cfg.tenant_miss_cutoff_ms);
         self.chooser = cfg.k_chooser;
         let (auto, dlru_interval) = (cfg.maxmemory_samples_auto, cfg.dlru_interval);
+        let (auto_policy, lhd_samples) = (cfg.maxmemory_policy_auto, cfg.lhd_samples);
         drop(cfg);
-        self.dlru
-            .configure(auto, dlru_interval, self.shared.store.partitioning());
-        if auto {
+        self.dlru.configure(
+            auto,
+            dlru_interval,
+            self.shared.store.partitioning(),
+            auto_policy,
+            lhd_samples,
+        );
+        if auto || auto_policy {
             // Starts the measurement once per process, when auto is first on.
             let _ = dlru::overhead();
         }
@@ -504,17 +510,22 @@ impl Profiler {
         };
         let store = &self.shared.store;
         let c = dlru::cache_bytes(store, store.maxmemory(), scope);
-        let zero = dlru::Overhead {
-            per_k_us: dlru::DLRU_KS.iter().map(|&k| (k, 0.0)).collect(),
-        };
+        let zero = dlru::Overhead::zero(&dlru::DLRU_KS);
         let oh = dlru::overhead().unwrap_or(&zero);
         let Some(d) = self.dlru.scopes.get_mut(&scope) else {
             return;
         };
         let mut dec = d.end_interval(penalty_us, oh, c, c);
         dec.scope = name;
-        // Re-read: CONFIG SET maxmemory-samples N may have turned auto off meanwhile.
-        if self.shared.config.read().maxmemory_samples_auto {
+        // Re-read: CONFIG SET maxmemory-samples N (or maxmemory-policy P) may have
+        // turned auto off meanwhile.
+        let (samples_auto, policy_auto) = {
+            let cfg = self.shared.config.read();
+            (cfg.maxmemory_samples_auto, cfg.maxmemory_policy_auto)
+        };
+        if policy_auto && d.is_auto() {
+            dec.installed = crate::autopolicy::install(store, scope, dec.policy);
+        } else if samples_auto && !d.is_auto() {
             dec.installed = dlru::install(store, scope, dec.k);
         }
         let mut views = self.shared.profiler.dlru.lock();

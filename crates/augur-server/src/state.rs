@@ -403,11 +403,25 @@ impl Shared {
         if self.store.maxmemory() != new.maxmemory {
             self.store.set_maxmemory(new.maxmemory);
         }
-        if self.store.policy() != new.maxmemory_policy {
+        // Under `maxmemory-policy auto` the profiler owns the store's policy and K
+        // (crate::autopolicy); entering it starts from the chooser's initial policy.
+        let was_auto_policy = self.config.read().maxmemory_policy_auto;
+        if (!new.maxmemory_policy_auto || !was_auto_policy)
+            && self.store.policy() != new.maxmemory_policy
+        {
             self.store.set_policy(new.maxmemory_policy);
         }
+        if was_auto_policy && !new.maxmemory_policy_auto {
+            crate::autopolicy::turned_off(self);
+            if !new.maxmemory_samples_auto {
+                self.store.set_samples(new.maxmemory_samples);
+            }
+        }
         // Under `maxmemory-samples auto` the profiler owns the store's K (crate::dlru).
-        if !new.maxmemory_samples_auto && self.store.samples() != new.maxmemory_samples {
+        if !new.maxmemory_samples_auto
+            && !new.maxmemory_policy_auto
+            && self.store.samples() != new.maxmemory_samples
+        {
             self.store.set_samples(new.maxmemory_samples);
         }
         if !new.maxmemory_samples_auto && self.config.read().maxmemory_samples_auto {

@@ -537,6 +537,42 @@ impl LhdCache {
         &self.model
     }
 
+    /// Every cached entry as (key, cost in the cache's unit, age in accesses), for a
+    /// cache that switches policy and moves its contents (`crate::switching`).
+    pub fn entries(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        let now = self.model.now();
+        self.slots
+            .iter()
+            .map(move |s| (s.key, s.cost, now.saturating_sub(s.tag.timestamp)))
+    }
+
+    /// Sets the model's clock (before [`LhdCache::insert_aged`]s: the clock of the cache
+    /// the contents come from, so ages carry over).
+    pub fn set_now(&mut self, now: u64) {
+        self.model.set_time(now);
+    }
+
+    /// Inserts `key` last referenced `age` accesses ago, without evicting and with no
+    /// hit history: what the store's LHD reads in an entry last touched under LRU (a
+    /// new object of the age its clock gives; augur-store `lhd.rs`, "Switching policies
+    /// live"). Not an access, and never an explorer.
+    pub fn insert_aged(&mut self, key: u64, cost: u64, age: u64) {
+        if self.index.contains_key(&key) {
+            return;
+        }
+        let tag = LhdTag {
+            timestamp: self.model.now().saturating_sub(age),
+            last_hit_age: 0,
+            last_last_hit_age: self.model.cfg.max_age as u16,
+            app: 0,
+            explorer: false,
+        };
+        let i = u32::try_from(self.slots.len()).expect("at most u32::MAX entries");
+        self.slots.push(Slot { key, cost, tag });
+        self.index.insert(key, i);
+        self.used += cost;
+    }
+
     fn remove_slot(&mut self, i: usize) -> Slot {
         let s = self.slots.swap_remove(i);
         self.index.remove(&s.key);
@@ -629,6 +665,18 @@ impl CacheSim for LhdCache {
     fn capacity(&self) -> u64 {
         self.capacity
     }
+
+    /// Shrinking evicts by hit density until the contents fit; the model and its
+    /// explorer budget follow the new capacity (DLRU resizes its miniature caches every
+    /// interval and keeps their contents; `maxmemory-policy auto` runs an LHD one).
+    fn set_capacity(&mut self, capacity: u64) -> bool {
+        self.capacity = capacity;
+        self.model.set_capacity(capacity);
+        while self.used > self.capacity && !self.slots.is_empty() {
+            self.evict_one();
+        }
+        true
+    }
 }
 
 #[cfg(test)]
@@ -710,6 +758,23 @@ mod tests {
                 "delta {delta}: {t} vs {total}"
             );
         }
+    }
+
+    #[test]
+    fn set_capacity_shrinks_by_eviction_and_keeps_the_rest() {
+        let mut c = LhdCache::new(LhdConfig::default(), 1000, Unit::Objects, 1);
+        for key in 0..1000u64 {
+            c.access(key, 1);
+        }
+        assert!(c.set_capacity(600));
+        assert_eq!((c.len(), c.used(), c.capacity()), (600, 600, 600));
+        assert!(c.set_capacity(2000));
+        assert_eq!(c.len(), 600);
+        for key in 5000..6400u64 {
+            c.access(key, 1);
+            assert!(c.used() <= 2000);
+        }
+        assert_eq!(c.len(), 2000);
     }
 
     #[test]

@@ -29,16 +29,18 @@ mod prefetch;
 pub mod run;
 pub mod sampled;
 pub mod spec;
+pub mod switching;
 mod working_set;
 
 pub use lhd::{LhdCache, LhdConfig, LhdModel, LhdTag};
 pub use list::{ListCache, ListOrder};
 pub use run::{
-    simulate, simulate_grid, simulate_sizes, simulate_with_progress, working_set, SimRequest,
-    SimResult, TraceOp, WorkingSet, WorkingSetCounter,
+    simulate, simulate_cache, simulate_grid, simulate_sizes, simulate_with_progress, working_set,
+    SimRequest, SimResult, TraceOp, WorkingSet, WorkingSetCounter,
 };
 pub use sampled::{SampledCache, Sampling};
 pub use spec::{build, build_miniature, ParsePolicyError, PolicySpec, Unit};
+pub use switching::SwitchingCache;
 
 /// A cache simulator fed one request at a time: the exact ground truth the MRC models
 /// are judged against, and the engine of miniature simulation.

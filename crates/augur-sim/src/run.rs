@@ -158,9 +158,11 @@ fn ratio(num: u64, den: u64) -> f64 {
 /// Feeds `trace` to `sim`, calling `progress(n)` every [`PROGRESS_EVERY`] trace
 /// entries and once at the end with the number of entries (DELETEs included) since the
 /// last call. A DELETE removes its key and is not counted. Generic so the hot loop is
-/// monomorphised per request and simulator type.
-fn drive<S: CacheSim, R: SimRequest>(
-    mut sim: S,
+/// monomorphised per request and simulator type. Public for simulators built by the
+/// caller (e.g. the server's `maxmemory-policy auto` chooser driving a
+/// [`crate::SwitchingCache`]); `policy` only labels the result.
+pub fn simulate_cache<S: CacheSim, R: SimRequest>(
+    sim: &mut S,
     trace: &[R],
     policy: PolicySpec,
     unit: Unit,
@@ -214,43 +216,43 @@ pub fn simulate_with_progress<R: SimRequest>(
 ) -> SimResult {
     // Same simulators as `spec::build`, but concrete, so `access` is not a virtual call.
     match policy {
-        PolicySpec::Lru => drive(
-            ListCache::new(ListOrder::Lru, size, unit),
+        PolicySpec::Lru => simulate_cache(
+            &mut ListCache::new(ListOrder::Lru, size, unit),
             trace,
             policy,
             unit,
             progress,
         ),
-        PolicySpec::Fifo => drive(
-            ListCache::new(ListOrder::Fifo, size, unit),
+        PolicySpec::Fifo => simulate_cache(
+            &mut ListCache::new(ListOrder::Fifo, size, unit),
             trace,
             policy,
             unit,
             progress,
         ),
-        PolicySpec::Random => drive(
-            SampledCache::new(Sampling::Random, size, unit, seed),
+        PolicySpec::Random => simulate_cache(
+            &mut SampledCache::new(Sampling::Random, size, unit, seed),
             trace,
             policy,
             unit,
             progress,
         ),
-        PolicySpec::RedisLru { k } => drive(
-            SampledCache::new(Sampling::Pooled { k }, size, unit, seed),
+        PolicySpec::RedisLru { k } => simulate_cache(
+            &mut SampledCache::new(Sampling::Pooled { k }, size, unit, seed),
             trace,
             policy,
             unit,
             progress,
         ),
-        PolicySpec::KLru { k } => drive(
-            SampledCache::new(Sampling::Fresh { k }, size, unit, seed),
+        PolicySpec::KLru { k } => simulate_cache(
+            &mut SampledCache::new(Sampling::Fresh { k }, size, unit, seed),
             trace,
             policy,
             unit,
             progress,
         ),
-        PolicySpec::Lhd { k } => drive(
-            LhdCache::new(
+        PolicySpec::Lhd { k } => simulate_cache(
+            &mut LhdCache::new(
                 LhdConfig {
                     associativity: k,
                     ..LhdConfig::default()

@@ -149,6 +149,43 @@ impl SampledCache {
         Some(self.pop.now - self.pop.slots[i].last)
     }
 
+    /// Changes how victims are chosen from now on (a live `maxmemory-samples` change);
+    /// the contents and the eviction pool stay.
+    pub fn set_sampling(&mut self, sampling: Sampling) {
+        self.sampling = sampling;
+    }
+
+    /// Every cached entry as (key, size, idle time in requests), for a cache that
+    /// switches policy and moves its contents (`crate::switching`).
+    pub fn entries(&self) -> impl Iterator<Item = (u64, u32, u64)> + '_ {
+        self.pop
+            .slots
+            .iter()
+            .map(|s| (s.key, s.size, self.pop.now - s.last))
+    }
+
+    /// Sets the logical clock (before [`SampledCache::insert_idle`]s: the clock of the
+    /// cache the contents come from).
+    pub fn set_now(&mut self, now: u64) {
+        self.pop.now = now;
+    }
+
+    /// Inserts `key` as last accessed `idle` requests ago, without evicting: the caller
+    /// moves in the contents of a cache of the same capacity. Not an access.
+    pub fn insert_idle(&mut self, key: u64, size: u32, idle: u64) {
+        if self.pop.index.contains_key(&key) {
+            return;
+        }
+        let i = u32::try_from(self.pop.slots.len()).expect("at most u32::MAX entries");
+        self.pop.slots.push(Slot {
+            key,
+            last: self.pop.now.saturating_sub(idle),
+            size,
+        });
+        self.pop.index.insert(key, i);
+        self.used += self.unit.cost(size);
+    }
+
     fn evict_one(&mut self) {
         let victim = match self.sampling {
             Sampling::Pooled { k } => {

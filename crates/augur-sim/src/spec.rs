@@ -75,6 +75,13 @@ pub enum PolicySpec {
     },
 }
 
+/// Redis's default: `allkeys-lru` with `maxmemory-samples 5`.
+impl Default for PolicySpec {
+    fn default() -> Self {
+        PolicySpec::RedisLru { k: DEFAULT_SAMPLES }
+    }
+}
+
 /// LHD's default associativity (RankCache, LHD §4.1).
 pub const DEFAULT_LHD_SAMPLES: usize = 64;
 

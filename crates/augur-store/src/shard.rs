@@ -245,7 +245,7 @@ impl Part {
     /// This part's LHD state if the policy is LHD now (created on first use).
     #[inline]
     fn lhd(&mut self) -> Option<&mut PartLhd> {
-        if !self.cfg.policy().is_lhd() {
+        if !self.cfg.tenant_policy(self.tenant).is_lhd() {
             return None;
         }
         if self.lhd.is_none() {
@@ -2323,6 +2323,9 @@ impl Shard {
             let evicted = match victim {
                 Some(v) => {
                     let k = self.config.tenant_samples(v);
+                    // The victim tenant's own policy (`maxmemory-policy auto`), else
+                    // the global one.
+                    let policy = self.config.tenant_policy(v);
                     let clock = self.clock;
                     if v as usize >= self.parts.len() {
                         false

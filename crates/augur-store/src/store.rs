@@ -130,6 +130,20 @@ impl SharedConfig {
             sink.key_event(f, t, self.tenants.db_map(t).logical(db), key, ev);
         }
     }
+    /// The policy tenant `t`'s entries are evicted and tagged by: its own (set by
+    /// `maxmemory-policy auto` while memory is partitioned), else the global one.
+    /// With `tenant-partitioning off` eviction is one keyspace's, so the global policy.
+    #[inline]
+    pub(crate) fn tenant_policy(&self, t: TenantId) -> EvictionPolicy {
+        if (t as usize) < MAX_TENANTS {
+            let own = self.tenants.get(t).policy.load(Ordering::Relaxed);
+            if own != 0 && self.tenants.partitioning() != Partitioning::Off {
+                return EvictionPolicy::ALL[(own as usize - 1).min(EvictionPolicy::ALL.len() - 1)];
+            }
+        }
+        self.policy()
+    }
+
     /// The K evictions from tenant `t` sample: its own (set by the tuner), else the
     /// global `maxmemory-samples`.
     pub(crate) fn tenant_samples(&self, t: TenantId) -> usize {
@@ -490,6 +504,26 @@ impl Store {
         }
     }
 
+    /// Gives tenant `t` its own eviction policy (`maxmemory-policy auto`), or the
+    /// global one again (`None`). Live: the next eviction of the tenant uses it and no
+    /// key is rewritten (LRU and LHD read each other's clock word, crate::lhd). Only
+    /// honoured while memory is partitioned (off: one keyspace, one policy).
+    pub fn set_tenant_policy(&self, t: TenantId, policy: Option<EvictionPolicy>) {
+        if (t as usize) < MAX_TENANTS {
+            let code = policy.map_or(0, |p| policy_code(p) + 1);
+            self.config
+                .tenants
+                .get(t)
+                .policy
+                .store(code, Ordering::Relaxed);
+        }
+    }
+
+    /// The policy evictions from tenant `t` use now (see [`Self::set_tenant_policy`]).
+    pub fn tenant_policy(&self, t: TenantId) -> EvictionPolicy {
+        self.config.tenant_policy(t)
+    }
+
     /// The K evictions from tenant `t` use now: its own, else `maxmemory-samples`.
     pub fn tenant_samples(&self, t: TenantId) -> usize {
         if (t as usize) < MAX_TENANTS {
@@ -540,6 +574,7 @@ impl Store {
             return;
         }
         self.set_tenant_limits(t, 0, 0, 0);
+        self.set_tenant_policy(t, None);
         self.set_tenant_sample_rate(t, 0.0);
         for s in self.shards.iter() {
             s.0.lock().flush_tenant(t, true);

@@ -102,6 +102,9 @@ pub struct TenantLimits {
     pub(crate) target: AtomicU64,
     /// K for evictions from this tenant (0 = the global `maxmemory-samples`).
     pub(crate) samples: AtomicUsize,
+    /// The tenant's own eviction policy (`maxmemory-policy auto`'s choice), as its
+    /// index in `EvictionPolicy::ALL` plus one; 0 = the global `maxmemory-policy`.
+    pub(crate) policy: std::sync::atomic::AtomicU8,
     /// Spatial-sampling threshold of the profiler (`hash mod 2^24 < threshold`; 0 = off).
     pub(crate) sample_threshold: AtomicU64,
     /// The tenant's bytes over all shards, as the shards last synced them (each within

@@ -9,14 +9,29 @@
 //! ```text
 //! augur sim traces/arc_p3.oracleGeneral.bin.zst --policy lru,redis-lru:5,klru:5 --sizes 10%,25%,50%
 //! augur sim cloudphysics.oracleGeneral.bin.zst --policy lru --sizes 64mb,256mb --csv
+//! augur sim traces/arc_p3.oracleGeneral.bin.zst --policy auto,lhd,redis-lru:5 --sizes 10%
 //! ```
+//!
+//! `--policy auto` runs the server's `maxmemory-policy auto` chooser
+//! (`augur_server::autopolicy`, one implementation): a cache that switches between
+//! `redis-lru:K` and `lhd` live, on the choice of miniature caches of every candidate
+//! fed a spatial sample of the trace. Two knobs stand in for the server's: the sample
+//! rate (`--auto-rate`; default `8192 / objects` clamped to [0.01, 1], so that even a
+//! small trace gives the miniatures thousands of keys: the server samples at
+//! `tenant-sample-rate`, 0.01, over far larger keyspaces), and the interval in
+//! requests (`--auto-interval`; default a tenth of the trace clamped to
+//! [10 000, 5 000 000], the top being DLRU's 5M: the shared traces are 0.1-5M
+//! requests, shorter than one DLRU interval).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use augur_sim::{simulate_with_progress, working_set, PolicySpec, SimResult, Unit, WorkingSet};
+use augur_server::autopolicy::{self, AutoSim};
+use augur_sim::{
+    simulate_cache, simulate_with_progress, working_set, PolicySpec, SimResult, Unit, WorkingSet,
+};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -35,8 +50,29 @@ pub struct Args {
     /// Eviction policies: lru, fifo, random, redis-lru:K (Redis's 16-entry pool,
     /// alias klru-pool:K), klru:K (oldest of K fresh samples, KRR Eq. 1), lhd[:A]
     /// (least hit density among A samples, default 64). Repeatable or comma-separated.
+    /// `auto` runs `maxmemory-policy auto`'s chooser (see the module documentation).
     #[arg(long = "policy", short = 'p', value_delimiter = ',', required = true)]
-    pub policies: Vec<PolicySpec>,
+    pub policies: Vec<SimPolicy>,
+
+    /// `--policy auto`: spatial sampling rate of the miniature caches (default
+    /// 8192 / objects, clamped to [0.01, 1]).
+    #[arg(long)]
+    pub auto_rate: Option<f64>,
+
+    /// `--policy auto`: requests per decision interval (default a tenth of the trace,
+    /// clamped to [10 000, 5 000 000]).
+    #[arg(long)]
+    pub auto_interval: Option<u64>,
+
+    /// `--policy auto`: print every interval's decision to stderr (predicted misses
+    /// per candidate, the least-cost one, the policy run next).
+    #[arg(long)]
+    pub auto_verbose: bool,
+
+    /// `--policy auto`: the policy run until the chooser has evidence (redis-lru:K or
+    /// lhd:A; default the server's, `augur_server::autopolicy::INITIAL_POLICY`).
+    #[arg(long)]
+    pub auto_initial: Option<PolicySpec>,
 
     /// Cache sizes: N% of the working set (objects, or bytes with --bytes); a plain
     /// number of objects (bytes with --bytes); or a byte size such as 512kb, 64mb,
@@ -63,6 +99,41 @@ pub struct Args {
     /// Print CSV instead of a table.
     #[arg(long)]
     pub csv: bool,
+}
+
+/// `auto`'s run: (decision intervals, family switches, the policy at the end).
+type AutoSummary = (u64, u64, PolicySpec);
+
+/// A policy of `--policy`: a fixed one, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SimPolicy {
+    Fixed(PolicySpec),
+    Auto,
+}
+
+impl std::str::FromStr for SimPolicy {
+    type Err = augur_sim::ParsePolicyError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim().eq_ignore_ascii_case("auto") {
+            Ok(SimPolicy::Auto)
+        } else {
+            s.parse().map(SimPolicy::Fixed)
+        }
+    }
+}
+
+/// `--policy auto`'s sample rate and interval for a trace (see the module
+/// documentation).
+fn auto_params(args: &Args, ws: &WorkingSet, requests: u64) -> (f64, u64) {
+    let rate = args
+        .auto_rate
+        .unwrap_or_else(|| (8192.0 / ws.objects.max(1) as f64).clamp(0.01, 1.0))
+        .clamp(1.0 / (1u64 << 24) as f64, 1.0);
+    let interval = args
+        .auto_interval
+        .unwrap_or_else(|| (requests / 10).clamp(1_000, 5_000_000))
+        .max(1);
+    (rate, interval)
 }
 
 /// A requested cache size before the working set is known.
@@ -148,6 +219,14 @@ struct Row {
     byte_miss_ratio: f64,
     seconds: f64,
     requests_per_sec: f64,
+    /// `auto`: decision intervals, family switches (K-LRU <-> LHD) and the policy run
+    /// at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    intervals: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    switches: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    final_policy: Option<String>,
 }
 
 impl Row {
@@ -172,6 +251,9 @@ impl Row {
             } else {
                 0.0
             },
+            intervals: None,
+            switches: None,
+            final_policy: None,
         }
     }
 }
@@ -203,7 +285,7 @@ pub fn run(args: Args) -> Result<()> {
     );
 
     let sizes: Vec<u64> = specs.iter().map(|&s| resolve(s, &ws, unit)).collect();
-    let jobs: Vec<(PolicySpec, u64)> = args
+    let jobs: Vec<(SimPolicy, u64)> = args
         .policies
         .iter()
         .flat_map(|&p| sizes.iter().map(move |&s| (p, s)))
@@ -219,14 +301,58 @@ pub fn run(args: Args) -> Result<()> {
         .context("starting worker threads")?;
     let wall = Instant::now();
     // One task per (policy, size): costs differ widely, so let work stealing balance.
-    let results: Vec<(SimResult, f64)> = pool.install(|| {
+    let requests = trace.len() as u64 - deletes;
+    let (auto_rate, auto_interval) = auto_params(&args, &ws, requests);
+    let results: Vec<(SimResult, f64, Option<AutoSummary>)> = pool.install(|| {
         jobs.par_iter()
             .with_max_len(1)
             .map(|&(policy, size)| {
                 let t = Instant::now();
-                let r =
-                    simulate_with_progress(&trace, policy, size, unit, args.seed, &|n| bar.inc(n));
-                (r, t.elapsed().as_secs_f64())
+                match policy {
+                    SimPolicy::Fixed(policy) => {
+                        let r = simulate_with_progress(&trace, policy, size, unit, args.seed, &|n| {
+                            bar.inc(n)
+                        });
+                        (r, t.elapsed().as_secs_f64(), None)
+                    }
+                    SimPolicy::Auto => {
+                        let mut sim = AutoSim::starting(
+                            args.auto_initial.unwrap_or(autopolicy::INITIAL_POLICY),
+                            size,
+                            unit,
+                            args.seed,
+                            auto_rate,
+                            auto_interval,
+                        );
+                        let r = simulate_cache(
+                            &mut sim,
+                            &trace,
+                            autopolicy::INITIAL_POLICY,
+                            unit,
+                            &|n| bar.inc(n),
+                        );
+                        if args.auto_verbose {
+                            for d in sim.decisions() {
+                                let m: Vec<String> = d
+                                    .candidates
+                                    .iter()
+                                    .zip(&d.misses)
+                                    .map(|(p, m)| format!("{p}={m:.0}"))
+                                    .collect();
+                                eprintln!(
+                                    "auto size {size} interval {}: keys {} misses {} best {} run {}",
+                                    d.interval,
+                                    d.distinct_keys,
+                                    m.join(" "),
+                                    d.best,
+                                    d.policy
+                                );
+                            }
+                        }
+                        let auto = (sim.decisions().len() as u64, sim.switches(), sim.policy());
+                        (r, t.elapsed().as_secs_f64(), Some(auto))
+                    }
+                }
             })
             .collect()
     });
@@ -238,7 +364,22 @@ pub fn run(args: Args) -> Result<()> {
         pool.current_num_threads()
     );
 
-    let rows: Vec<Row> = results.iter().map(|(r, s)| Row::new(r, &ws, *s)).collect();
+    let rows: Vec<Row> = results
+        .iter()
+        .map(|(r, s, auto)| {
+            let mut row = Row::new(r, &ws, *s);
+            if let Some((intervals, switches, last)) = auto {
+                row.policy = "auto".into();
+                row.intervals = Some(*intervals);
+                row.switches = Some(*switches);
+                row.final_policy = Some(last.to_string());
+            }
+            row
+        })
+        .collect();
+    if args.policies.contains(&SimPolicy::Auto) {
+        eprintln!("auto: miniature sample rate {auto_rate}, interval {auto_interval} requests");
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {

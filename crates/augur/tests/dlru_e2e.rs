@@ -5,52 +5,11 @@
 mod common;
 
 use augur_server::ServerConfig;
-use common::{info_field, q, TestServer};
-use redis::aio::MultiplexedConnection;
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
-
-/// The fields of INFO dlru's `dlru_keyspace:` line.
-async fn decision(con: &mut MultiplexedConnection) -> Option<HashMap<String, String>> {
-    let info: String = q(con, &["INFO", "dlru"]).await.unwrap();
-    let line = info
-        .lines()
-        .find_map(|l| l.strip_prefix("dlru_keyspace:"))?;
-    Some(
-        line.split(',')
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
-            .collect(),
-    )
-}
-
-fn interval(d: &Option<HashMap<String, String>>) -> u64 {
-    d.as_ref().map_or(0, |d| d["interval"].parse().unwrap())
-}
-
-/// Waits until DLRU has ended interval `n` and returns that decision.
-async fn wait_interval(con: &mut MultiplexedConnection, n: u64) -> HashMap<String, String> {
-    let t = Instant::now();
-    loop {
-        let d = decision(con).await;
-        if interval(&d) >= n {
-            return d.unwrap();
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "no DLRU interval {n}: {d:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// GET, and SET on a miss (the cache-aside client DLRU's mutilate setup is).
-async fn get_or_set(con: &mut MultiplexedConnection, key: &str, value: &str) {
-    let v: Option<String> = q(con, &["GET", key]).await.unwrap();
-    if v.is_none() {
-        let _: () = q(con, &["SET", key, value]).await.unwrap();
-    }
-}
+use common::{
+    dlru_decision, dlru_interval, get_or_set, info_field, limit_to_keys_then_auto, q,
+    wait_dlru_interval, TestServer,
+};
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
@@ -71,38 +30,18 @@ async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
     let mut con = s.con().await;
     let value = "v".repeat(100);
     // The cache holds 1000 such keys: measure their charged bytes, then set the limit.
-    for i in 0..1000 {
-        let _: () = q(&mut con, &["SET", &format!("fill:{i}"), &value])
-            .await
-            .unwrap();
-    }
-    let info: String = q(&mut con, &["INFO", "memory"]).await.unwrap();
-    let limit = info_field(&info, "used_memory");
-    let _: () = q(&mut con, &["FLUSHALL"]).await.unwrap();
-    let _: () = q(
-        &mut con,
-        &["CONFIG", "SET", "maxmemory", &limit.to_string()],
-    )
-    .await
-    .unwrap();
-    let _: () = q(&mut con, &["CONFIG", "SET", "maxmemory-samples", "auto"])
-        .await
-        .unwrap();
-    let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "maxmemory-samples"])
-        .await
-        .unwrap();
-    assert_eq!(got[1], "auto");
+    limit_to_keys_then_auto(&mut con, 1000, &value, "maxmemory-samples").await;
 
     // Phase 1: a loop over 1300 keys (30 % more than fit). LRU evicts each key just
     // before it comes back; random eviction keeps ~a third of the loop.
-    let before = interval(&decision(&mut con).await);
+    let before = dlru_interval(&dlru_decision(&mut con).await);
     for _ in 0..35 {
         for i in 0..1300 {
             get_or_set(&mut con, &format!("loop:{i}"), &value).await;
         }
     }
     // 45 500 GETs: two whole 20 000-GET intervals of the loop alone.
-    let d = wait_interval(&mut con, before + 2).await;
+    let d = wait_dlru_interval(&mut con, before + 2).await;
     let k_loop: u32 = d["k"].parse().unwrap();
     assert_eq!(d["fallback"], "0", "{d:?}");
     assert!(k_loop <= 2, "loop chose K = {k_loop}: {d:?}");
@@ -118,14 +57,14 @@ async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
 
     // Phase 2: each new key is read again 400 new keys later (800 distinct keys in
     // between fit under LRU; random eviction loses ~33 % of them).
-    let before = interval(&decision(&mut con).await);
+    let before = dlru_interval(&dlru_decision(&mut con).await);
     for i in 0..30_000u32 {
         get_or_set(&mut con, &format!("new:{i}"), &value).await;
         if i >= 400 {
             get_or_set(&mut con, &format!("new:{}", i - 400), &value).await;
         }
     }
-    let d = wait_interval(&mut con, before + 2).await;
+    let d = wait_dlru_interval(&mut con, before + 2).await;
     let k_rec: u32 = d["k"].parse().unwrap();
     assert!(k_rec >= 5, "recency chose K = {k_rec}: {d:?}");
     let m1: f64 = d["misses_k1"].parse().unwrap();

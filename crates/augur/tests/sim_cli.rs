@@ -77,3 +77,45 @@ fn sim_honours_deletes_in_a_csv_trace() {
     assert_eq!(rows, vec![(2, 7, 3), (3, 7, 4)], "stderr: {stderr}");
     assert!(!stderr.contains("DELETE"), "stderr: {stderr}");
 }
+
+/// `--policy auto` on a real trace: one row labelled `auto` per size, with its decision
+/// intervals, switches and final policy, next to the fixed policies of the same run;
+/// the same seed gives the same result.
+#[test]
+fn sim_runs_the_auto_chooser() {
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/traces/lirs_sprite.oracleGeneral.bin.zst");
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_augur"))
+            .arg("sim")
+            .arg(&trace)
+            .args(["--policy", "auto,lhd", "--sizes", "25%", "--json"])
+            .output()
+            .expect("running augur sim");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "augur sim failed: {stderr}");
+        assert!(stderr.contains("auto: miniature sample rate"), "{stderr}");
+        serde_json::from_slice::<Value>(&out.stdout).expect("JSON output")
+    };
+    let v = run();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let auto = &rows[0];
+    assert_eq!(auto["policy"], "auto");
+    assert_eq!(rows[1]["policy"], "lhd:64");
+    assert_eq!(auto["size"], rows[1]["size"]);
+    assert_eq!(auto["requests"], rows[1]["requests"]);
+    assert_eq!(auto["intervals"].as_u64(), Some(10));
+    let last = auto["final_policy"].as_str().unwrap();
+    assert!(
+        last.starts_with("redis-lru:") || last.starts_with("lhd:"),
+        "{last}"
+    );
+    assert!(auto["switches"].as_u64().is_some());
+    let mr = auto["miss_ratio"].as_f64().unwrap();
+    assert!(mr > 0.0 && mr < 1.0, "{auto}");
+    let again = run();
+    for f in ["hits", "switches", "final_policy"] {
+        assert_eq!(again[0][f], auto[f], "{f}");
+    }
+}

@@ -510,6 +510,12 @@ pub fn tenant_info_fields(shared: &Shared, u: &User) -> Vec<(&'static str, Strin
         ("min_memory", u.settings.min_memory.to_string()),
         ("target", target.to_string()),
         ("k", k.to_string()),
+        // The policy its evictions use now (`maxmemory-policy auto`'s choice for it,
+        // crate::autopolicy, else the global one).
+        (
+            "eviction_policy",
+            shared.store.tenant_policy(u.id).name().to_string(),
+        ),
         ("hits", st.hits.to_string()),
         ("misses", st.misses.to_string()),
         ("writes", st.writes.to_string()),

@@ -93,3 +93,74 @@ pub fn info_field(info: &str, name: &str) -> u64 {
 pub async fn encoding(con: &mut MultiplexedConnection, key: &str) -> String {
     q(con, &["OBJECT", "ENCODING", key]).await.unwrap()
 }
+
+/// The fields of INFO dlru's `dlru_keyspace:` line (DLRU's and `maxmemory-policy
+/// auto`'s last decision for the keyspace), if there is one.
+pub async fn dlru_decision(
+    con: &mut MultiplexedConnection,
+) -> Option<std::collections::HashMap<String, String>> {
+    let info: String = q(con, &["INFO", "dlru"]).await.unwrap();
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix("dlru_keyspace:"))?;
+    Some(
+        line.split(',')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+            .collect(),
+    )
+}
+
+/// The interval number of a [`dlru_decision`] (0 for none).
+pub fn dlru_interval(d: &Option<std::collections::HashMap<String, String>>) -> u64 {
+    d.as_ref().map_or(0, |d| d["interval"].parse().unwrap())
+}
+
+/// Waits (up to a minute) until the keyspace's interval `n` has ended; its decision.
+pub async fn wait_dlru_interval(
+    con: &mut MultiplexedConnection,
+    n: u64,
+) -> std::collections::HashMap<String, String> {
+    let t = std::time::Instant::now();
+    loop {
+        let d = dlru_decision(con).await;
+        if dlru_interval(&d) >= n {
+            return d.unwrap();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no interval {n}: {d:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// GET, and SET on a miss (a cache-aside client).
+pub async fn get_or_set(con: &mut MultiplexedConnection, key: &str, value: &str) {
+    let v: Option<String> = q(con, &["GET", key]).await.unwrap();
+    if v.is_none() {
+        let _: () = q(con, &["SET", key, value]).await.unwrap();
+    }
+}
+
+/// Sets `maxmemory` to what `n` keys of `value` are charged (measured: SET them, read
+/// used_memory, FLUSHALL), then CONFIG SETs `name` to `auto` and checks it reads back.
+pub async fn limit_to_keys_then_auto(
+    con: &mut MultiplexedConnection,
+    n: usize,
+    value: &str,
+    name: &str,
+) {
+    for i in 0..n {
+        let _: () = q(con, &["SET", &format!("fill:{i}"), value]).await.unwrap();
+    }
+    let info: String = q(con, &["INFO", "memory"]).await.unwrap();
+    let limit = info_field(&info, "used_memory");
+    let _: () = q(con, &["FLUSHALL"]).await.unwrap();
+    let _: () = q(con, &["CONFIG", "SET", "maxmemory", &limit.to_string()])
+        .await
+        .unwrap();
+    let _: () = q(con, &["CONFIG", "SET", name, "auto"]).await.unwrap();
+    let got: Vec<String> = q(con, &["CONFIG", "GET", name]).await.unwrap();
+    assert_eq!(got[1], "auto");
+}

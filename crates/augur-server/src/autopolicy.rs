@@ -1,0 +1,506 @@
+//! `maxmemory-policy auto` (issue 9, item 3): per tenant (or for the shared keyspace
+//! when `tenant-partitioning off`), the server picks which eviction policy to run at
+//! all, by simulating the candidates in miniature. Beyond both papers; built from
+//! DLRU's pieces (crate::dlru, Qiu et al. §3.2-3.5), so DLRU and auto are one
+//! implementation, and `augur sim --policy auto` runs this very chooser ([`AutoSim`]).
+//!
+//! - **Candidates.** `redis-lru:K` for DLRU's K set {1, 2, 5, 10, 16} (the store's real
+//!   `allkeys-lru` with that `maxmemory-samples`) and `lhd:A` (the store's
+//!   `allkeys-lhd` with `lhd-samples` A), each a miniature cache of the same simulator
+//!   the server runs (`augur_sim`), fed the profiler's spatial sample at the tenant's
+//!   rate R (DLRU Eq. 1's filter), sized `C R` bytes (DLRU Eq. 2 times the mean item
+//!   size; [`crate::dlru::Dlru`]); LHD's miniature reconfigures `R` times as often in
+//!   sampled accesses as the full model (`augur_sim::build_miniature`).
+//! - **Cost.** DLRU's Eq. 3 generalised to any policy: `P = M (p + OH)`, `M` the
+//!   miniature's misses in the interval scaled by 1/R, `p` the measured miss penalty,
+//!   `OH` the store's eviction overhead per eviction of that policy, measured once per
+//!   process on a private store ([`crate::dlru::Overhead::calibrate_policies`]).
+//! - **Choice with hysteresis** ([`Hysteresis`]). Candidates fall in two families,
+//!   K-LRU and LHD. Within the running family the least-cost member is taken at once
+//!   (a new K costs nothing: the store only reads another `maxmemory-samples`, as
+//!   DLRU does every interval). A switch of family needs the other family's best to
+//!   cost at least [`MARGIN`] (2 %) less than the running family's best in
+//!   [`CONFIRM`] (2) consecutive intervals: a family switch has a price the miniatures
+//!   do not see (the store drops LHD's learned model when LRU runs, and LHD restarts
+//!   from empty histograms), and two intervals in a row keep one noisy interval of a
+//!   1 % sample from flapping the policy, at the cost of acting one interval later.
+//!   Ties keep what runs (a cold interval, where every miniature misses alike, changes
+//!   nothing). A scope starts with [`INITIAL_POLICY`] (LHD: the lowest or near-lowest
+//!   miss ratio of Augur's fixed policies on the shared traces, so the start costs
+//!   least where the run is too short for the hysteresis to act). Under
+//!   [`crate::dlru::MIN_KEYS`] (256) distinct sampled keys the interval is no evidence
+//!   and the running policy stays (DLRU falls back to K = 5; a policy switch on no
+//!   evidence would only add one).
+//! - **Install** ([`install`]). Partitioning off: the store's policy and K (the shared
+//!   pool is one keyspace). Otherwise: the tenant's own policy and K
+//!   (`Store::set_tenant_policy`, `set_tenant_limits`), which its evictions use. The
+//!   store switches live and keeps every key: LHD reads an entry last touched under
+//!   LRU as a new object of the age its clock gives, LRU reads an LHD tag's clock bits
+//!   (augur-store `lhd.rs`).
+
+use crate::dlru::{Decision, Dlru, Overhead, Scope, DLRU_KS, MIN_KEYS};
+use augur_sim::{CacheSim, PolicySpec, SwitchingCache, Unit};
+use augur_store::{EvictionPolicy, Partitioning, Store};
+
+/// A family switch needs the other family to cost this much less (relative).
+pub const MARGIN: f64 = 0.02;
+/// ... in this many consecutive intervals.
+pub const CONFIRM: u32 = 2;
+/// What a scope runs until the miniatures show another family cheaper: LHD, whose
+/// miss ratio on the shared traces is the lowest of Augur's fixed policies or close to
+/// it (BENCHMARKS.md, "Miss ratio table"), so that short runs, which end before the
+/// hysteresis can act, lose least: Redis's default K-LRU.
+pub const INITIAL_POLICY: PolicySpec = PolicySpec::Lhd {
+    k: augur_sim::spec::DEFAULT_LHD_SAMPLES,
+};
+
+/// The candidates: `redis-lru:K` for each K of DLRU's set, then `lhd:A`.
+pub fn candidates(lhd_samples: usize) -> Vec<PolicySpec> {
+    DLRU_KS
+        .iter()
+        .map(|&k| PolicySpec::RedisLru { k: k as usize })
+        .chain(std::iter::once(PolicySpec::Lhd {
+            k: lhd_samples.max(1),
+        }))
+        .collect()
+}
+
+/// A number per policy (seeds the miniatures apart).
+pub fn spec_code(p: PolicySpec) -> u64 {
+    match p {
+        PolicySpec::Lru => 1,
+        PolicySpec::Fifo => 2,
+        PolicySpec::Random => 3,
+        PolicySpec::RedisLru { k } => 0x100 | k as u64,
+        PolicySpec::KLru { k } => 0x200 | k as u64,
+        PolicySpec::Lhd { k } => 0x300 | k as u64,
+    }
+}
+
+fn is_lhd(p: PolicySpec) -> bool {
+    matches!(p, PolicySpec::Lhd { .. })
+}
+
+/// The candidate of least cost, the earlier one on a tie (smaller K first, as DLRU §3.5
+/// breaks ties; K-LRU before LHD).
+pub fn least_cost(candidates: &[PolicySpec], cost: &[f64]) -> Option<PolicySpec> {
+    best_where(candidates, cost, |_| true).map(|(p, _)| p)
+}
+
+fn best_where(
+    candidates: &[PolicySpec],
+    cost: &[f64],
+    keep: impl Fn(PolicySpec) -> bool,
+) -> Option<(PolicySpec, f64)> {
+    let mut best: Option<(PolicySpec, f64)> = None;
+    for (&p, &c) in candidates.iter().zip(cost) {
+        if keep(p) && c.is_finite() && best.is_none_or(|(_, b)| c < b) {
+            best = Some((p, c));
+        }
+    }
+    best
+}
+
+/// The choice's state across intervals (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct Hysteresis {
+    /// What the scope runs now.
+    pub running: PolicySpec,
+    /// Consecutive intervals in which the other family won by [`MARGIN`].
+    pub streak: u32,
+    /// Family switches so far.
+    pub switches: u64,
+}
+
+impl Default for Hysteresis {
+    fn default() -> Self {
+        Self::starting(INITIAL_POLICY)
+    }
+}
+
+impl Hysteresis {
+    /// A scope that runs `p` until the chooser has evidence.
+    pub fn starting(p: PolicySpec) -> Self {
+        Self {
+            running: p,
+            streak: 0,
+            switches: 0,
+        }
+    }
+
+    /// One interval's decision from the candidates' costs and the interval's distinct
+    /// sampled keys; returns the policy to run from now on. `_best` is the least-cost
+    /// candidate (reported in INFO; recomputed here per family).
+    pub fn decide(
+        &mut self,
+        _best: Option<PolicySpec>,
+        candidates: &[PolicySpec],
+        cost: &[f64],
+        keys: usize,
+    ) -> PolicySpec {
+        let cost_of = |p: PolicySpec| {
+            candidates
+                .iter()
+                .position(|&c| c == p)
+                .map(|i| cost[i])
+                .filter(|c| c.is_finite())
+        };
+        let lhd = is_lhd(self.running);
+        let same = best_where(candidates, cost, |p| is_lhd(p) == lhd);
+        let other = best_where(candidates, cost, |p| is_lhd(p) != lhd);
+        // Within the running family: its least-cost member, but the running one on a
+        // tie (a cold interval, where all miss alike, changes nothing).
+        let same = match (same, cost_of(self.running)) {
+            (Some((_, sc)), Some(rc)) if rc <= sc => Some((self.running, rc)),
+            (s, _) => s,
+        };
+        let next = match (same, other) {
+            // Too few keys: the interval says nothing; keep what runs (DLRU falls
+            // back to Redis's K = 5; a policy switch on no evidence would only add one).
+            _ if keys < MIN_KEYS => {
+                self.streak = 0;
+                self.running
+            }
+            (Some((s, sc)), Some((o, oc))) => {
+                if oc < sc * (1.0 - MARGIN) {
+                    self.streak += 1;
+                    if self.streak >= CONFIRM {
+                        self.streak = 0;
+                        o
+                    } else {
+                        s
+                    }
+                } else {
+                    self.streak = 0;
+                    s
+                }
+            }
+            (Some((s, _)), None) => s,
+            (None, Some((o, _))) => o,
+            (None, None) => self.running,
+        };
+        if is_lhd(next) != is_lhd(self.running) {
+            self.switches += 1;
+        }
+        self.running = next;
+        next
+    }
+}
+
+/// `augur sim --policy auto`: a real cache ([`SwitchingCache`]) whose policy the
+/// chooser above sets every `interval` requests, from miniature caches
+/// ([`crate::dlru::Dlru`]) fed the requests whose key passes the store's spatial filter
+/// at rate `rate`. The cost weighs misses with `penalty_us` and zero overhead (the
+/// simulator has no store to time, and p ≫ OH makes Eq. 3 rank by misses: DLRU §3.5),
+/// so a run is deterministic.
+pub struct AutoSim {
+    cache: SwitchingCache,
+    dlru: Dlru,
+    unit: Unit,
+    interval: u64,
+    seen: u64,
+    penalty_us: f64,
+    overhead: Overhead,
+    decisions: Vec<Decision>,
+}
+
+impl AutoSim {
+    /// A cache of `capacity` in `unit` (objects: every reference counts 1 in the
+    /// miniatures too).
+    pub fn new(capacity: u64, unit: Unit, seed: u64, rate: f64, interval: u64) -> Self {
+        Self::starting(INITIAL_POLICY, capacity, unit, seed, rate, interval)
+    }
+
+    /// [`AutoSim::new`] running `initial` until the chooser has evidence.
+    pub fn starting(
+        initial: PolicySpec,
+        capacity: u64,
+        unit: Unit,
+        seed: u64,
+        rate: f64,
+        interval: u64,
+    ) -> Self {
+        let mut dlru = Dlru::with_candidates(
+            rate,
+            capacity,
+            &candidates(augur_sim::spec::DEFAULT_LHD_SAMPLES),
+            true,
+        );
+        dlru.start_with(initial);
+        Self {
+            cache: SwitchingCache::new(initial, capacity, unit, seed),
+            dlru,
+            unit,
+            interval: interval.max(1),
+            seen: 0,
+            penalty_us: 1000.0,
+            overhead: Overhead::zero(&DLRU_KS),
+            decisions: Vec::new(),
+        }
+    }
+
+    /// Every interval's decision so far.
+    pub fn decisions(&self) -> &[Decision] {
+        &self.decisions
+    }
+
+    /// The policy running now.
+    pub fn policy(&self) -> PolicySpec {
+        self.cache.policy()
+    }
+
+    /// Family switches (K-LRU <-> LHD) the real cache made.
+    pub fn switches(&self) -> u64 {
+        self.decisions.last().map_or(0, |d| d.switches)
+    }
+}
+
+impl CacheSim for AutoSim {
+    fn access(&mut self, key: u64, size: u32) -> bool {
+        if self.dlru.samples(key) {
+            let bytes = match self.unit {
+                Unit::Objects => 1,
+                Unit::Bytes => size,
+            };
+            self.dlru.access(key, bytes);
+        }
+        let hit = self.cache.access(key, size);
+        self.seen += 1;
+        if self.seen >= self.interval {
+            self.seen = 0;
+            let c = self.cache.capacity();
+            let d = self
+                .dlru
+                .end_interval(self.penalty_us, &self.overhead, c, c);
+            self.cache.switch_to(d.policy);
+            self.decisions.push(d);
+        }
+        hit
+    }
+
+    fn remove(&mut self, key: u64) {
+        if self.dlru.samples(key) {
+            self.dlru.delete(key);
+        }
+        self.cache.remove(key);
+    }
+
+    fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    fn used(&self) -> u64 {
+        self.cache.used()
+    }
+
+    fn capacity(&self) -> u64 {
+        self.cache.capacity()
+    }
+}
+
+/// The store's policy for a candidate.
+pub fn store_policy(p: PolicySpec) -> EvictionPolicy {
+    match p {
+        PolicySpec::Lhd { .. } => EvictionPolicy::AllKeysLhd,
+        _ => EvictionPolicy::AllKeysLru,
+    }
+}
+
+/// Installs `p` (policy and K) for `scope` (see the module documentation); returns
+/// whether it did (not under kredis, whose tuner owns each tenant's K: there the
+/// tenant's policy is installed and its K left alone).
+pub fn install(store: &Store, scope: Scope, p: PolicySpec) -> bool {
+    let k = match p {
+        PolicySpec::RedisLru { k } => Some(k),
+        _ => None,
+    };
+    match (scope, store.partitioning()) {
+        (None, Partitioning::Off) => {
+            if let Some(k) = k {
+                store.set_samples(k);
+            }
+            store.set_policy(store_policy(p));
+            true
+        }
+        (Some(t), mode) if mode != Partitioning::Off => {
+            if let (Some(k), Partitioning::Static) = (k, mode) {
+                let (cap, target, _) = store.tenant_limits(t);
+                store.set_tenant_limits(t, cap, target, k);
+            }
+            store.set_tenant_policy(t, Some(store_policy(p)));
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `maxmemory-policy` set from `auto` to a fixed policy: every tenant's own policy
+/// (and its auto K, outside kredis) is cleared, so all evict by the global setting again.
+pub fn turned_off(shared: &crate::state::Shared) {
+    let store = &shared.store;
+    for u in shared.tenants.users() {
+        store.set_tenant_policy(u.id, None);
+        if store.partitioning() != Partitioning::Kredis {
+            let (cap, target, _) = store.tenant_limits(u.id);
+            store.set_tenant_limits(u.id, cap, target, 0);
+        }
+    }
+    shared.profiler.dlru.lock().clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c() -> Vec<PolicySpec> {
+        candidates(64)
+    }
+
+    /// Costs with LRU K = 5 at `lru` and LHD at `lhd` (others worse).
+    fn costs(lru: f64, lhd: f64) -> Vec<f64> {
+        vec![lru * 1.5, lru * 1.2, lru, lru * 1.1, lru * 1.05, lhd]
+    }
+
+    #[test]
+    fn family_switches_need_two_intervals_past_the_margin() {
+        let mut h = Hysteresis::default();
+        let lhd = PolicySpec::Lhd { k: 64 };
+        let k5 = PolicySpec::RedisLru { k: 5 };
+        assert_eq!(h.running, INITIAL_POLICY);
+        // A cold interval (all miss alike) changes nothing.
+        assert_eq!(h.decide(None, &c(), &[100.0; 6], 1000), lhd);
+        // LRU better by 5 % once: not yet; twice: switch.
+        assert_eq!(h.decide(None, &c(), &costs(95.0, 100.0), 1000), lhd);
+        assert_eq!(h.decide(None, &c(), &costs(95.0, 100.0), 1000), k5);
+        assert_eq!(h.switches, 1);
+        // LHD better by only 1 % (under the margin): stays, however long.
+        for _ in 0..5 {
+            assert_eq!(h.decide(None, &c(), &costs(100.0, 99.0), 1000), k5);
+        }
+        // An interrupted streak starts over.
+        assert_eq!(h.decide(None, &c(), &costs(100.0, 90.0), 1000), k5);
+        assert_eq!(h.decide(None, &c(), &costs(100.0, 100.0), 1000), k5);
+        assert_eq!(h.decide(None, &c(), &costs(100.0, 90.0), 1000), k5);
+        assert_eq!(h.decide(None, &c(), &costs(100.0, 90.0), 1000), lhd);
+        assert_eq!(h.switches, 2);
+    }
+
+    #[test]
+    fn k_changes_within_lru_are_immediate_and_ties_keep_the_running_k() {
+        let mut h = Hysteresis::starting(PolicySpec::RedisLru { k: 5 });
+        let cand = c();
+        // K = 1 best among LRU, LHD far worse.
+        let cost = vec![50.0, 60.0, 70.0, 80.0, 90.0, 200.0];
+        assert_eq!(
+            h.decide(None, &cand, &cost, 1000),
+            PolicySpec::RedisLru { k: 1 }
+        );
+        let cost = vec![90.0, 80.0, 70.0, 60.0, 50.0, 200.0];
+        assert_eq!(
+            h.decide(None, &cand, &cost, 1000),
+            PolicySpec::RedisLru { k: 16 }
+        );
+        // A tie with the running K keeps it (DLRU would take the smaller K).
+        let cost = vec![50.0, 50.0, 50.0, 50.0, 50.0, 200.0];
+        assert_eq!(
+            h.decide(None, &cand, &cost, 1000),
+            PolicySpec::RedisLru { k: 16 }
+        );
+        assert_eq!(h.switches, 0);
+    }
+
+    #[test]
+    fn under_256_keys_keeps_what_runs() {
+        let mut h = Hysteresis::starting(PolicySpec::RedisLru { k: 5 });
+        let k5 = PolicySpec::RedisLru { k: 5 };
+        for _ in 0..4 {
+            assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 255), k5);
+        }
+        assert_eq!(h.streak, 0);
+        assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 256), k5);
+        assert_eq!(
+            h.decide(None, &c(), &costs(100.0, 50.0), 256),
+            PolicySpec::Lhd { k: 64 }
+        );
+    }
+
+    /// The chooser, run as `augur sim --policy auto` runs it, picks LHD where LHD wins
+    /// (a scan-resistant mix: a hot set re-read often plus a one-pass scan) and K-LRU
+    /// where K-LRU wins (a loop a little larger than the cache, where K = 1 keeps part
+    /// of the loop and LHD, ranking by age like LRU at first, does not beat it).
+    #[test]
+    fn auto_sim_follows_the_winner() {
+        // Hot set of 2000 keys (each read ~every 4 requests) mixed with a scan of
+        // never-repeated keys: LRU lets the scan push hot keys out, LHD learns that
+        // scanned keys are never hit.
+        let mut x = 12345u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let mut scan = 1u64 << 40;
+        let trace: Vec<u64> = (0..3_000_000)
+            .map(|_| {
+                if next() % 4 == 0 {
+                    next() % 2000
+                } else {
+                    scan += 1;
+                    scan
+                }
+            })
+            .collect();
+        let run = |trace: &[u64], policy: Option<PolicySpec>, cap: u64| -> (f64, PolicySpec) {
+            let mut hits = 0u64;
+            match policy {
+                Some(p) => {
+                    let mut s = augur_sim::build(p, cap, Unit::Objects, 3);
+                    for &k in trace {
+                        hits += u64::from(s.access(k, 1));
+                    }
+                    (1.0 - hits as f64 / trace.len() as f64, p)
+                }
+                None => {
+                    let mut s = AutoSim::new(cap, Unit::Objects, 3, 1.0, 100_000);
+                    for &k in trace {
+                        hits += u64::from(s.access(k, 1));
+                    }
+                    (1.0 - hits as f64 / trace.len() as f64, s.policy())
+                }
+            }
+        };
+        let (lru, _) = run(&trace, Some(PolicySpec::RedisLru { k: 5 }), 1500);
+        let (lhd, _) = run(&trace, Some(PolicySpec::Lhd { k: 64 }), 1500);
+        let (auto, chosen) = run(&trace, None, 1500);
+        assert!(
+            lhd < lru - 0.02,
+            "workload must favour LHD: lhd {lhd} lru {lru}"
+        );
+        assert!(matches!(chosen, PolicySpec::Lhd { .. }), "chose {chosen}");
+        assert!(auto <= lhd + 0.01, "auto {auto} lhd {lhd} lru {lru}");
+
+        // A hot set of 800 keys (room for 1000) that moves to 800 new keys every
+        // 50 000 requests: LRU drops the old set within a phase; LHD keeps the old
+        // set's keys, whose hit history ranks them dense, long after their phase.
+        let trace: Vec<u64> = (0..1_000_000u64)
+            .map(|i| (i / 50_000) * 100_000 + next() % 800)
+            .collect();
+        let (k5, _) = run(&trace, Some(PolicySpec::RedisLru { k: 5 }), 1000);
+        let (lhd, _) = run(&trace, Some(PolicySpec::Lhd { k: 64 }), 1000);
+        let (auto, chosen) = run(&trace, None, 1000);
+        assert!(
+            k5 < lhd - 0.02,
+            "workload must favour K-LRU: k5 {k5} lhd {lhd}"
+        );
+        assert!(
+            matches!(chosen, PolicySpec::RedisLru { .. }),
+            "chose {chosen}"
+        );
+        // Two intervals of LHD (the initial policy) before the switch cost a little.
+        assert!(
+            auto < k5 + (lhd - k5) / 4.0,
+            "auto {auto} k5 {k5} lhd {lhd}"
+        );
+    }
+}
