@@ -2046,7 +2046,8 @@ impl Shard {
                     break;
                 }
                 // Under the target share and with a Z-zone to fill, evict_one demotes.
-                if !p.evict_one(t as TenantId, policy, k, clock, &mut self.rng, None) {
+                let own = self.config.tenant_policy(t as TenantId);
+                if !p.evict_one(t as TenantId, own, k, clock, &mut self.rng, None) {
                     break;
                 }
             }
@@ -2284,7 +2285,8 @@ impl Shard {
         }
         let policy = self.config.policy();
         if self.config.zone.on() && policy != EvictionPolicy::NoEviction {
-            self.cap_n_zone(t, incoming, if cap > 0 { cap } else { budget }, policy);
+            let own = self.config.tenant_policy(t);
+            self.cap_n_zone(t, incoming, if cap > 0 { cap } else { budget }, own);
         }
         loop {
             let own = self.parts.get(t as usize).map_or(0, Part::used);
