@@ -1,28 +1,35 @@
 //! Feeds arbitrary bytes to the Z-zone's block decoder (augur_store::zzone::block): as a
 //! frame (codec byte, raw length, LZ4 / zstd / raw payload) and, wrapped in a raw frame,
 //! as a block's records and offset index. Decoding must never panic nor allocate beyond
-//! its caps; whatever it accepts must re-encode to a frame that decodes to the same bytes.
+//! its caps; whatever it accepts must re-encode to a frame that decodes to the same bytes,
+//! with and without a dictionary (frames compressed against dictionary 1, a fixed one).
 
 #![no_main]
 
-use augur_store::zzone::block::{self, Codec};
+use augur_store::zzone::block::{self, Codec, Dict};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {
     let Some((&ctl, data)) = input.split_first() else { return };
+    let dicts = [Dict {
+        id: 1,
+        bytes: (*b"\x00\x00\x00\x03rec:1{\"id\":1,\"src\":\"iso_3166-1\",\"name\":\"x\"}").into(),
+    }];
     let _ = block::check_frame(data);
+    let _ = block::check_frame_with(data, &dicts);
     let _ = block::check_raw(data);
     let mut framed = vec![0u8];
     block::put_varint(&mut framed, data.len() as u64);
     framed.extend_from_slice(data);
     let _ = block::check_frame(&framed);
     let mut raw = Vec::new();
-    if block::decompress(data, &mut raw).is_ok() {
+    if block::decompress(data, &dicts, &mut raw).is_ok() {
         let codec = if ctl & 1 == 0 { Codec::Lz4 } else { Codec::Zstd { level: 1 } };
+        let dict = (ctl & 2 != 0).then_some(&dicts[0]);
         let mut again = Vec::new();
-        block::compress(codec, &raw, &mut again);
+        block::compress(codec, &raw, dict, &mut again);
         let mut back = Vec::new();
-        block::decompress(&again, &mut back).expect("own frame decodes");
+        block::decompress(&again, &dicts, &mut back).expect("own frame decodes");
         assert_eq!(back, raw);
     }
 });

@@ -79,7 +79,8 @@ pub struct ServerConfig {
     /// `lhd-samples`: candidates an LHD eviction ranks (Augur's; augur_store::lhd).
     pub lhd_samples: usize,
     /// The compressed zone (zExpander, augur_store::zone): `compressed-zone`,
-    /// `compressed-zone-codec`, `compressed-zone-block-size`, `compressed-zone-target`,
+    /// `compressed-zone-codec`, `compressed-zone-block-size`, `compressed-zone-dict-size`,
+    /// `compressed-zone-target`,
     /// `compressed-zone-window-ms`.
     pub zone: augur_store::ZoneConfig,
     /// `maxmemory-clients`: bytes the connections may hold together before the largest
@@ -272,6 +273,7 @@ pub const PARAMS: &[&str] = &[
     "compressed-zone",
     "compressed-zone-codec",
     "compressed-zone-block-size",
+    "compressed-zone-dict-size",
     "compressed-zone-target",
     "compressed-zone-window-ms",
     "maxmemory-clients",
@@ -509,6 +511,16 @@ impl ServerConfig {
                     return Err("argument must be between 256 and 65536 inclusive".into());
                 }
                 self.zone.block_capacity = n;
+            }
+            "compressed-zone-dict-size" => {
+                let n: usize = parse_memory(value)
+                    .ok_or("argument must be a memory value")?
+                    .try_into()
+                    .map_err(|_| "argument must be between 0 and 65536 inclusive")?;
+                if n > augur_store::zzone::MAX_DICT {
+                    return Err("argument must be between 0 and 65536 inclusive".into());
+                }
+                self.zone.dict_size = n;
             }
             "compressed-zone-target" => {
                 let f: f64 = value
@@ -764,6 +776,7 @@ impl ServerConfig {
                 augur_store::zzone::Codec::Zstd { .. } => "zstd".into(),
             },
             "compressed-zone-block-size" => self.zone.block_capacity.to_string(),
+            "compressed-zone-dict-size" => self.zone.dict_size.to_string(),
             "compressed-zone-target" => self.zone.target_n_fraction.to_string(),
             "compressed-zone-window-ms" => self.zone.window_ms.to_string(),
             "maxmemory-clients" if self.maxmemory_clients < 0 => {

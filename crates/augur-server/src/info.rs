@@ -113,6 +113,7 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
                 cfg.get("compressed-zone-codec").unwrap_or_default()
             );
             line!("zone_block_size:{}", cfg.zone.block_capacity);
+            line!("zone_dict_size:{}", cfg.zone.dict_size);
             line!("zone_target_n_fraction:{}", cfg.zone.target_n_fraction);
             line!("zone_window_ms:{}", cfg.zone.window_ms);
             line!("n_zone_bytes:{}", z.n_bytes);
@@ -121,6 +122,8 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("z_zone_items:{}", z.z_items);
             line!("z_zone_raw_bytes:{}", z.z_raw_bytes);
             line!("z_zone_compressed_bytes:{}", z.z_compressed_bytes);
+            line!("z_zone_dict_bytes:{}", z.z_dict_bytes);
+            line!("z_zone_dicts_trained:{}", z.z_dicts_trained);
             line!("z_zone_compression_ratio:{ratio:.3}");
             line!("n_zone_hits:{}", z.n_hits);
             line!("z_zone_hits:{}", z.z_hits);

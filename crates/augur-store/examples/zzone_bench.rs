@@ -5,7 +5,7 @@
 //! own key) into a ZZone per codec and block size, then prints items, bytes(), bytes
 //! per item, the N-zone's charge for the same items, insert / get-hit / get-miss ns per
 //! op, hash + trie look-up ns (minus a loop that only fetches the key) and trie bytes per
-//! item. Single-threaded; the zone's `bytes()` uses jemalloc's size classes (`nallocx`).
+//! item, without and with a 4 KB and an 8 KB sampled dictionary. Single-threaded; the zone's `bytes()` uses jemalloc's size classes (`nallocx`).
 //!
 //! `cargo run --release -p augur-store --example zzone_bench [N]` (default 500000)
 
@@ -147,10 +147,10 @@ fn main() {
         nzone as f64 / n as f64
     );
     println!(
-        "| codec | block | bytes() | B/item | frames B/item | vs N-zone | raw/bytes | blocks | items/block | \
+        "| codec | dict | block | bytes() | B/item | frames B/item | vs N-zone | raw/bytes | blocks | items/block | \
          depth | trie B/item | insert ns | get hit ns | get miss ns | hash+trie ns |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let meta = ZMeta {
         expire_at_ms: None,
         flags: 0,
@@ -168,11 +168,15 @@ fn main() {
             .collect()
     };
     let keys: Vec<Vec<u8>> = (0..n).map(key).collect();
-    for codec in [Codec::Lz4, Codec::Zstd { level: 3 }] {
+    let configs = [Codec::Lz4, Codec::Zstd { level: 3 }]
+        .into_iter()
+        .flat_map(|c| [0usize, 4096, 8192].map(move |d| (c, d)));
+    for (codec, dict_size) in configs {
         for cap in [1024, 2048, 4096] {
             let mut z = ZZone::new(ZConfig {
                 block_capacity: cap,
                 codec,
+                dict_size,
             });
             let t = Instant::now();
             for (i, k) in keys.iter().enumerate() {
@@ -218,7 +222,8 @@ fn main() {
                 Codec::Zstd { level } => format!("zstd-{level}"),
             };
             println!(
-                "| {name} | {} KB | {} | {:.1} | {:.1} | {:.2}x | {:.2} | {} | {:.1} | {} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} |",
+                "| {name} | {} | {} KB | {} | {:.1} | {:.1} | {:.2}x | {:.2} | {} | {:.1} | {} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} |",
+                dict_size,
                 cap / 1024,
                 s.bytes,
                 s.bytes as f64 / n as f64,

@@ -46,6 +46,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The N-zone's initial share of a part's memory, before the first window adjusts it.
 pub(crate) const INITIAL_N_SHARE: f64 = 0.5;
+/// `compressed-zone-dict-size`'s default: 4 KB per part (see `zzone`'s module doc for
+/// what it buys; a part trains one only once its frames hold 16 times that).
+pub const DEFAULT_DICT_SIZE: usize = 4096;
 /// §3.3.1: each adjustment moves the N-zone's target by 3 % of the memory.
 const SHARE_STEP: f64 = 0.03;
 /// The N-zone keeps at least this share (a Z-zone of everything would decompress on
@@ -92,6 +95,7 @@ impl ZoneSettings {
             block: ZConfig {
                 block_capacity: cfg.block_capacity,
                 codec: cfg.codec,
+                dict_size: cfg.dict_size,
             },
         }
     }
@@ -121,6 +125,9 @@ pub struct ZoneConfig {
     pub codec: Codec,
     /// Uncompressed bytes a block holds before it splits (§3.1; default 2 KB).
     pub block_capacity: usize,
+    /// Bytes of each part's sampled compression dictionary (0: none; see
+    /// `zzone`'s module doc).
+    pub dict_size: usize,
     /// Fraction of requests the N-zone should serve (§3.3.1; default 0.9).
     pub target_n_fraction: f64,
     /// The adjustment window (§3.3.1; default one minute).
@@ -133,6 +140,7 @@ impl Default for ZoneConfig {
             enabled: false,
             codec: Codec::Lz4,
             block_capacity: 2048,
+            dict_size: DEFAULT_DICT_SIZE,
             target_n_fraction: 0.9,
             window_ms: 60_000,
         }
@@ -197,6 +205,9 @@ pub struct ZoneStats {
     pub z_raw_bytes: u64,
     /// Compressed bytes of the Z-zone's blocks.
     pub z_compressed_bytes: u64,
+    /// Bytes of the parts' live compression dictionaries, and dictionaries sampled.
+    pub z_dict_bytes: u64,
+    pub z_dicts_trained: u64,
     pub n_bytes: u64,
     pub n_items: u64,
     pub n_hits: u64,
@@ -221,6 +232,8 @@ impl ZoneStats {
         self.z_bytes += o.z_bytes;
         self.z_raw_bytes += o.z_raw_bytes;
         self.z_compressed_bytes += o.z_compressed_bytes;
+        self.z_dict_bytes += o.z_dict_bytes;
+        self.z_dicts_trained += o.z_dicts_trained;
         self.n_bytes += o.n_bytes;
         self.n_items += o.n_items;
         self.n_hits += o.n_hits;
@@ -281,13 +294,7 @@ pub(crate) struct PartZone {
 impl PartZone {
     pub(crate) fn new(settings: &ZoneSettings, dbs: usize) -> PartZone {
         // Seeded per process (the store's key hash is), against hash flooding.
-        let z = ZZone::with_seed(
-            ZConfig {
-                block_capacity: settings.block.block_capacity,
-                codec: settings.block.codec,
-            },
-            crate::store::key_hash(b"augur zzone seed"),
-        );
+        let z = ZZone::with_seed(settings.block, crate::store::key_hash(b"augur zzone seed"));
         PartZone {
             base_bytes: z.bytes(),
             z,
@@ -534,6 +541,8 @@ impl PartZone {
             z_bytes: self.bytes(),
             z_raw_bytes: s.raw_bytes,
             z_compressed_bytes: s.compressed_bytes,
+            z_dict_bytes: s.dict_bytes,
+            z_dicts_trained: s.dicts_trained,
             n_hits: self.n_hits,
             z_hits: self.z_hits,
             promotions: self.promotions,

@@ -47,6 +47,9 @@ pub struct Args {
     /// Uncompressed bytes per compressed block (default 2048).
     #[arg(long)]
     pub compressed_zone_block_size: Option<String>,
+    /// Bytes of each part's sampled compression dictionary, 0 for none (default 4096).
+    #[arg(long)]
+    pub compressed_zone_dict_size: Option<String>,
     /// Fraction of requests the uncompressed zone should serve (default 0.9).
     #[arg(long)]
     pub compressed_zone_target: Option<String>,
@@ -159,6 +162,7 @@ impl Args {
                 "compressed-zone-block-size",
                 &self.compressed_zone_block_size,
             ),
+            ("compressed-zone-dict-size", &self.compressed_zone_dict_size),
             ("compressed-zone-target", &self.compressed_zone_target),
             ("compressed-zone-window-ms", &self.compressed_zone_window_ms),
             ("databases", &self.databases),

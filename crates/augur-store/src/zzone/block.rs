@@ -17,10 +17,12 @@
 //! of up to eight items evenly spaced in the block"). Blocks whose records span more than
 //! 64 KB (possible only for an over-full leaf at the depth cap) carry no index.
 //!
-//! A block is stored as a *frame*: `codec: u8 | varint raw_len | payload`, codec 0 = raw
-//! (used when compression does not shrink the block, e.g. incompressible values), 1 =
-//! LZ4 block format (lz4_flex), 2 = a zstd frame. The codec is per frame, so changing the
-//! zone's codec needs no re-encoding of existing blocks.
+//! A block is stored as a *frame*: `codec: u8 | varint raw_len | [varint dict_id] |
+//! payload`, codec 0 = raw (used when compression does not shrink the block, e.g.
+//! incompressible values), 1 = LZ4 block format (lz4_flex), 2 = a zstd frame, 3 and 4 =
+//! LZ4 and zstd compressed against the zone's dictionary `dict_id` (a [`Dict`]; only
+//! these two carry the id). The codec is per frame, so changing the zone's codec or
+//! dictionary needs no re-encoding of existing blocks.
 //!
 //! Nothing here trusts the bytes: every length and offset is bounds-checked, a raw length
 //! is capped before anything is allocated, and any inconsistency is a [`Corrupt`] error.
@@ -42,6 +44,19 @@ const KIND_LARGE: u8 = 2;
 const CODEC_RAW: u8 = 0;
 const CODEC_LZ4: u8 = 1;
 const CODEC_ZSTD: u8 = 2;
+const CODEC_LZ4_DICT: u8 = 3;
+const CODEC_ZSTD_DICT: u8 = 4;
+
+/// A raw-content compression dictionary (not in the paper; see the zone's module doc):
+/// whole records sampled from the zone, which LZ4 and zstd use as a window preceding
+/// every block they compress, so the field names and common values that a 2 KB block of
+/// unrelated records cannot share with itself are found in the dictionary instead.
+/// Frames name it by `id`; the zone keeps it while any frame does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dict {
+    pub id: u32,
+    pub bytes: Box<[u8]>,
+}
 
 /// A block (or frame) that does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,56 +357,76 @@ pub fn build(out: &mut Vec<u8>, recs: &[(u64, &[u8])]) {
 thread_local! {
     // zstd contexts are ~1 MB; one per thread (a shard runs on one thread at a time),
     // never per zone. Borrowed only inside a single (de)compress call.
-    static ZSTD_C: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
-    static ZSTD_D: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    static ZSTD_C: RefCell<Option<zstd::zstd_safe::CCtx<'static>>> = const { RefCell::new(None) };
+    static ZSTD_D: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
 }
 
-fn zstd_compress(level: i32, raw: &[u8], out: &mut [u8]) -> Option<usize> {
+/// zstd at `level`, against raw-content dictionary `dict` (empty: none).
+fn zstd_compress(level: i32, raw: &[u8], dict: &[u8], out: &mut [u8]) -> Option<usize> {
     ZSTD_C.with(|c| {
         let mut c = c.try_borrow_mut().ok()?;
-        if c.as_ref().map(|x| x.0) != Some(level) {
-            *c = Some((level, zstd::bulk::Compressor::new(level).ok()?));
+        if c.is_none() {
+            *c = Some(zstd::zstd_safe::CCtx::try_create()?);
         }
-        c.as_mut()?.1.compress_to_buffer(raw, out).ok()
+        c.as_mut()?.compress_using_dict(out, raw, dict, level).ok()
     })
 }
 
-fn zstd_decompress(payload: &[u8], out: &mut [u8]) -> Result<usize, Corrupt> {
+fn zstd_decompress(payload: &[u8], dict: &[u8], out: &mut [u8]) -> Result<usize, Corrupt> {
     ZSTD_D.with(|d| {
         let mut d = d.try_borrow_mut().map_err(|_| Corrupt("zstd busy"))?;
         if d.is_none() {
-            *d = Some(zstd::bulk::Decompressor::new().map_err(|_| Corrupt("zstd context"))?);
+            *d = Some(zstd::zstd_safe::DCtx::try_create().ok_or(Corrupt("zstd context"))?);
         }
         d.as_mut()
             .ok_or(Corrupt("zstd context"))?
-            .decompress_to_buffer(payload, out)
+            .decompress_using_dict(out, payload, dict)
             .map_err(|_| Corrupt("zstd payload"))
     })
 }
 
-/// Encodes `raw` as a frame into `out` (cleared first), compressed with `codec` unless
-/// that does not make it smaller.
-pub fn compress(codec: Codec, raw: &[u8], out: &mut Vec<u8>) {
+/// Encodes `raw` as a frame into `out` (cleared first), compressed with `codec` (against
+/// `dict` if given) unless that does not make it smaller.
+pub fn compress(codec: Codec, raw: &[u8], dict: Option<&Dict>, out: &mut Vec<u8>) {
     out.clear();
     out.push(CODEC_RAW);
     put_varint(out, raw.len() as u64);
     let hdr = out.len();
+    if let Some(d) = dict {
+        put_varint(out, d.id as u64);
+    }
+    let start = out.len();
+    let dict_bytes: &[u8] = dict.map_or(&[], |d| &d.bytes);
     let (tag, max) = match codec {
         Codec::Lz4 => (
-            CODEC_LZ4,
+            if dict.is_some() {
+                CODEC_LZ4_DICT
+            } else {
+                CODEC_LZ4
+            },
             lz4_flex::block::get_maximum_output_size(raw.len()),
         ),
-        Codec::Zstd { .. } => (CODEC_ZSTD, zstd::zstd_safe::compress_bound(raw.len())),
+        Codec::Zstd { .. } => (
+            if dict.is_some() {
+                CODEC_ZSTD_DICT
+            } else {
+                CODEC_ZSTD
+            },
+            zstd::zstd_safe::compress_bound(raw.len()),
+        ),
     };
-    out.resize(hdr + max, 0);
+    out.resize(start + max, 0);
     let n = match codec {
-        Codec::Lz4 => lz4_flex::block::compress_into(raw, &mut out[hdr..]).ok(),
-        Codec::Zstd { level } => zstd_compress(level, raw, &mut out[hdr..]),
+        Codec::Lz4 if dict.is_some() => {
+            lz4_flex::block::compress_into_with_dict(raw, &mut out[start..], dict_bytes).ok()
+        }
+        Codec::Lz4 => lz4_flex::block::compress_into(raw, &mut out[start..]).ok(),
+        Codec::Zstd { level } => zstd_compress(level, raw, dict_bytes, &mut out[start..]),
     };
     match n {
-        Some(n) if n < raw.len() => {
+        Some(n) if n + (start - hdr) < raw.len() => {
             out[0] = tag;
-            out.truncate(hdr + n);
+            out.truncate(start + n);
         }
         _ => {
             out.truncate(hdr);
@@ -400,18 +435,31 @@ pub fn compress(codec: Codec, raw: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// The dictionary id a frame was compressed against, if any (no decoding).
+pub fn frame_dict(frame: &[u8]) -> Option<u32> {
+    let codec = *frame.first()?;
+    if codec != CODEC_LZ4_DICT && codec != CODEC_ZSTD_DICT {
+        return None;
+    }
+    let mut pos = 1;
+    get_varint(frame, &mut pos).ok()?;
+    get_varint(frame, &mut pos).ok().map(|v| v as u32)
+}
+
 /// Decodes a frame into `out` (cleared first). Never allocates more than [`MAX_RAW`],
 /// nor more than the payload could expand to under LZ4.
-pub fn decompress(frame: &[u8], out: &mut Vec<u8>) -> Result<(), Corrupt> {
+pub fn decompress(frame: &[u8], dicts: &[Dict], out: &mut Vec<u8>) -> Result<(), Corrupt> {
     out.clear();
-    decompress_append(frame, MAX_RAW, out).map(|_| ())
+    decompress_append(frame, MAX_RAW, dicts, out).map(|_| ())
 }
 
 /// Decodes a frame declaring at most `max_raw` bytes, appending them to `out`; returns
-/// the raw length. On error `out` is left as it was.
+/// the raw length. A frame naming a dictionary not in `dicts` is corrupt. On error `out`
+/// is left as it was.
 pub fn decompress_append(
     frame: &[u8],
     max_raw: usize,
+    dicts: &[Dict],
     out: &mut Vec<u8>,
 ) -> Result<usize, Corrupt> {
     let codec = *frame.first().ok_or(Corrupt("empty frame"))?;
@@ -421,6 +469,16 @@ pub fn decompress_append(
         return Err(Corrupt("raw length too large"));
     }
     let raw_len = raw_len as usize;
+    let dict: &[u8] = if codec == CODEC_LZ4_DICT || codec == CODEC_ZSTD_DICT {
+        let id = get_varint(frame, &mut pos)?;
+        &dicts
+            .iter()
+            .find(|d| d.id as u64 == id)
+            .ok_or(Corrupt("unknown dictionary"))?
+            .bytes
+    } else {
+        &[]
+    };
     let payload = &frame[pos..];
     let base = out.len();
     let r = match codec {
@@ -431,25 +489,30 @@ pub fn decompress_append(
             out.extend_from_slice(payload);
             Ok(())
         }
-        CODEC_LZ4 => {
+        CODEC_LZ4 | CODEC_LZ4_DICT => {
             // LZ4 expands at most ~255x (a match byte run of 255 per length byte).
             if raw_len > payload.len().saturating_mul(255) + 16 {
                 return Err(Corrupt("lz4 length beyond its ratio"));
             }
             out.resize(base + raw_len, 0);
-            match lz4_flex::block::decompress_into(payload, &mut out[base..]) {
+            let r = if codec == CODEC_LZ4 {
+                lz4_flex::block::decompress_into(payload, &mut out[base..])
+            } else {
+                lz4_flex::block::decompress_into_with_dict(payload, &mut out[base..], dict)
+            };
+            match r {
                 Ok(n) if n == raw_len => Ok(()),
                 Ok(_) => Err(Corrupt("lz4 length mismatch")),
                 Err(_) => Err(Corrupt("lz4 payload")),
             }
         }
-        CODEC_ZSTD => {
+        CODEC_ZSTD | CODEC_ZSTD_DICT => {
             match zstd::zstd_safe::get_frame_content_size(payload) {
                 Ok(Some(n)) if n == raw_len as u64 => {}
                 _ => return Err(Corrupt("zstd content size")),
             }
             out.resize(base + raw_len, 0);
-            match zstd_decompress(payload, &mut out[base..]) {
+            match zstd_decompress(payload, dict, &mut out[base..]) {
                 Ok(n) if n == raw_len => Ok(()),
                 Ok(_) => Err(Corrupt("zstd length mismatch")),
                 Err(e) => Err(e),
@@ -476,8 +539,13 @@ pub fn frame_raw_len(frame: &[u8]) -> Option<usize> {
 /// Decodes a whole frame and every record in it (what the fuzz target drives): the
 /// number of records, or why it is corrupt.
 pub fn check_frame(frame: &[u8]) -> Result<usize, Corrupt> {
+    check_frame_with(frame, &[])
+}
+
+/// [`check_frame`] with dictionaries frames may name.
+pub fn check_frame_with(frame: &[u8], dicts: &[Dict]) -> Result<usize, Corrupt> {
     let mut raw = Vec::new();
-    decompress(frame, &mut raw)?;
+    decompress(frame, dicts, &mut raw)?;
     check_raw(&raw)
 }
 

@@ -43,6 +43,7 @@ fn round_trip_small_large_empty() {
         let mut z = ZZone::new(ZConfig {
             block_capacity: 512,
             codec,
+            dict_size: 0,
         });
         let big = record(7, 5000);
         z.insert(0, b"", b"", meta(None, 1));
@@ -148,11 +149,17 @@ fn value_of(len: usize, text: bool, seed: u64) -> Vec<u8> {
 
 type Model = HashMap<(u8, Vec<u8>), (Vec<u8>, ZMeta)>;
 
-fn run_model(cap: usize, codec: Codec, ops: Vec<Op>) -> Result<(), TestCaseError> {
+fn run_model(
+    cap: usize,
+    codec: Codec,
+    dict_size: usize,
+    ops: Vec<Op>,
+) -> Result<(), TestCaseError> {
     let mut z = ZZone::with_seed(
         ZConfig {
             block_capacity: cap,
             codec,
+            dict_size,
         },
         42,
     );
@@ -253,6 +260,9 @@ fn run_model(cap: usize, codec: Codec, ops: Vec<Op>) -> Result<(), TestCaseError
         }
     }
     prop_assert_eq!(&seen, &want);
+    if std::env::var_os("ZZONE_MODEL_STATS").is_some() {
+        eprintln!("model case: {:?}", z.stats());
+    }
     Ok(())
 }
 
@@ -273,17 +283,24 @@ proptest! {
 
     #[test]
     fn zone_matches_a_map_lz4(ops in prop::collection::vec(op(), 1..300)) {
-        run_model(256, Codec::Lz4, ops)?;
+        run_model(256, Codec::Lz4, 0, ops)?;
     }
 
     #[test]
     fn zone_matches_a_map_default_blocks(ops in prop::collection::vec(op(), 1..300)) {
-        run_model(2048, Codec::Lz4, ops)?;
+        run_model(2048, Codec::Lz4, 0, ops)?;
     }
 
     #[test]
     fn zone_matches_a_map_zstd(ops in prop::collection::vec(op(), 1..200)) {
-        run_model(512, Codec::Zstd { level: 1 }, ops)?;
+        run_model(512, Codec::Zstd { level: 1 }, 0, ops)?;
+    }
+
+    /// With a (tiny, so that it is sampled and re-sampled within a case) dictionary.
+    #[test]
+    fn zone_matches_a_map_with_dictionary(ops in prop::collection::vec(op(), 1..300), zstd in any::<bool>()) {
+        let codec = if zstd { Codec::Zstd { level: 1 } } else { Codec::Lz4 };
+        run_model(256, codec, 64, ops)?;
     }
 
     /// Arbitrary bytes, as a frame and as a raw block: decoding is an error or a
@@ -300,7 +317,7 @@ proptest! {
 
     /// Real frames with bytes flipped: still an error or a count, never a panic.
     #[test]
-    fn damaged_frames_never_panic(n in 1..40usize, zstd in any::<bool>(),
+    fn damaged_frames_never_panic(n in 1..40usize, zstd in any::<bool>(), with_dict in any::<bool>(),
                                   flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
         let recs: Vec<Vec<u8>> = (0..n).map(|i| {
             let mut r = Vec::new();
@@ -313,13 +330,21 @@ proptest! {
         prop_assert_eq!(block::check_raw(&raw), Ok(n));
         let mut frame = Vec::new();
         let codec = if zstd { Codec::Zstd { level: 1 } } else { Codec::Lz4 };
-        block::compress(codec, &raw, &mut frame);
-        prop_assert_eq!(block::check_frame(&frame), Ok(n));
+        let dicts = [block::Dict { id: 7, bytes: recs.concat().into() }];
+        block::compress(codec, &raw, with_dict.then_some(&dicts[0]), &mut frame);
+        prop_assert_eq!(block::check_frame_with(&frame, &dicts), Ok(n));
+        if with_dict {
+            // The records are all in the dictionary: the frame is far smaller than
+            // without it, and it does not decode without it.
+            prop_assert_eq!(block::frame_dict(&frame), Some(7));
+            prop_assert!(block::check_frame(&frame).is_err());
+        }
         for (at, x) in flips {
             let i = at % frame.len();
             frame[i] ^= x | 1;
         }
         let _ = block::check_frame(&frame);
+        let _ = block::check_frame_with(&frame, &dicts);
         let mut raw2 = raw.clone();
         let i = n % raw2.len();
         raw2[i] ^= 0x5a;
@@ -465,6 +490,7 @@ fn scan_is_stable_under_churn() {
         ZConfig {
             block_capacity: 512,
             codec: Codec::Lz4,
+            dict_size: 0,
         },
         3,
     );
@@ -609,4 +635,84 @@ fn random_key_finds_keys_of_the_db() {
     }
     assert!(seen.len() > 50);
     assert_eq!(z.random_key(2, &mut rng), None);
+}
+
+/// The sampled dictionary (module doc): trained once the frames hold 16 of it, it makes
+/// the same items take fewer bytes (itself included); once the content has turned over
+/// a new one is sampled, and the expire hand re-encodes the blocks still on the old one,
+/// which then goes. Every item reads back byte-exact throughout.
+#[test]
+fn dictionary_is_sampled_used_and_replaced() {
+    let value = |i: u64, gen: u64| {
+        let mut v = format!("{{\"id\":{i},\"src\":\"iso_3166-2\",\"gen\":{gen},").into_bytes();
+        v.extend_from_slice(&record(i, 80));
+        v.push(b'}');
+        v
+    };
+    let load = |dict_size| {
+        let mut z = ZZone::with_seed(
+            ZConfig {
+                block_capacity: 2048,
+                codec: Codec::Lz4,
+                dict_size,
+            },
+            5,
+        );
+        for i in 0..20_000u64 {
+            z.insert(
+                0,
+                format!("rec:{i}").as_bytes(),
+                &value(i, 0),
+                meta(None, 0),
+            );
+        }
+        z
+    };
+    let plain = load(0);
+    let mut z = load(4096);
+    z.check().unwrap();
+    let (p, d) = (plain.stats(), z.stats());
+    eprintln!("without: {p:?}\nwith: {d:?}");
+    assert_eq!((p.dicts, p.dicts_trained, p.dict_bytes), (0, 0, 0));
+    assert!(d.dicts >= 1 && d.dicts_trained >= 1, "{d:?}");
+    assert!(d.dict_bytes >= 1024 && d.dict_bytes <= 4096 + 64, "{d:?}");
+    assert_eq!(d.raw_bytes, p.raw_bytes);
+    assert!(
+        (d.bytes as f64) < 0.95 * p.bytes as f64,
+        "with dictionary {} B, without {} B",
+        d.bytes,
+        p.bytes
+    );
+    // Turn the content over until a new dictionary is sampled.
+    let trained = d.dicts_trained;
+    let mut gen = 1;
+    while z.stats().dicts_trained == trained {
+        assert!(gen < 40, "no new dictionary after {gen} generations");
+        for i in 0..20_000u64 {
+            z.insert(
+                0,
+                format!("rec:{i}").as_bytes(),
+                &value(i, gen),
+                meta(None, 0),
+            );
+        }
+        gen += 1;
+    }
+    z.check().unwrap();
+    // The expire hand drops the old dictionary once it has re-encoded its last block.
+    for _ in 0..3 {
+        let blocks = z.blocks.len();
+        z.expire_cycle(0, blocks, |_, _, _| panic!("nothing expires"));
+    }
+    let s = z.stats();
+    assert_eq!(s.dicts, 1, "{s:?}");
+    z.check().unwrap();
+    let mut out = Vec::new();
+    for i in 0..20_000u64 {
+        out.clear();
+        assert!(z
+            .get(0, format!("rec:{i}").as_bytes(), 0, &mut out)
+            .is_some());
+        assert_eq!(out, value(i, gen - 1));
+    }
 }
