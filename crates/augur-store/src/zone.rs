@@ -450,7 +450,10 @@ impl PartZone {
     pub(crate) fn note_demotion(&mut self, age: u32, n_bytes: u64, n_items: u64) {
         self.demotions += 1;
         if self.demotions.is_multiple_of(PAY_CHECK_EVERY) && self.z.len() >= 256 && n_items > 0 {
-            let marginal = self.z.bytes().saturating_sub(self.base_bytes);
+            let marginal = self
+                .z
+                .bytes()
+                .saturating_sub(self.base_bytes + self.z.fixed_bytes());
             let z_per_item = marginal as f64 / self.z.len() as f64;
             let n_per_item = n_bytes as f64 / n_items as f64;
             self.pays = z_per_item < PAY_MARGIN * n_per_item;

@@ -55,8 +55,9 @@
 //!
 //! # Memory
 //!
-//! [`ZZone::bytes`] is jemalloc's size class of every allocation the zone owns (block
-//! frames, large items' keys and values, the trie's arrays, the block and large-item
+//! [`ZZone::bytes`] is jemalloc's size class of every allocation the zone owns (the
+//! segments holding the block frames, dead bytes included ([`arena`]), large items' keys
+//! and values, the trie's arrays, the block and large-item
 //! tables, scratch buffers) plus the zone struct itself: what a tenant is charged.
 //!
 //! # Corruption
@@ -65,6 +66,7 @@
 //! decode (which only a bug could cause) is counted in [`ZStats::corrupt_blocks`] and
 //! emptied, its items lost as if evicted (without callbacks: they cannot be named).
 
+pub mod arena;
 pub mod block;
 pub mod filter;
 pub mod trie;
@@ -74,6 +76,7 @@ mod tests;
 
 use crate::object::alloc_size;
 use crate::tenant::mix64;
+use arena::{Arena, FrameRef};
 use block::{Body, Record};
 pub use block::{Codec, Corrupt, Dict, ZMeta};
 use filter::Bloom;
@@ -152,6 +155,8 @@ pub struct ZStats {
     pub trie_depth: u64,
     /// Bytes of the trie's pointer arrays.
     pub trie_bytes: u64,
+    /// Frame segments emptied by compaction ([`arena`]).
+    pub frame_compactions: u64,
     /// Live dictionaries (0-2) and their bytes.
     pub dicts: u64,
     pub dict_bytes: u64,
@@ -162,8 +167,8 @@ pub struct ZStats {
 const FREE: u8 = u8::MAX;
 
 struct Block {
-    /// The block's frame; empty when it holds no items.
-    data: Box<[u8]>,
+    /// The block's frame (in the zone's [`Arena`]); empty when it holds no items.
+    data: FrameRef,
     content: Bloom,
     access: Bloom,
     /// §3.3.2: the last two accessed items' (hash tag, access time in ms, wrapping).
@@ -205,7 +210,9 @@ pub struct ZZone {
     db_counts: Vec<u64>,
     items: u64,
     leaves: u64,
-    /// Size classes of every frame, large key and large value.
+    /// The block frames.
+    arena: Arena,
+    /// Size classes of every large item's key and value.
     data_bytes: u64,
     compressed: u64,
     raw_bytes: u64,
@@ -255,7 +262,7 @@ impl ZZone {
             dict_size: cfg.dict_size.min(MAX_DICT),
         };
         let root = Block {
-            data: Box::new([]),
+            data: FrameRef::EMPTY,
             content: Bloom::default(),
             access: Bloom::default(),
             recent: [(0, 0); 2],
@@ -279,6 +286,7 @@ impl ZZone {
             db_counts: Vec::new(),
             items: 0,
             leaves: 1,
+            arena: Arena::new(),
             data_bytes: 0,
             compressed: 0,
             raw_bytes: 0,
@@ -392,13 +400,36 @@ impl ZZone {
             return Ok(());
         }
         self.decompressions.set(self.decompressions.get() + 1);
-        block::decompress(&b.data, &self.dicts, out)
+        block::decompress(self.arena.get(b.data), &self.dicts, out)
     }
 
-    /// Counts a block frame now stored (`add`) or dropped against its dictionary; a
+    /// Replaces block `bid`'s frame with `frame` (empty: none), keeping the counters.
+    fn set_frame(&mut self, bid: u32, frame: &[u8]) {
+        let new = self.arena.alloc(bid, frame);
+        self.compressed += frame.len() as u64;
+        self.note_dict(block::frame_dict(frame), true);
+        let old = std::mem::replace(&mut self.blocks[bid as usize].data, new);
+        self.release_frame(old);
+    }
+
+    /// Frees a frame no block names any more, then lets the arena compact.
+    fn release_frame(&mut self, old: FrameRef) {
+        if old.is_empty() {
+            return;
+        }
+        let id = block::frame_dict(self.arena.get(old));
+        self.note_dict(id, false);
+        self.compressed -= old.len() as u64;
+        self.arena.free(old);
+        let blocks = &mut self.blocks;
+        self.arena
+            .compact(|owner, r| blocks[owner as usize].data = r);
+    }
+
+    /// Counts a block frame now stored (`add`) or dropped against its dictionary `id`; a
     /// dictionary other than the current one goes with its last frame.
-    fn note_frame(&mut self, frame: &[u8], add: bool) {
-        let Some(id) = block::frame_dict(frame) else {
+    fn note_dict(&mut self, id: Option<u32>, add: bool) {
+        let Some(id) = id else {
             return;
         };
         let Some(i) = self.dicts.iter().position(|d| d.id == id) else {
@@ -504,7 +535,7 @@ impl ZZone {
     /// Re-encodes block `bid` with the current dictionary if it uses an older one.
     fn recode_if_stale(&mut self, bid: u32) {
         let cur = self.dicts.last().map(|d| d.id);
-        let used = block::frame_dict(&self.blocks[bid as usize].data);
+        let used = block::frame_dict(self.arena.get(self.blocks[bid as usize].data));
         if used.is_none() || used == cur {
             return;
         }
@@ -514,15 +545,8 @@ impl ZZone {
         } else {
             let mut frame = std::mem::take(&mut self.frame);
             self.encode_block(&raw, &mut frame);
-            let data: Box<[u8]> = frame.as_slice().into();
+            self.set_frame(bid, &frame);
             self.frame = frame;
-            self.note_frame(&data, true);
-            self.data_bytes += alloc_size(data.len()) as u64;
-            self.compressed += data.len() as u64;
-            let old = std::mem::replace(&mut self.blocks[bid as usize].data, data);
-            self.data_bytes -= alloc_size(old.len()) as u64;
-            self.compressed -= old.len() as u64;
-            self.note_frame(&old, false);
         }
         self.raw = raw;
     }
@@ -532,14 +556,12 @@ impl ZZone {
         self.corrupt.set(self.corrupt.get() + 1);
         let b = &mut self.blocks[bid as usize];
         let n = b.count as u64;
-        let old = std::mem::take(&mut b.data);
+        let old = std::mem::replace(&mut b.data, FrameRef::EMPTY);
         b.count = 0;
         b.content.clear();
         b.access.clear();
         self.items = self.items.saturating_sub(n);
-        self.data_bytes -= alloc_size(old.len()) as u64;
-        self.compressed -= old.len() as u64;
-        self.note_frame(&old, false);
+        self.release_frame(old);
     }
 
     /// Finds `(db, key)` (hash `h`) in raw block `raw`: the record and its byte range.
@@ -579,7 +601,7 @@ impl ZZone {
 
     fn alloc_block(&mut self, depth: u8) -> u32 {
         let b = Block {
-            data: Box::new([]),
+            data: FrameRef::EMPTY,
             content: Bloom::default(),
             access: Bloom::default(),
             recent: [(0, 0); 2],
@@ -650,7 +672,7 @@ impl ZZone {
         if merge && node > 1 && raw_size <= self.cfg.block_capacity / 4 {
             let sib = node ^ 1;
             if let Some(sb) = self.trie.get(sib) {
-                let sframe = &self.blocks[sb as usize].data;
+                let sframe = self.arena.get(self.blocks[sb as usize].data);
                 let slen = if sframe.is_empty() {
                     block::HEADER
                 } else {
@@ -690,42 +712,31 @@ impl ZZone {
         for r in recs {
             content.add_content(mix64(r.0));
         }
-        let data: Box<[u8]> = if n == 0 {
-            Box::new([])
-        } else {
+        let mut frame = std::mem::take(&mut self.frame);
+        frame.clear();
+        if n > 0 {
             let mut build = std::mem::take(&mut self.build);
-            let mut frame = std::mem::take(&mut self.frame);
             block::build(&mut build, recs);
             self.encode_block(&build, &mut frame);
-            let d = frame.as_slice().into();
             self.build = build;
-            self.frame = frame;
-            d
-        };
-        self.data_bytes += alloc_size(data.len()) as u64;
-        self.compressed += data.len() as u64;
-        self.note_frame(&data, true);
+        }
         let b = &mut self.blocks[bid as usize];
-        let old = std::mem::replace(&mut b.data, data);
         b.count = n as u32;
         b.content = content;
         b.access = access;
-        self.data_bytes -= alloc_size(old.len()) as u64;
-        self.compressed -= old.len() as u64;
-        self.note_frame(&old, false);
+        self.set_frame(bid, &frame);
+        self.frame = frame;
     }
 
     /// Returns block `bid`'s slot to the free list (its items already moved).
     fn free_block(&mut self, bid: u32) {
         let b = &mut self.blocks[bid as usize];
-        let old = std::mem::take(&mut b.data);
+        let old = std::mem::replace(&mut b.data, FrameRef::EMPTY);
         b.depth = FREE;
         b.count = 0;
         b.content.clear();
         b.access.clear();
-        self.data_bytes -= alloc_size(old.len()) as u64;
-        self.compressed -= old.len() as u64;
-        self.note_frame(&old, false);
+        self.release_frame(old);
         if self.free_blocks.len() == self.free_blocks.capacity() {
             self.free_blocks
                 .reserve_exact(self.free_blocks.len() / 8 + 8);
@@ -1080,6 +1091,7 @@ impl ZZone {
     pub fn bytes(&self) -> u64 {
         let vec = |cap: usize, elem: usize| alloc_size(cap * elem) as u64;
         self.data_bytes
+            + self.arena.bytes()
             + self.trie.bytes()
             + vec(self.blocks.capacity(), std::mem::size_of::<Block>())
             + vec(self.free_blocks.capacity(), 4)
@@ -1096,6 +1108,16 @@ impl ZZone {
             + vec(self.dict_frames.capacity(), 8)
             + self.dict_bytes()
             + std::mem::size_of::<ZZone>() as u64
+    }
+
+    /// The part of [`ZZone::bytes`] that does not grow with the items: scratch buffers
+    /// and the frame arena's slack (for "does the zone pay" estimates at the margin).
+    pub fn fixed_bytes(&self) -> u64 {
+        let vec = |cap: usize| alloc_size(cap) as u64;
+        vec(self.raw.capacity())
+            + vec(self.build.capacity())
+            + vec(self.frame.capacity())
+            + self.arena.slack_bytes()
     }
 
     fn dict_bytes(&self) -> u64 {
@@ -1452,6 +1474,7 @@ impl ZZone {
             rejected: self.rejected,
             trie_depth: self.trie.depth() as u64,
             trie_bytes: self.trie.bytes(),
+            frame_compactions: self.arena.compactions(),
             dicts: self.dicts.len() as u64,
             dict_bytes: self.dict_bytes(),
             dicts_trained: self.dicts_trained,
@@ -1471,12 +1494,17 @@ impl ZZone {
         let mut leaves = 0u64;
         let mut raw = Vec::new();
         let mut dict_frames = vec![0u64; self.dicts.len()];
+        let mut frames = 0usize;
         for (bid, b) in self.blocks.iter().enumerate() {
             if b.depth == FREE {
                 continue;
             }
             leaves += 1;
-            if let Some(id) = block::frame_dict(&b.data) {
+            let frame = self.arena.get(b.data);
+            if !frame.is_empty() {
+                frames += 1;
+            }
+            if let Some(id) = block::frame_dict(frame) {
                 let i = self
                     .dicts
                     .iter()
@@ -1484,7 +1512,6 @@ impl ZZone {
                     .ok_or_else(|| format!("block {bid}: dictionary {id} gone"))?;
                 dict_frames[i] += 1;
             }
-            data += alloc_size(b.data.len()) as u64;
             compressed += b.data.len() as u64;
             if b.count == 0 {
                 if !b.data.is_empty() {
@@ -1522,6 +1549,19 @@ impl ZZone {
             compressed += l.value.len() as u64;
         }
         let large_live = self.large.iter().flatten().count() as u64;
+        let placed = self.arena.walk()?;
+        if placed.len() != frames {
+            return Err(format!(
+                "arena holds {} frames, blocks {frames}",
+                placed.len()
+            ));
+        }
+        for (owner, r) in placed {
+            match self.blocks.get(owner as usize) {
+                Some(b) if b.data == r && b.depth != FREE => {}
+                _ => return Err(format!("arena frame of block {owner} is not its frame")),
+            }
+        }
         let want = [
             ("items", self.items, items),
             ("raw_bytes", self.raw_bytes, raw_bytes),

@@ -361,13 +361,11 @@ fn corrupt_block_is_dropped() {
         z.insert(0, format!("k{i}").as_bytes(), &record(i, 80), meta(None, 0));
     }
     let (_, bid) = z.trie.lookup(z.hash(0, b"k1")).unwrap();
-    let b = &mut z.blocks[bid as usize];
-    let mut d = b.data.to_vec();
+    let r = z.blocks[bid as usize].data;
+    let d = z.arena.get_mut(r);
     let last = d.len() - 1;
     d[last] ^= 0xff;
     d[3] ^= 0x55;
-    let old = std::mem::replace(&mut b.data, d.into_boxed_slice());
-    assert_eq!(old.len(), b.data.len());
     let mut out = Vec::new();
     let got = z.get(0, b"k1", 0, &mut out);
     // Either the damage happened to decode (LZ4 literals) or the block was dropped.
@@ -562,7 +560,8 @@ fn bytes_track_contents() {
         last = z.bytes();
     }
     z.check().unwrap();
-    assert!(grew > 100);
+    // Frames live in segments of 4-32 KB: the charge grows a segment at a time.
+    assert!(grew > 10, "{grew}");
     let full = z.bytes();
     let s = z.stats();
     assert!(full > s.compressed_bytes && full < s.raw_bytes, "{s:?}");
