@@ -593,6 +593,18 @@ const MEMORY_SUBS: &[SubSpec] = &[
         summary: "Estimates the memory usage of a key.",
     },
     SubSpec {
+        name: "memory|malloc-stats",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns the allocator statistics.",
+    },
+    SubSpec {
+        name: "memory|purge",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Asks the allocator to release memory.",
+    },
+    SubSpec {
         name: "memory|help",
         arity: 2,
         flags: LOADING | STALE,

@@ -180,3 +180,45 @@ fn jemalloc_stats() -> Option<(u64, u64, u64)> {
         (allocated > 0).then_some((allocated, active, resident))
     }
 }
+
+/// MEMORY MALLOC-STATS: jemalloc's own report (`malloc_stats_print`), as Redis answers it
+/// (per-size-class utilisation is where fragmentation shows).
+pub fn malloc_stats() -> String {
+    use std::os::raw::{c_char, c_void};
+    unsafe extern "C" fn append(opaque: *mut c_void, s: *const c_char) {
+        // SAFETY: `opaque` is the String below, alive for the call; jemalloc passes a
+        // NUL-terminated string.
+        unsafe {
+            let out = &mut *(opaque as *mut String);
+            out.push_str(&std::ffi::CStr::from_ptr(s).to_string_lossy());
+        }
+    }
+    let mut out = String::new();
+    // SAFETY: the callback only appends to `out`, which outlives the call.
+    unsafe {
+        tikv_jemalloc_sys::malloc_stats_print(
+            Some(append),
+            &mut out as *mut String as *mut c_void,
+            std::ptr::null(),
+        );
+    }
+    if out.is_empty() {
+        out.push_str("Stats not supported for the current allocator");
+    }
+    out
+}
+
+/// MEMORY PURGE: returns the dirty pages of every jemalloc arena to the system.
+pub fn purge() {
+    use std::os::raw::{c_char, c_void};
+    // SAFETY: "arena.<MALLCTL_ARENAS_ALL>.purge" takes no value and returns none.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"arena.4096.purge".as_ptr() as *const c_char,
+            std::ptr::null_mut::<c_void>(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        );
+    }
+}

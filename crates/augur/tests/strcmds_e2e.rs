@@ -198,3 +198,23 @@ async fn refused_copy_under_noeviction_keeps_everything() {
     }
     s.stop().await;
 }
+
+/// MEMORY MALLOC-STATS is jemalloc's own report (where per-size-class fragmentation
+/// shows), MEMORY PURGE answers OK, and the help lists both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_malloc_stats_and_purge() {
+    let s = TestServer::start(ServerConfig::default()).await;
+    let mut c = s.con().await;
+    let _: () = q(&mut c, &["SET", "k", "v"]).await.unwrap();
+    let report: String = q(&mut c, &["MEMORY", "MALLOC-STATS"]).await.unwrap();
+    assert!(report.contains("jemalloc statistics"), "{report:.200}");
+    assert!(report.contains("bins:"), "{report:.200}");
+    let ok: String = q(&mut c, &["MEMORY", "PURGE"]).await.unwrap();
+    assert_eq!(ok, "OK");
+    let help: Vec<String> = q(&mut c, &["MEMORY", "HELP"]).await.unwrap();
+    assert!(
+        help.iter().any(|l| l.starts_with("MALLOC-STATS")),
+        "{help:?}"
+    );
+    s.stop().await;
+}

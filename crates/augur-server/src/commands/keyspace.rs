@@ -257,7 +257,25 @@ pub(super) fn memory_command(
                 None => c.out.null(),
             }
         }
-        _ => help_reply(&mut c.out, "MEMORY", &["USAGE <key> [SAMPLES <count>]"]),
+        "malloc-stats" if args.len() == 2 => {
+            c.out.bulk(crate::memstats::malloc_stats().as_bytes());
+        }
+        "purge" if args.len() == 2 => {
+            crate::memstats::purge();
+            c.out.ok();
+        }
+        _ => help_reply(
+            &mut c.out,
+            "MEMORY",
+            &[
+                "USAGE <key> [SAMPLES <count>]",
+                "    Return memory in bytes used by <key> and its value.",
+                "MALLOC-STATS",
+                "    Return internal statistics report from the memory allocator.",
+                "PURGE",
+                "    Attempt to purge dirty pages for reclamation by the allocator.",
+            ],
+        ),
     }
 }
 
