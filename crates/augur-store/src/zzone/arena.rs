@@ -35,6 +35,13 @@ const DEAD: u32 = u32::MAX;
 /// Most segments one [`Arena::compact`] call empties (bounds the work of one write).
 const COMPACTIONS_PER_CALL: usize = 4;
 
+/// The (owner, length) header of the frame at `off`.
+#[inline]
+fn header(buf: &[u8], off: usize) -> (u32, u32) {
+    let word = |at: usize| u32::from_le_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
+    (word(off), word(off + 4))
+}
+
 /// Where a frame is: its segment, the offset of its header, its length (0: no frame).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameRef {
@@ -295,9 +302,8 @@ impl Arena {
             let mut off = 0usize;
             while off < self.segs[v as usize].used as usize {
                 let s = &self.segs[v as usize];
-                let owner = u32::from_le_bytes(s.buf[off..off + 4].try_into().unwrap_or([0; 4]));
-                let len = u32::from_le_bytes(s.buf[off + 4..off + 8].try_into().unwrap_or([0; 4]))
-                    as usize;
+                let (owner, len) = header(&s.buf, off);
+                let len = len as usize;
                 if owner != DEAD {
                     let mut tmp = std::mem::take(&mut self.scratch);
                     tmp.clear();
@@ -330,8 +336,7 @@ impl Arena {
             held += alloc_size(s.buf.len()) as u64;
             let (mut off, mut seg_live) = (0usize, 0u32);
             while off < s.used as usize {
-                let owner = u32::from_le_bytes(s.buf[off..off + 4].try_into().unwrap_or([0; 4]));
-                let len = u32::from_le_bytes(s.buf[off + 4..off + 8].try_into().unwrap_or([0; 4]));
+                let (owner, len) = header(&s.buf, off);
                 if owner != DEAD {
                     seg_live += HDR as u32 + len;
                     out.push((

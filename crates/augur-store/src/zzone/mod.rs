@@ -213,7 +213,7 @@ pub struct ZZone {
     /// The block frames.
     arena: Arena,
     /// Size classes of every large item's key and value.
-    data_bytes: u64,
+    large_bytes: u64,
     compressed: u64,
     raw_bytes: u64,
     large_items: u64,
@@ -287,7 +287,7 @@ impl ZZone {
             items: 0,
             leaves: 1,
             arena: Arena::new(),
-            data_bytes: 0,
+            large_bytes: 0,
             compressed: 0,
             raw_bytes: 0,
             large_items: 0,
@@ -584,6 +584,37 @@ impl ZZone {
         Ok(None)
     }
 
+    /// Every record of raw block `raw` with its hash and byte range; a record that does
+    /// not parse, or names a missing large item, makes the block corrupt.
+    fn hashed_records<'a>(
+        &self,
+        raw: &'a [u8],
+    ) -> Result<Vec<(u64, Range<usize>, Record<'a>)>, Corrupt> {
+        block::records(raw)?
+            .map(|r| {
+                let (r, range) = r?;
+                let h = self.rec_hash(&r).ok_or(Corrupt("dangling large id"))?;
+                Ok((h, range, r))
+            })
+            .collect()
+    }
+
+    /// [`Self::find`], counting a miss as a Content Filter false positive (the callers
+    /// decode only blocks whose filter passed the key).
+    fn find_counted<'a>(
+        &self,
+        raw: &'a [u8],
+        h: u64,
+        db: u8,
+        key: &[u8],
+    ) -> Result<Option<(Record<'a>, Range<usize>)>, Corrupt> {
+        let found = self.find(raw, h, db, key)?;
+        if found.is_none() {
+            self.filter_fp.set(self.filter_fp.get() + 1);
+        }
+        Ok(found)
+    }
+
     /// The items of raw block `raw` as (hash, record bytes), skipping the byte range
     /// `skip`.
     fn collect<'a>(&self, raw: &'a [u8], skip: Range<usize>) -> Result<Vec<Rec<'a>>, Corrupt> {
@@ -766,7 +797,7 @@ impl ZZone {
 
     fn free_large(&mut self, id: u32) {
         if let Some(l) = self.large.get_mut(id as usize).and_then(Option::take) {
-            self.data_bytes -= (alloc_size(l.key.len()) + alloc_size(l.value.len())) as u64;
+            self.large_bytes -= (alloc_size(l.key.len()) + alloc_size(l.value.len())) as u64;
             self.compressed -= l.value.len() as u64;
             self.large_items -= 1;
             self.free_large.push(id);
@@ -808,7 +839,7 @@ impl ZZone {
                 value_len: value.len(),
             };
             self.frame = frame;
-            self.data_bytes += (alloc_size(l.key.len()) + alloc_size(l.value.len())) as u64;
+            self.large_bytes += (alloc_size(l.key.len()) + alloc_size(l.value.len())) as u64;
             self.compressed += l.value.len() as u64;
             self.large_items += 1;
             let id = match self.free_large.pop() {
@@ -937,8 +968,7 @@ impl ZZone {
     ) -> Result<Option<ZMeta>, Corrupt> {
         self.decode(bid, raw)?;
         let raw = &raw[..];
-        let Some((r, range)) = self.find(raw, h, db, key)? else {
-            self.filter_fp.set(self.filter_fp.get() + 1);
+        let Some((r, range)) = self.find_counted(raw, h, db, key)? else {
             return Ok(None);
         };
         let expired = r.meta.expire_at_ms.is_some_and(|t| t <= now_ms);
@@ -988,18 +1018,11 @@ impl ZZone {
         }
         let mut raw = Vec::new();
         self.decode(bid, &mut raw).ok()?;
-        match self.find(&raw, h, db, key) {
-            Ok(Some((r, _))) => r
-                .meta
-                .expire_at_ms
-                .is_none_or(|t| t > now_ms)
-                .then_some(r.meta),
-            Ok(None) => {
-                self.filter_fp.set(self.filter_fp.get() + 1);
-                None
-            }
-            Err(_) => None,
-        }
+        let (r, _) = self.find_counted(&raw, h, db, key).ok()??;
+        r.meta
+            .expire_at_ms
+            .is_none_or(|t| t > now_ms)
+            .then_some(r.meta)
     }
 
     /// Removes (db, key); returns the value and meta if it was there (not expired).
@@ -1034,8 +1057,7 @@ impl ZZone {
     ) -> Result<Option<(Vec<u8>, ZMeta)>, Corrupt> {
         self.decode(bid, raw)?;
         let raw = &raw[..];
-        let Some((r, range)) = self.find(raw, h, db, key)? else {
-            self.filter_fp.set(self.filter_fp.get() + 1);
+        let Some((r, range)) = self.find_counted(raw, h, db, key)? else {
             return Ok(None);
         };
         let expired = r.meta.expire_at_ms.is_some_and(|t| t <= now_ms);
@@ -1090,7 +1112,7 @@ impl ZZone {
     /// zone struct.
     pub fn bytes(&self) -> u64 {
         let vec = |cap: usize, elem: usize| alloc_size(cap * elem) as u64;
-        self.data_bytes
+        self.large_bytes
             + self.arena.bytes()
             + self.trie.bytes()
             + vec(self.blocks.capacity(), std::mem::size_of::<Block>())
@@ -1136,28 +1158,11 @@ impl ZZone {
             self.raw = raw;
             return 0;
         }
-        let mut all: Vec<(u64, Range<usize>, Record<'_>)> = Vec::new();
-        let mut bad = false;
-        match block::records(&raw) {
-            Ok(it) => {
-                for r in it {
-                    match r {
-                        Ok((r, range)) => match self.rec_hash(&r) {
-                            Some(h) => all.push((h, range, r)),
-                            None => bad = true,
-                        },
-                        Err(_) => bad = true,
-                    }
-                }
-            }
-            Err(_) => bad = true,
-        }
-        if bad {
-            drop(all);
+        let Ok(all) = self.hashed_records(&raw) else {
             self.drop_corrupt(bid);
             self.raw = raw;
             return 0;
-        }
+        };
         let access = self.blocks[bid as usize].access;
         let mut gone: Vec<Option<Gone>> = all
             .iter()
@@ -1396,35 +1401,18 @@ impl ZZone {
                 self.raw = raw;
                 continue;
             }
-            let mut keep: Vec<Rec<'_>> = Vec::new();
-            let mut gone: Vec<Record<'_>> = Vec::new();
-            let mut bad = false;
-            match block::records(&raw) {
-                Ok(it) => {
-                    for r in it {
-                        match r {
-                            Ok((r, range)) if r.db == db => {
-                                let _ = range;
-                                gone.push(r)
-                            }
-                            Ok((r, range)) => match self.rec_hash(&r) {
-                                Some(h) => keep.push((h, &raw[range])),
-                                None => bad = true,
-                            },
-                            Err(_) => bad = true,
-                        }
-                    }
-                }
-                Err(_) => bad = true,
-            }
-            if bad {
-                drop((keep, gone));
+            let Ok(all) = self.hashed_records(&raw) else {
                 self.drop_corrupt(bid);
                 self.raw = raw;
                 continue;
-            }
+            };
+            let (gone, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|x| x.2.db == db);
+            let keep: Vec<Rec<'_>> = keep
+                .into_iter()
+                .map(|(h, range, _)| (h, &raw[range]))
+                .collect();
             if !gone.is_empty() {
-                for r in &gone {
+                for (_, _, r) in &gone {
                     self.forget(r);
                 }
                 let access = self.blocks[bid as usize].access;
@@ -1487,7 +1475,7 @@ impl ZZone {
     pub fn check(&self) -> Result<(), String> {
         let mut items = 0u64;
         let mut raw_bytes = 0u64;
-        let mut data = 0u64;
+        let mut large_bytes = 0u64;
         let mut compressed = 0u64;
         let mut dbs = vec![0u64; self.db_counts.len()];
         let mut large_seen = 0u64;
@@ -1545,7 +1533,7 @@ impl ZZone {
             items += n as u64;
         }
         for l in self.large.iter().flatten() {
-            data += (alloc_size(l.key.len()) + alloc_size(l.value.len())) as u64;
+            large_bytes += (alloc_size(l.key.len()) + alloc_size(l.value.len())) as u64;
             compressed += l.value.len() as u64;
         }
         let large_live = self.large.iter().flatten().count() as u64;
@@ -1565,7 +1553,7 @@ impl ZZone {
         let want = [
             ("items", self.items, items),
             ("raw_bytes", self.raw_bytes, raw_bytes),
-            ("data_bytes", self.data_bytes, data),
+            ("large_bytes", self.large_bytes, large_bytes),
             ("compressed", self.compressed, compressed),
             ("large_items", self.large_items, large_seen),
             ("large table", large_live, large_seen),
