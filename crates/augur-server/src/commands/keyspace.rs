@@ -257,10 +257,11 @@ pub(super) fn memory_command(
                 None => c.out.null(),
             }
         }
-        "malloc-stats" if args.len() == 2 => {
+        // Their arity (no argument) is checked with the subcommand.
+        "malloc-stats" => {
             c.out.bulk(crate::memstats::malloc_stats().as_bytes());
         }
-        "purge" if args.len() == 2 => {
+        "purge" => {
             crate::memstats::purge();
             c.out.ok();
         }
