@@ -4,11 +4,13 @@
 # (bench/zone_records.py: iso-codes JSON records, ~114 B, each distinct).
 #   augur (compressed-zone yes), augur (no), redis-server (allkeys-lru), memcached (-m).
 # Also prints RSS, so "holds more" is checked against what the process really uses.
-# Usage: bench/zone_capacity.sh [MAXMEM_MB=256] [ITEMS=4000000]
+# ZONE_ARGS: extra flags for the zone run only (e.g. "--compressed-zone-codec zstd").
+# Usage: [ZONE_ARGS=...] bench/zone_capacity.sh [MAXMEM_MB=256] [ITEMS=4000000]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 MB=${1:-256}
 ITEMS=${2:-4000000}
+read -r -a ZARGS <<<"${ZONE_ARGS:-}"
 GEN="python3 $(dirname "$0")/zone_records.py"
 build_augur
 $GEN ratio 100000
@@ -19,7 +21,8 @@ print('%-18s items=%9d  rss=%7.1f MiB  rss/item=%6.1f B' % (n, k, r/2**20, r/max
 }
 PORT=7301
 for zone in yes no; do
-  start_augur $PORT --maxmemory "${MB}mb" --maxmemory-policy allkeys-lru --compressed-zone "$zone"
+  EXTRA=(); [ "$zone" = yes ] && EXTRA=("${ZARGS[@]}")
+  start_augur $PORT --maxmemory "${MB}mb" --maxmemory-policy allkeys-lru --compressed-zone "$zone" "${EXTRA[@]}"
   $GEN resp "$ITEMS" | redis-cli -p $PORT --pipe >/dev/null
   sleep 3 # a few cron ticks: the zones' background work
   report "augur zone=$zone" "$(redis-cli -p $PORT dbsize)" "$(rss_bytes $LAST_PID)"

@@ -9,7 +9,8 @@
 # without the zone), so 50 % means "Augur without the zone holds about half the keys".
 # SHARDS (default 64, the server's default) is passed to both augur runs: a tenant's part
 # of a shard gets a Z-zone only with >= 256 KB to manage, so at small sizes use fewer.
-# Usage: [SHARDS=4] bench/zone_misses.sh [TRACE ...]   (default: zipf0.99 cloudphysics arc_oltp)
+# ZONE_ARGS: extra flags for the zone run only (e.g. "--compressed-zone-codec zstd").
+# Usage: [SHARDS=4] [ZONE_ARGS=...] bench/zone_misses.sh [TRACE ...]   (default: zipf0.99 cloudphysics arc_oltp)
 #   zipf0.99: bench/zipf_trace.py, 2M requests over 1M keys, YCSB's skew.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -21,9 +22,10 @@ BPK=${BYTES_PER_KEY:-140}
 CORPUS=${CORPUS:-/usr/share/iso-codes/json}
 PORT=${PORT:-7611}
 SHARDS=${SHARDS:-64}
+read -r -a ZARGS <<<"${ZONE_ARGS:-}"
 build_augur
 TMP=$(mktemp -d)
-echo "augur shards: $SHARDS"
+echo "augur shards: $SHARDS; zone flags: ${ZONE_ARGS:-none}"
 printf '%-13s %4s %10s  %-9s %-9s %-9s  %s\n' trace ws% maxmemory "zone" "no-zone" "redis" "zone vs redis"
 for name in "${TRACES[@]}"; do
   case $name in
@@ -39,7 +41,7 @@ for name in "${TRACES[@]}"; do
     res=()
     for who in zone nozone redis; do
       case $who in
-        zone) start_augur $PORT --maxmemory $mem --maxmemory-policy allkeys-lru --compressed-zone yes --shards $SHARDS ;;
+        zone) start_augur $PORT --maxmemory $mem --maxmemory-policy allkeys-lru --compressed-zone yes --shards $SHARDS "${ZARGS[@]}" ;;
         nozone) start_augur $PORT --maxmemory $mem --maxmemory-policy allkeys-lru --shards $SHARDS ;;
         redis) start_redis $PORT --maxmemory $mem --maxmemory-policy allkeys-lru ;;
       esac

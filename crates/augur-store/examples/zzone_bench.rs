@@ -7,7 +7,8 @@
 //! op, hash + trie look-up ns (minus a loop that only fetches the key) and trie bytes per
 //! item, without and with a 4 KB and an 8 KB sampled dictionary. Single-threaded; the zone's `bytes()` uses jemalloc's size classes (`nallocx`).
 //!
-//! `cargo run --release -p augur-store --example zzone_bench [N]` (default 500000)
+//! `cargo run --release -p augur-store --example zzone_bench [N]` (default 500000);
+//! `ZZ_ONLY=lz4:4096:2048` runs one configuration (codec:dict bytes:block bytes).
 
 use augur_store::charged_bytes;
 use augur_store::zzone::{block, Codec, ZConfig, ZMeta, ZZone};
@@ -171,8 +172,20 @@ fn main() {
     let configs = [Codec::Lz4, Codec::Zstd { level: 3 }]
         .into_iter()
         .flat_map(|c| [0usize, 4096, 8192].map(move |d| (c, d)));
+    // ZZ_ONLY=codec:dict:block (e.g. lz4:4096:2048) runs one configuration (for a profiler).
+    let only = std::env::var("ZZ_ONLY").ok();
     for (codec, dict_size) in configs {
         for cap in [1024, 2048, 4096] {
+            let cname = match codec {
+                Codec::Lz4 => "lz4",
+                Codec::Zstd { .. } => "zstd",
+            };
+            if only
+                .as_deref()
+                .is_some_and(|o| o != format!("{cname}:{dict_size}:{cap}"))
+            {
+                continue;
+            }
             let mut z = ZZone::new(ZConfig {
                 block_capacity: cap,
                 codec,
