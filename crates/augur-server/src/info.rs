@@ -247,6 +247,13 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             );
             line!("keyspace_hits:{}", s.keyspace_hits);
             line!("keyspace_misses:{}", s.keyspace_misses);
+            // One allocation per key: a key's hits and misses are its entry's.
+            let dh = k.active_defrag_hits.load(Relaxed);
+            let dm = k.active_defrag_misses.load(Relaxed);
+            line!("active_defrag_hits:{dh}");
+            line!("active_defrag_misses:{dm}");
+            line!("active_defrag_key_hits:{dh}");
+            line!("active_defrag_key_misses:{dm}");
             // The caller's tenant's channels and patterns (Pub/Sub is per tenant).
             let ps = shared.pubsub.counts(tenant);
             line!("pubsub_channels:{}", ps.channels);

@@ -24,6 +24,7 @@ pub struct MemStats {
     clients_normal: u64,
     clients_monitors: u64,
     overhead: u64,
+    defrag_running: bool,
 }
 
 impl MemStats {
@@ -53,6 +54,7 @@ impl MemStats {
             clients_normal,
             clients_monitors,
             overhead: clients_normal + clients_monitors + lua,
+            defrag_running: shared.counters.active_defrag_running.load(Relaxed),
         }
     }
 
@@ -127,7 +129,7 @@ impl MemStats {
         line!("mem_clients_normal:{}", self.clients_normal);
         line!("mem_cluster_links:0");
         line!("mem_aof_buffer:0");
-        line!("active_defrag_running:0");
+        line!("active_defrag_running:{}", self.defrag_running as u8);
         line!("lazyfree_pending_objects:0");
         line!("lazyfreed_objects:0");
     }
@@ -148,7 +150,7 @@ fn proc_kb(path: &str, key: &str) -> Option<u64> {
 
 /// jemalloc's allocated, active and resident bytes (zmalloc_get_allocator_info), after
 /// refreshing its statistics epoch; None if jemalloc does not provide them.
-fn jemalloc_stats() -> Option<(u64, u64, u64)> {
+pub(crate) fn jemalloc_stats() -> Option<(u64, u64, u64)> {
     use std::os::raw::{c_char, c_void};
     // SAFETY: mallctl with NUL-terminated names, properly sized out-parameters and no
     // new value except the epoch's u64, as jemalloc's API requires.

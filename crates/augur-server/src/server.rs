@@ -319,6 +319,7 @@ async fn cron(shared: Arc<Shared>) {
     let mut last_cmds = shared.counters.total_commands_processed.load();
     let mut last_t = std::time::Instant::now();
     let mut ticks: u64 = 0;
+    let mut defrag_resume_tick: u64 = 0;
     loop {
         let hz = shared.hz.load(Relaxed).max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz as u64)).await;
@@ -339,6 +340,15 @@ async fn cron(shared: Arc<Shared>) {
             .counters
             .used_memory_peak
             .fetch_max(shared.store.used_memory(), Relaxed);
+        if ticks >= defrag_resume_tick {
+            if let Some(pause) = defrag_tick(&shared, hz).await {
+                // A whole walk that moved almost nothing: the fragmentation is not the
+                // kind moving entries fixes (or not ours); look again later.
+                defrag_resume_tick = ticks + pause * hz as u64;
+            }
+        } else {
+            shared.counters.active_defrag_running.store(false, Relaxed);
+        }
         ticks += 1;
         if ticks.is_multiple_of(hz as u64) {
             // clientsCronResizeQueryBuffer's idle case: a connection idle for more than
@@ -369,6 +379,67 @@ async fn cron(shared: Arc<Shared>) {
             last_t = std::time::Instant::now();
         }
     }
+}
+
+/// Seconds active defragmentation waits after a full walk that moved under 1 % of the
+/// entries it visited.
+const DEFRAG_BACKOFF_SECS: u64 = 30;
+/// Index positions per `Store::defrag_cycle` call (the time budget is checked between
+/// calls; a call locks one shard at a time).
+const DEFRAG_STEP_POSITIONS: usize = 1024;
+
+/// One cron tick of active defragmentation (`activedefrag`, `augur_store::defrag`):
+/// when jemalloc's active bytes exceed its allocated bytes by more than
+/// `active-defrag-ignore-bytes` and `active-defrag-threshold-lower` percent, moves
+/// entries out of sparse slabs for up to `active-defrag-cycle-max` percent of the tick.
+/// Returns a back-off in seconds after a fruitless full walk.
+async fn defrag_tick(shared: &Arc<Shared>, hz: u32) -> Option<u64> {
+    let (on, ignore, lower, cycle_max) = {
+        let c = shared.config.read();
+        (
+            c.activedefrag,
+            c.active_defrag_ignore_bytes,
+            c.active_defrag_threshold_lower,
+            c.active_defrag_cycle_max,
+        )
+    };
+    let running = &shared.counters.active_defrag_running;
+    let fragmented = on
+        && shared.pause.active(now_ms()).is_none()
+        && crate::memstats::jemalloc_stats().is_some_and(|(allocated, active, _)| {
+            let waste = active.saturating_sub(allocated);
+            waste > ignore && waste.saturating_mul(100) > allocated.saturating_mul(lower)
+        });
+    running.store(fragmented, Relaxed);
+    if !fragmented {
+        return None;
+    }
+    let budget = Duration::from_micros(1_000_000 / hz as u64 * cycle_max / 100);
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        let start = std::time::Instant::now();
+        let k = &shared.counters;
+        loop {
+            let (s, wrapped) = shared.store.defrag_cycle(DEFRAG_STEP_POSITIONS);
+            k.active_defrag_hits.fetch_add(s.hits, Relaxed);
+            k.active_defrag_misses.fetch_add(s.misses, Relaxed);
+            k.defrag_walk_hits.fetch_add(s.hits, Relaxed);
+            k.defrag_walk_misses.fetch_add(s.misses, Relaxed);
+            if wrapped {
+                let hits = k.defrag_walk_hits.swap(0, Relaxed);
+                let misses = k.defrag_walk_misses.swap(0, Relaxed);
+                if hits * 100 < misses {
+                    return Some(DEFRAG_BACKOFF_SECS);
+                }
+            }
+            if start.elapsed() >= budget {
+                return None;
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// Removes the client from the registry when the connection ends, however it ends.

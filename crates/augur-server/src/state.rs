@@ -41,6 +41,17 @@ pub struct Counters {
     /// The most `used_memory` has been (INFO `used_memory_peak`), sampled by the cron
     /// and by INFO, as Redis's serverCron does.
     pub used_memory_peak: AtomicU64,
+    /// Active defragmentation (`activedefrag`): entries moved and entries visited but
+    /// left (INFO stats `active_defrag_hits` / `_misses`), and whether the last cron
+    /// tick found the allocator fragmented enough to run it (INFO memory
+    /// `active_defrag_running`).
+    pub active_defrag_hits: AtomicU64,
+    pub active_defrag_misses: AtomicU64,
+    pub active_defrag_running: std::sync::atomic::AtomicBool,
+    /// The current walk's moved and visited-but-left entries (reset when a walk over
+    /// every shard completes), for the back-off after a fruitless walk.
+    pub defrag_walk_hits: AtomicU64,
+    pub defrag_walk_misses: AtomicU64,
 }
 
 /// Stripes of a [`StripedCounter`]: comfortably more than worker threads.

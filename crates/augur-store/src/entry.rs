@@ -491,6 +491,34 @@ impl Entry {
         self.rekeyed(self.db(), self.key(), ttl)
     }
 
+    /// Bytes of the block in use: header, TTL and long-key blocks, key, value.
+    fn block_len(&self) -> usize {
+        self.key_offset() + self.key_len() + self.value_len()
+    }
+
+    /// Active defragmentation (`crate::defrag`): the same entry in a fresh allocation
+    /// taken past the thread cache (so it lands in the fullest slab of its size class
+    /// with room), the old block released past it too (so its sparse slab empties).
+    /// A hash's or set's object moves with the block (it holds the pointer). `None`
+    /// (and `self` untouched) if the allocation fails.
+    pub fn relocated(self) -> Option<Entry> {
+        let len = self.block_len();
+        // SAFETY: mallocx with a non-zero size; checked for null below.
+        let raw = unsafe { tikv_jemalloc_sys::mallocx(len, tikv_jemalloc_sys::MALLOCX_TCACHE_NONE) }
+            as *mut u8;
+        let fresh = NonNull::new(raw)?;
+        // SAFETY: both blocks hold at least `len` bytes and do not overlap; the old
+        // block came from jemalloc and is owned by `self`, released once here.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.0.as_ptr(), fresh.as_ptr(), len);
+            tikv_jemalloc_sys::dallocx(
+                self.0.as_ptr() as *mut _,
+                tikv_jemalloc_sys::MALLOCX_TCACHE_NONE,
+            );
+        }
+        Some(Entry(fresh))
+    }
+
     fn read_u8(&self, off: usize) -> u8 {
         // SAFETY: all offsets used are inside the header written at allocation.
         unsafe { *self.0.as_ptr().add(off) }

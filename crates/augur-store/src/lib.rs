@@ -6,6 +6,7 @@
 //! as `now_ms` (Unix milliseconds) so tests can drive time; logical time (for LRU idle
 //! times) is counted by each shard in accesses.
 
+pub mod defrag;
 mod entry;
 mod glob;
 mod index;
@@ -45,6 +46,8 @@ pub use zone::{ZoneConfig, ZoneStats};
 mod object_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_defrag;
 #[cfg(test)]
 mod tests_keyops;
 #[cfg(test)]

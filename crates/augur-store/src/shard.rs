@@ -50,6 +50,7 @@ mod keyops;
 mod wallclock;
 pub use keyops::{ObjectInfo, Relocated, Relocation};
 
+use crate::defrag::{self, DefragStats};
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::Table;
 use crate::lhd::PartLhd;
@@ -534,6 +535,37 @@ impl Part {
         } else {
             old.free();
         }
+    }
+
+    /// Active defragmentation (`crate::defrag`): visits up to `budget` index positions
+    /// from `from`, moving each entry whose slab jemalloc says is sparse. Returns the
+    /// next position (None once past the last) and what it did.
+    fn defrag_step(&mut self, from: usize, budget: usize) -> (Option<usize>, DefragStats) {
+        let mut stats = DefragStats::default();
+        let end = self.table.positions().min(from.saturating_add(budget));
+        for pos in from..end {
+            let Some(e) = self.table.at(pos) else {
+                continue;
+            };
+            if !defrag::worth_moving(e.addr() as *const u8) {
+                stats.misses += 1;
+                continue;
+            }
+            let charge = e.charge();
+            match e.relocated() {
+                Some(fresh) => {
+                    if fresh.has_ttl() {
+                        self.volatile[fresh.volatile_index() as usize] = fresh;
+                    }
+                    self.table.replace(pos, fresh);
+                    self.entry_bytes += fresh.charge() as u64;
+                    self.entry_bytes -= charge as u64;
+                    stats.hits += 1;
+                }
+                None => stats.misses += 1,
+            }
+        }
+        ((end < self.table.positions()).then_some(end), stats)
     }
 
     /// Takes `e` (which has a TTL) out of the volatile list.
@@ -1954,6 +1986,43 @@ impl Shard {
     /// tenant's part, sample 20 keys with a TTL, delete the expired ones, and go on
     /// while more than a quarter of a sample had expired (at most `max_rounds`
     /// samples). Returns keys removed.
+    /// Active defragmentation of this shard's entries: continues from `cursor` (part,
+    /// position) for up to `budget` index positions; returns the cursor to continue from
+    /// (None once every part was walked), what it did, and the positions it visited.
+    pub(crate) fn defrag_step(
+        &mut self,
+        cursor: (usize, usize),
+        budget: usize,
+    ) -> (Option<(usize, usize)>, DefragStats, usize) {
+        let (mut part, mut pos) = cursor;
+        let mut visited = 0;
+        let mut stats = DefragStats::default();
+        while part < self.parts.len() && visited < budget {
+            let (next, s) = self.parts[part].defrag_step(pos, budget - visited);
+            stats.add(s);
+            if s.hits > 0 {
+                self.sync_tenant_used(part as TenantId, false);
+            }
+            let stop = next.unwrap_or_else(|| self.parts[part].table.positions().max(pos));
+            visited += stop - pos;
+            match next {
+                Some(p) => pos = p,
+                None => {
+                    part += 1;
+                    pos = 0;
+                }
+            }
+        }
+        if stats.hits > 0 {
+            self.publish();
+        }
+        (
+            (part < self.parts.len()).then_some((part, pos)),
+            stats,
+            visited,
+        )
+    }
+
     pub(crate) fn expire_cycle(&mut self, now_ms: u64, max_rounds: usize) -> u64 {
         const SAMPLE: usize = 20;
         self.note_wall_clock(now_ms);

@@ -229,6 +229,8 @@ pub struct Store {
     used: Box<[Arc<UsedCell>]>,
     config: Arc<SharedConfig>,
     shard_bits: u32,
+    /// Where active defragmentation continues: (shard, part, index position).
+    defrag_cursor: Mutex<(usize, usize, usize)>,
 }
 
 impl Store {
@@ -264,6 +266,7 @@ impl Store {
             used,
             config: shared,
             shard_bits: n.trailing_zeros(),
+            defrag_cursor: Mutex::new((0, 0, 0)),
         }
     }
 
@@ -852,6 +855,34 @@ impl Store {
     /// One active-expiry cycle (Redis's `activeExpireCycle`): samples keys with a TTL in
     /// each shard and deletes the expired ones, repeating while many were expired.
     /// Returns how many keys it removed. The server calls it `hz` times a second.
+    /// Active defragmentation (`crate::defrag`): moves entries out of sparse allocator
+    /// slabs, visiting up to `budget` index positions from where the previous call
+    /// stopped (shard by shard, each shard locked only for its own step). Returns what
+    /// it did and whether this call finished a walk over every shard.
+    pub fn defrag_cycle(&self, budget: usize) -> (crate::defrag::DefragStats, bool) {
+        let mut cur = self.defrag_cursor.lock();
+        let mut stats = crate::defrag::DefragStats::default();
+        let mut left = budget;
+        let mut wrapped = false;
+        while left > 0 {
+            let (shard, part, pos) = *cur;
+            if shard >= self.shards.len() {
+                *cur = (0, 0, 0);
+                wrapped = true;
+                break;
+            }
+            let (next, s, visited) = self.shards[shard].0.lock().defrag_step((part, pos), left);
+            stats.add(s);
+            // An empty shard still costs a lock: count it as one position.
+            left = left.saturating_sub(visited.max(1));
+            *cur = match next {
+                Some((p, q)) => (shard, p, q),
+                None => (shard + 1, 0, 0),
+            };
+        }
+        (stats, wrapped)
+    }
+
     pub fn active_expire_cycle(&self, now_ms: u64) -> u64 {
         self.shards
             .iter()
