@@ -33,6 +33,16 @@ fn send(port: u16, line: &str) -> String {
     String::from_utf8_lossy(&got).into_owned()
 }
 
+/// PING's reply line, or None if the connection fails.
+fn try_ping(port: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"PING\r\n").ok()?;
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
 #[test]
 fn serve_binary_config_file_flags_and_shutdown() {
     let dir = std::env::temp_dir().join(format!("augur-bin-test-{}", std::process::id()));
@@ -61,8 +71,12 @@ fn serve_binary_config_file_flags_and_shutdown() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn augur");
+    // Up once a PING is answered, not once a connect succeeds: in one CI run the
+    // connect after a successful probe was reset (ECONNRESET; cause not established;
+    // a probe from an ephemeral port equal to `port` can connect to itself before the
+    // server binds).
     let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while try_ping(port).as_deref() != Some("+PONG\r\n") {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "server did not start"
@@ -72,7 +86,6 @@ fn serve_binary_config_file_flags_and_shutdown() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(send(port, "PING"), "+PONG\r\n");
     // The flag overrides the file; the file's other settings hold.
     assert_eq!(
         send(port, "CONFIG GET maxmemory"),
