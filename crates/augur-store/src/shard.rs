@@ -1982,10 +1982,6 @@ impl Shard {
         self.publish();
     }
 
-    /// One shard's part of the active expiry cycle (Redis `activeExpireCycle`): in each
-    /// tenant's part, sample 20 keys with a TTL, delete the expired ones, and go on
-    /// while more than a quarter of a sample had expired (at most `max_rounds`
-    /// samples). Returns keys removed.
     /// Active defragmentation of this shard's entries: continues from `cursor` (part,
     /// position) for up to `budget` index positions; returns the cursor to continue from
     /// (None once every part was walked), what it did, and the positions it visited.
@@ -2023,6 +2019,10 @@ impl Shard {
         )
     }
 
+    /// One shard's part of the active expiry cycle (Redis `activeExpireCycle`): in each
+    /// tenant's part, sample 20 keys with a TTL, delete the expired ones, and go on
+    /// while more than a quarter of a sample had expired (at most `max_rounds`
+    /// samples). Returns keys removed.
     pub(crate) fn expire_cycle(&mut self, now_ms: u64, max_rounds: usize) -> u64 {
         const SAMPLE: usize = 20;
         self.note_wall_clock(now_ms);

@@ -852,9 +852,6 @@ impl Store {
         self.config.zone.set_window_ms(ms)
     }
 
-    /// One active-expiry cycle (Redis's `activeExpireCycle`): samples keys with a TTL in
-    /// each shard and deletes the expired ones, repeating while many were expired.
-    /// Returns how many keys it removed. The server calls it `hz` times a second.
     /// Active defragmentation (`crate::defrag`): moves entries out of sparse allocator
     /// slabs, visiting up to `budget` index positions from where the previous call
     /// stopped (shard by shard, each shard locked only for its own step). Returns what
@@ -883,6 +880,9 @@ impl Store {
         (stats, wrapped)
     }
 
+    /// One active-expiry cycle (Redis's `activeExpireCycle`): samples keys with a TTL in
+    /// each shard and deletes the expired ones, repeating while many were expired.
+    /// Returns how many keys it removed. The server calls it `hz` times a second.
     pub fn active_expire_cycle(&self, now_ms: u64) -> u64 {
         self.shards
             .iter()
