@@ -470,6 +470,19 @@ fn parse_int<T: std::str::FromStr>(v: &str) -> Result<T, String> {
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())
 }
 
+/// An integer within `lo..=hi`, with config.c's out-of-range text.
+fn parse_int_in<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
+    v: &str,
+    lo: T,
+    hi: T,
+) -> Result<T, String> {
+    let n: T = parse_int(v)?;
+    if n < lo || n > hi {
+        return Err(format!("argument must be between {lo} and {hi} inclusive"));
+    }
+    Ok(n)
+}
+
 fn parse_bool(v: &str) -> Result<bool, String> {
     match v.to_ascii_lowercase().as_str() {
         "yes" => Ok(true),
@@ -512,11 +525,7 @@ impl ServerConfig {
                 self.maxmemory_policy_auto = false;
             }
             "lhd-samples" => {
-                let n: usize = parse_int(value)?;
-                if !(1..=augur_store::MAX_LHD_SAMPLES).contains(&n) {
-                    return Err("argument must be between 1 and 1024 inclusive".into());
-                }
-                self.lhd_samples = n;
+                self.lhd_samples = parse_int_in(value, 1, augur_store::MAX_LHD_SAMPLES)?
             }
             "compressed-zone" => self.zone.enabled = parse_bool(value)?,
             "compressed-zone-codec" => {
@@ -565,21 +574,11 @@ impl ServerConfig {
                 self.maxmemory_samples_auto = true;
             }
             "maxmemory-samples" => {
-                let n: usize = parse_int(value)?;
-                if !(1..=64).contains(&n) {
-                    return Err("argument must be between 1 and 64 inclusive".into());
-                }
-                self.maxmemory_samples = n;
+                self.maxmemory_samples = parse_int_in(value, 1, 64)?;
                 self.maxmemory_samples_auto = false;
             }
             "maxmemory-clients" => self.maxmemory_clients = parse_memory_or_percent(value)?,
-            "databases" => {
-                let n: usize = parse_int(value)?;
-                if !(1..=256).contains(&n) {
-                    return Err("argument must be between 1 and 256 inclusive".into());
-                }
-                self.databases = n;
-            }
+            "databases" => self.databases = parse_int_in(value, 1, 256)?,
             "proto-max-bulk-len" => {
                 let n = parse_memory(value).ok_or("argument must be a memory value")?;
                 if n < 1024 * 1024 {
@@ -624,13 +623,7 @@ impl ServerConfig {
                     _ => return Err("argument(s) must be one of the following: latency, hits, mean-latency".into()),
                 }
             }
-            "tenant-interval" => {
-                let n: u64 = parse_int(value)?;
-                if n < 1000 {
-                    return Err("argument must be between 1000 and 18446744073709551615 inclusive".into());
-                }
-                self.tenant_interval = n;
-            }
+            "tenant-interval" => self.tenant_interval = parse_int_in(value, 1000, u64::MAX)?,
             "tenant-interval-ms" => self.tenant_interval_ms = parse_int(value)?,
             "tenant-sample-rate" if value.eq_ignore_ascii_case("auto") => {
                 self.tenant_sample_rate = 0.01;
@@ -662,13 +655,7 @@ impl ServerConfig {
                 }
                 self.tenant_k_set = ks;
             }
-            "dlru-interval" => {
-                let n: u64 = parse_int(value)?;
-                if n < 1000 {
-                    return Err("argument must be between 1000 and 18446744073709551615 inclusive".into());
-                }
-                self.dlru_interval = n;
-            }
+            "dlru-interval" => self.dlru_interval = parse_int_in(value, 1000, u64::MAX)?,
             "k-chooser" => {
                 self.k_chooser = crate::dlru::KChooser::parse(value)
                     .ok_or("argument(s) must be one of the following: krr, minisim")?
@@ -680,13 +667,7 @@ impl ServerConfig {
                 }
                 self.tenant_alloc_unit = n;
             }
-            "tenant-miss-cutoff-ms" => {
-                let n: u64 = parse_int(value)?;
-                if n == 0 {
-                    return Err("argument must be between 1 and 18446744073709551615 inclusive".into());
-                }
-                self.tenant_miss_cutoff_ms = n;
-            }
+            "tenant-miss-cutoff-ms" => self.tenant_miss_cutoff_ms = parse_int_in(value, 1, u64::MAX)?,
             "tenant-default-miss-penalty" => {
                 self.tenant_default_miss_penalty_us =
                     parse_duration_us(value).ok_or("argument must be a duration such as 200us, 2ms or 1s")?
@@ -716,19 +697,9 @@ impl ServerConfig {
                     parse_memory(value).ok_or("argument must be a memory value")?
             }
             "active-defrag-threshold-lower" => {
-                let n: u64 = parse_int(value)?;
-                if n > 1000 {
-                    return Err("argument must be between 0 and 1000 inclusive".into());
-                }
-                self.active_defrag_threshold_lower = n;
+                self.active_defrag_threshold_lower = parse_int_in(value, 0, 1000)?
             }
-            "active-defrag-cycle-max" => {
-                let n: u64 = parse_int(value)?;
-                if !(1..=99).contains(&n) {
-                    return Err("argument must be between 1 and 99 inclusive".into());
-                }
-                self.active_defrag_cycle_max = n;
-            }
+            "active-defrag-cycle-max" => self.active_defrag_cycle_max = parse_int_in(value, 1, 99)?,
             "latency-tracking-info-percentiles" => {
                 // config.c's setConfigLatencyTrackingInfoPercentilesOutputOption.
                 let mut ps = Vec::new();
