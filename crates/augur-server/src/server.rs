@@ -420,17 +420,11 @@ async fn defrag_tick(shared: &Arc<Shared>, hz: u32) -> Option<u64> {
         let start = std::time::Instant::now();
         let k = &shared.counters;
         loop {
-            let (s, wrapped) = shared.store.defrag_cycle(DEFRAG_STEP_POSITIONS);
+            let (s, finished) = shared.store.defrag_cycle(DEFRAG_STEP_POSITIONS);
             k.active_defrag_hits.fetch_add(s.hits, Relaxed);
             k.active_defrag_misses.fetch_add(s.misses, Relaxed);
-            k.defrag_walk_hits.fetch_add(s.hits, Relaxed);
-            k.defrag_walk_misses.fetch_add(s.misses, Relaxed);
-            if wrapped {
-                let hits = k.defrag_walk_hits.swap(0, Relaxed);
-                let misses = k.defrag_walk_misses.swap(0, Relaxed);
-                if hits * 100 < misses {
-                    return Some(DEFRAG_BACKOFF_SECS);
-                }
+            if finished.is_some_and(|walk| walk.hits * 100 < walk.misses) {
+                return Some(DEFRAG_BACKOFF_SECS);
             }
             if start.elapsed() >= budget {
                 return None;

@@ -48,10 +48,6 @@ pub struct Counters {
     pub active_defrag_hits: AtomicU64,
     pub active_defrag_misses: AtomicU64,
     pub active_defrag_running: std::sync::atomic::AtomicBool,
-    /// The current walk's moved and visited-but-left entries (reset when a walk over
-    /// every shard completes), for the back-off after a fruitless walk.
-    pub defrag_walk_hits: AtomicU64,
-    pub defrag_walk_misses: AtomicU64,
 }
 
 /// Stripes of a [`StripedCounter`]: comfortably more than worker threads.

@@ -491,18 +491,13 @@ impl Entry {
         self.rekeyed(self.db(), self.key(), ttl)
     }
 
-    /// Bytes of the block in use: header, TTL and long-key blocks, key, value.
-    fn block_len(&self) -> usize {
-        self.key_offset() + self.key_len() + self.value_len()
-    }
-
     /// Active defragmentation (`crate::defrag`): the same entry in a fresh allocation
     /// taken past the thread cache (so it lands in the fullest slab of its size class
     /// with room), the old block released past it too (so its sparse slab empties).
     /// A hash's or set's object moves with the block (it holds the pointer). `None`
     /// (and `self` untouched) if the allocation fails.
     pub fn relocated(self) -> Option<Entry> {
-        let len = self.block_len();
+        let len = Self::block_size(self.key_len(), self.value_len(), self.has_ttl());
         // SAFETY: mallocx with a non-zero size; checked for null below.
         let raw = unsafe { tikv_jemalloc_sys::mallocx(len, tikv_jemalloc_sys::MALLOCX_TCACHE_NONE) }
             as *mut u8;

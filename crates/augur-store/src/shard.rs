@@ -524,17 +524,23 @@ impl Part {
     /// Puts `fresh` where `old` was (index and volatile list) and frees `old` (only its
     /// block when `fresh` is a TTL copy sharing its hash or set).
     fn swap_allocation(&mut self, pos: usize, old: Entry, fresh: Entry) {
-        if fresh.has_ttl() {
-            self.volatile[fresh.volatile_index() as usize] = fresh;
-        }
-        self.table.replace(pos, fresh);
-        self.entry_bytes += fresh.charge() as u64;
-        self.entry_bytes -= old.charge() as u64;
+        self.repoint(pos, old.charge(), fresh);
         if fresh.shares_object_with(&old) {
             old.free_block();
         } else {
             old.free();
         }
+    }
+
+    /// Makes the index position `pos` (and, with a TTL, the volatile list slot) name
+    /// `fresh` instead of an entry charged `old_charge`; the old block is the caller's.
+    fn repoint(&mut self, pos: usize, old_charge: usize, fresh: Entry) {
+        if fresh.has_ttl() {
+            self.volatile[fresh.volatile_index() as usize] = fresh;
+        }
+        self.table.replace(pos, fresh);
+        self.entry_bytes += fresh.charge() as u64;
+        self.entry_bytes -= old_charge as u64;
     }
 
     /// Active defragmentation (`crate::defrag`): visits up to `budget` index positions
@@ -554,12 +560,7 @@ impl Part {
             let charge = e.charge();
             match e.relocated() {
                 Some(fresh) => {
-                    if fresh.has_ttl() {
-                        self.volatile[fresh.volatile_index() as usize] = fresh;
-                    }
-                    self.table.replace(pos, fresh);
-                    self.entry_bytes += fresh.charge() as u64;
-                    self.entry_bytes -= charge as u64;
+                    self.repoint(pos, charge, fresh);
                     stats.hits += 1;
                 }
                 None => stats.misses += 1,

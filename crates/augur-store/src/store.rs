@@ -1,5 +1,6 @@
 //! The store: shards, live configuration, and whole-keyspace operations.
 
+use crate::defrag::DefragStats;
 use crate::tenant::{Ns, Partitioning, ReferenceSink, TenantId, TenantTable, MAX_TENANTS};
 use crate::{EvictionPolicy, Shard};
 use parking_lot::{Mutex, MutexGuard};
@@ -224,13 +225,21 @@ impl MultiLock<'_> {
     }
 }
 
+/// Active defragmentation's walk over the shards: where it continues (shard, part,
+/// index position) and what it has done since it started.
+#[derive(Default)]
+struct DefragWalk {
+    cursor: (usize, usize, usize),
+    done: DefragStats,
+}
+
 pub struct Store {
     shards: Box<[PaddedShard]>,
     used: Box<[Arc<UsedCell>]>,
     config: Arc<SharedConfig>,
     shard_bits: u32,
-    /// Where active defragmentation continues: (shard, part, index position).
-    defrag_cursor: Mutex<(usize, usize, usize)>,
+    /// Where active defragmentation continues, and what the walk under way has done.
+    defrag: Mutex<DefragWalk>,
 }
 
 impl Store {
@@ -266,7 +275,7 @@ impl Store {
             used,
             config: shared,
             shard_bits: n.trailing_zeros(),
-            defrag_cursor: Mutex::new((0, 0, 0)),
+            defrag: Mutex::new(DefragWalk::default()),
         }
     }
 
@@ -855,29 +864,30 @@ impl Store {
     /// Active defragmentation (`crate::defrag`): moves entries out of sparse allocator
     /// slabs, visiting up to `budget` index positions from where the previous call
     /// stopped (shard by shard, each shard locked only for its own step). Returns what
-    /// it did and whether this call finished a walk over every shard.
-    pub fn defrag_cycle(&self, budget: usize) -> (crate::defrag::DefragStats, bool) {
-        let mut cur = self.defrag_cursor.lock();
-        let mut stats = crate::defrag::DefragStats::default();
+    /// this call did and, when it finished a walk over every shard, that whole walk's
+    /// totals.
+    pub fn defrag_cycle(&self, budget: usize) -> (DefragStats, Option<DefragStats>) {
+        let mut walk = self.defrag.lock();
+        let mut stats = DefragStats::default();
         let mut left = budget;
-        let mut wrapped = false;
+        let mut finished = None;
         while left > 0 {
-            let (shard, part, pos) = *cur;
+            let (shard, part, pos) = walk.cursor;
             if shard >= self.shards.len() {
-                *cur = (0, 0, 0);
-                wrapped = true;
+                finished = Some(std::mem::take(&mut *walk).done);
                 break;
             }
             let (next, s, visited) = self.shards[shard].0.lock().defrag_step((part, pos), left);
             stats.add(s);
+            walk.done.add(s);
             // An empty shard still costs a lock: count it as one position.
             left = left.saturating_sub(visited.max(1));
-            *cur = match next {
+            walk.cursor = match next {
                 Some((p, q)) => (shard, p, q),
                 None => (shard + 1, 0, 0),
             };
         }
-        (stats, wrapped)
+        (stats, finished)
     }
 
     /// One active-expiry cycle (Redis's `activeExpireCycle`): samples keys with a TTL in

@@ -57,13 +57,14 @@ fn defrag_moves_sparse_entries_and_keeps_every_key() {
     }
     let used_before = s.used_memory();
     let mut total = crate::defrag::DefragStats::default();
-    loop {
-        let (st, wrapped) = s.defrag_cycle(4096);
+    let walk = loop {
+        let (st, finished) = s.defrag_cycle(4096);
         total.add(st);
-        if wrapped {
-            break;
+        if let Some(walk) = finished {
+            break walk;
         }
-    }
+    };
+    assert_eq!(walk, total, "the walk's totals are the sum of its calls");
     assert!(total.hits >= 1_000, "entries moved: {total:?}");
     assert_eq!(
         total.hits + total.misses,
