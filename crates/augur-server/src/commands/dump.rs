@@ -524,10 +524,12 @@ pub(super) fn dump_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
 }
 
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency].
-/// IDLETIME and FREQ are checked and accepted; the restored key starts recently used.
+/// IDLETIME dates the key's last use that many seconds back, for OBJECT IDLETIME and for
+/// eviction (Redis's objectSetLRUOrLFU); FREQ is checked and accepted, and ignored:
+/// there is no LFU policy to keep a frequency for.
 pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let (mut replace, mut absttl) = (false, false);
-    let (mut idle, mut freq) = (false, false);
+    let (mut idle, mut freq) = (None, false);
     let mut j = 4;
     while j < args.len() {
         let more = j + 1 < args.len();
@@ -540,11 +542,10 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
             match parse_i64(args.get(j + 1)) {
                 None => return c.out.error(ERR_NOT_INT),
                 Some(n) if n < 0 => return c.out.error("ERR Invalid IDLETIME value, must be >= 0"),
-                Some(_) => {}
+                Some(n) => idle = Some(n as u64),
             }
-            idle = true;
             j += 1;
-        } else if eq(opt, "freq") && more && !idle {
+        } else if eq(opt, "freq") && more && idle.is_none() {
             match parse_i64(args.get(j + 1)) {
                 None => return c.out.error(ERR_NOT_INT),
                 Some(n) if !(0..=255).contains(&n) => {
@@ -624,6 +625,9 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
     };
     match written {
         Ok(()) => {
+            if let Some(secs) = idle {
+                shard.backdate(ns, key, secs, now);
+            }
             crate::notify::notify(shared, c, crate::notify::flags::GENERIC, "restore", key);
             c.out.ok()
         }

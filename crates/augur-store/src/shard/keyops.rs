@@ -429,6 +429,21 @@ impl Shard {
         })
     }
 
+    /// RESTORE ... IDLETIME: makes a key look last used `idle_secs` seconds ago, to OBJECT
+    /// IDLETIME and to eviction alike (its access time becomes the clock value the shard
+    /// had then, see `WallClock::clock_for_idle`). True if the key exists.
+    pub fn backdate(&mut self, ns: Ns, key: &[u8], idle_secs: u64, now_ms: u64) -> bool {
+        let clock = self.clock;
+        let atime = self.wall.clock_for_idle(idle_secs, now_ms / 1000, clock);
+        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
+            Some(e) => {
+                e.set_atime(atime as u32);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Dates the logical clock (see the `wallclock` module); the active expiry cycle
     /// calls it `hz` times a second.
     pub(crate) fn note_wall_clock(&mut self, now_ms: u64) {

@@ -30,6 +30,10 @@ pub(crate) struct WallClock {
 impl WallClock {
     /// Records that by second `sec` the clock had reached `clock`.
     pub(crate) fn note(&mut self, clock: u64, sec: u64) {
+        // No access has clock value 0 (the clock counts from 1); `clock_for_idle` uses it.
+        if clock == 0 {
+            return;
+        }
         match self.points.back_mut() {
             // Same second: the later clock value is the better bound for it.
             Some(last) if last.1 >= sec => last.0 = last.0.max(clock),
@@ -60,6 +64,35 @@ impl WallClock {
             }
         }
         self.points.remove(best.1);
+    }
+
+    /// A clock value whose [`idle_secs`](Self::idle_secs) at `now_sec` is at most
+    /// `idle` seconds and as close to it as the observations allow: what RESTORE ...
+    /// IDLETIME gives a key (Redis's `objectSetLRUOrLFU`), so eviction ranks it among
+    /// the keys last used then. The first observation made by second `now_sec - idle` or
+    /// later names it. An idle time older than every observation gets clock value 0 (no
+    /// access has it: the clock counts from 1) dated by an observation `(0, second)` put
+    /// in front; if one is there already with a later second, it stands (the new key is
+    /// dated later than asked, never earlier).
+    pub(crate) fn clock_for_idle(&mut self, idle: u64, now_sec: u64, clock_now: u64) -> u64 {
+        let target = now_sec.saturating_sub(idle);
+        let i = self.points.partition_point(|&(_, s)| s < target);
+        match self.points.get(i) {
+            Some(&(c, s)) if i > 0 || c == 0 || s == target => c,
+            // Older than every observation.
+            Some(_) => {
+                self.points.push_front((0, target));
+                0
+            }
+            // Later than every observation: accessed within the last cycle.
+            None if target >= now_sec || !self.points.is_empty() => clock_now,
+            // Nothing observed yet: `target` dates clock 0 and this second the present.
+            None => {
+                self.points.push_back((0, target));
+                self.points.push_back((clock_now, now_sec));
+                0
+            }
+        }
     }
 
     /// Whole seconds since the access at clock value `atime`, at `now_sec`. An access
@@ -94,6 +127,36 @@ mod tests {
         // Same-second observations keep the latest clock.
         w.note(40, 105);
         assert_eq!(w.idle_secs(40, 106), 1);
+    }
+
+    #[test]
+    fn a_clock_for_an_idle_time_dates_it_exactly_or_later() {
+        // Nothing observed yet: 1000 s back gets clock 0, dated by a front observation.
+        let mut w = WallClock::default();
+        let c = w.clock_for_idle(1000, 5000, 7);
+        assert_eq!(c, 0);
+        assert_eq!(w.idle_secs(c, 5000), 1000);
+        assert_eq!(w.idle_secs(5, 5000), 0, "earlier accesses are dated now");
+        assert_eq!(w.idle_secs(c, 5010), 1010);
+        // Within the observations: the first one at or after the target second.
+        let mut w = WallClock::default();
+        for s in 100..200u64 {
+            w.note(s * 10, s);
+        }
+        let c = w.clock_for_idle(50, 200, 2000);
+        assert_eq!(w.idle_secs(c, 200), 50);
+        // Older than every observation: a front observation (0, second).
+        let c = w.clock_for_idle(150, 200, 2000);
+        assert_eq!((c, w.idle_secs(c, 200)), (0, 150));
+        // Older still: dated by that observation, later than asked, never earlier.
+        let c = w.clock_for_idle(190, 200, 2000);
+        assert_eq!((c, w.idle_secs(c, 200)), (0, 150));
+        // Later than every observation: now.
+        let c = w.clock_for_idle(0, 200, 2000);
+        assert_eq!(w.idle_secs(c, 200), 0);
+        // Real accesses keep their dates.
+        assert_eq!(w.idle_secs(1000, 200), 100);
+        assert_eq!(w.idle_secs(1, 200), 100);
     }
 
     #[test]
