@@ -250,6 +250,21 @@ impl PartLhd {
         self.model.rank(&self.tag_of(e, clock), e.rank_size())
     }
 
+    /// [`Self::rank`] in two steps for a batch of candidates: what ranking `e` needs
+    /// from the entry, with the density-table word it will read already being fetched
+    /// (the tables of all shards' models outgrow L2), then [`Self::rank_of`].
+    #[inline]
+    pub(crate) fn prepare_rank(&self, e: Entry, clock: u64) -> (LhdTag, u64) {
+        let tag = self.tag_of(e, clock);
+        self.model.prefetch_rank(&tag);
+        (tag, e.rank_size())
+    }
+
+    #[inline]
+    pub(crate) fn rank_of(&self, prepared: &(LhdTag, u64)) -> f32 {
+        self.model.rank(&prepared.0, prepared.1)
+    }
+
     /// `e`, ranked `rank`, is being evicted: the model learns it; its explorer mark is
     /// cleared so that the removal that follows does not return the budget twice.
     pub(crate) fn evicted(&mut self, e: Entry, clock: u64, rank: f32) {

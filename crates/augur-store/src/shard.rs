@@ -52,7 +52,7 @@ pub use keyops::{ObjectInfo, Relocated, Relocation};
 
 use crate::defrag::{self, DefragStats};
 use crate::entry::{Entry, MAX_LEN};
-use crate::index::Table;
+use crate::index::{self, Table};
 use crate::lhd::PartLhd;
 use crate::notify::KeyEvent;
 use crate::object::{Kind, Object};
@@ -724,34 +724,24 @@ impl Part {
         samples: usize,
     ) -> Option<(Entry, f32)> {
         let limit = self.cfg.shard_limit();
-        self.lhd()?.set_capacity(limit);
-        let Part {
-            table,
-            volatile,
-            lhd,
-            ..
-        } = self;
-        let l = lhd.as_deref_mut()?;
+        let l = self.lhd()?;
+        l.set_capacity(limit);
         l.model.set_time(clock);
-        let mut best: Option<(Entry, f32)> = None;
-        for _ in 0..samples {
-            let e = if from_volatile {
-                if volatile.is_empty() {
-                    return None;
-                }
-                volatile[l.rng.gen_range(0..volatile.len())]
-            } else {
-                let pos = table.random_occupied(&mut l.rng)?;
-                table.at(pos)?
-            };
-            if Some(e) == pinned {
-                continue;
-            }
-            let r = l.rank(e, clock);
-            if best.is_none_or(|(_, b)| r < b) {
-                best = Some((e, r));
-            }
-        }
+        // The sampler reads the part; the model's generator comes back after it.
+        let mut rng = l.rng.clone();
+        let best = lhd_sample(
+            std::slice::from_ref(self),
+            from_volatile,
+            pinned,
+            clock,
+            samples,
+            &mut rng,
+        );
+        let Part { table, lhd, .. } = self;
+        let l = lhd.as_deref_mut()?;
+        l.rng = rng;
+        let mut best = best.map(|(_, e, r)| (e, r));
+        l.recent().for_each(|(h, _)| table.prefetch_home(h));
         for (h, e) in l.recent() {
             // The handle is compared, never read, until the index confirms it is live.
             if table.find(h, |x| x == e).is_some()
@@ -2576,40 +2566,18 @@ impl Shard {
                 l.set_capacity(limit);
             }
         }
-        let weight = |p: &Part| {
-            if from_volatile {
-                p.volatile.len()
-            } else {
-                p.len()
-            }
-        };
-        let total: usize = self.parts.iter().map(weight).sum();
-        if total == 0 {
-            return None;
-        }
-        let mut best: Option<(usize, Entry, f32)> = None;
-        for _ in 0..self.config.lhd_samples() {
-            let t = pick_weighted(&self.parts, &weight, self.rng.gen_range(0..total));
-            let p = &self.parts[t];
-            let e = if from_volatile {
-                p.volatile[self.rng.gen_range(0..p.volatile.len())]
-            } else {
-                let Some(e) = p
-                    .table
-                    .random_occupied(&mut self.rng)
-                    .and_then(|i| p.table.at(i))
-                else {
-                    continue;
-                };
-                e
-            };
-            if Some(e) == pinned {
-                continue;
-            }
-            let Some(l) = p.lhd.as_deref() else { continue };
-            let r = l.rank(e, clock);
-            if best.is_none_or(|(_, _, b)| r < b) {
-                best = Some((t, e, r));
+        let samples = self.config.lhd_samples();
+        let mut best = lhd_sample(
+            &self.parts,
+            from_volatile,
+            pinned,
+            clock,
+            samples,
+            &mut self.rng,
+        );
+        for p in &self.parts {
+            if let Some(l) = p.lhd.as_deref() {
+                l.recent().for_each(|(h, _)| p.table.prefetch_home(h));
             }
         }
         for (t, p) in self.parts.iter().enumerate() {
@@ -2644,6 +2612,100 @@ impl Part {
         self.expired = 0;
         self.writes = 0;
     }
+}
+
+/// Draws per batch of [`lhd_sample`].
+const LHD_BATCH: usize = 32;
+
+/// LHD's sampling (§4.1): the lowest hit density per byte among `samples` uniform draws
+/// (with replacement) over `parts`' entries (their TTL lists' with `from_volatile`),
+/// each ranked by its part's model at `clock`, never `pinned`; as (part, entry, rank).
+///
+/// Why batches: each draw is two dependent cache misses (an index word, then the
+/// entry's header), and 64 of them one after another cost more than the write that
+/// needed the eviction. So a batch of draws is made and its index words prefetched,
+/// then its entries resolved and their headers prefetched, then their density-table
+/// words prefetched, then ranked: a batch's misses overlap instead of queueing (the simulator's `LhdCache::evict_one` prefetches
+/// the same way). What is drawn and how it ranks is unchanged.
+fn lhd_sample(
+    parts: &[Part],
+    from_volatile: bool,
+    pinned: Option<Entry>,
+    clock: u64,
+    samples: usize,
+    rng: &mut SmallRng,
+) -> Option<(usize, Entry, f32)> {
+    let weight = |p: &Part| {
+        if from_volatile {
+            p.volatile.len()
+        } else {
+            p.len()
+        }
+    };
+    let total: usize = parts.iter().map(weight).sum();
+    if total == 0 {
+        return None;
+    }
+    let mut best: Option<(usize, Entry, f32)> = None;
+    let mut left = samples;
+    while left > 0 {
+        let m = left.min(LHD_BATCH);
+        left -= m;
+        let mut picks = [(0usize, 0usize); LHD_BATCH];
+        let mut n = 0;
+        for _ in 0..m {
+            let t = if parts.len() == 1 {
+                0
+            } else {
+                pick_weighted(parts, &weight, rng.gen_range(0..total))
+            };
+            let p = &parts[t];
+            let pos = if from_volatile {
+                let i = rng.gen_range(0..p.volatile.len());
+                index::prefetch(p.volatile.as_ptr().wrapping_add(i) as u64);
+                i
+            } else {
+                let Some(pos) = p.table.random_position(rng) else {
+                    continue;
+                };
+                pos
+            };
+            picks[n] = (t, pos);
+            n += 1;
+        }
+        let mut drawn = [None; LHD_BATCH];
+        for (slot, &(t, pos)) in drawn.iter_mut().zip(&picks[..n]) {
+            let p = &parts[t];
+            let e = if from_volatile {
+                Some(p.volatile[pos])
+            } else {
+                p.table.at(p.table.occupied_from(pos, rng))
+            };
+            if let Some(e) = e {
+                index::prefetch(e.addr());
+                *slot = Some((t, e));
+            }
+        }
+        let mut ranked = [None; LHD_BATCH];
+        for (slot, &(t, e)) in ranked.iter_mut().zip(drawn[..n].iter().flatten()) {
+            if Some(e) == pinned {
+                continue;
+            }
+            if let Some(l) = parts[t].lhd.as_deref() {
+                *slot = Some((t, e, l.prepare_rank(e, clock)));
+            }
+        }
+        for (t, e, prepared) in ranked[..n].iter().flatten() {
+            let Some(l) = parts[*t].lhd.as_deref() else {
+                continue;
+            };
+            let r = l.rank_of(prepared);
+            if best.is_none_or(|(_, _, b)| r < b) {
+                best = Some((*t, *e, r));
+            }
+        }
+    }
+    best
 }
 
 /// The index of the part that the `r`-th entry (0-based, in `weight` order) falls in.
