@@ -1,10 +1,12 @@
 //! Feeds arbitrary bytes to the request parser, whole and in chunks, and checks that it
 //! never panics, never claims more bytes than it was given, and that the chunked parse
-//! yields the same commands (or the same error) as the one-shot parse.
+//! yields the same commands (or the same error) as the one-shot parse. Also feeds them
+//! to `peek_key` (the pipelining prefetch's quick look), which must never panic, stay
+//! within the bytes, and, where it reports a command, agree with the parser's length.
 
 #![no_main]
 
-use augur_server::resp::{Parsed, Parser, ProtocolError};
+use augur_server::resp::{peek_key, Parsed, Parser, ProtocolError};
 use libfuzzer_sys::fuzz_target;
 
 type Outcome = (Vec<Vec<Vec<u8>>>, Option<ProtocolError>);
@@ -37,6 +39,17 @@ fuzz_target!(|input: &[u8]| {
     let Some((&ctl, data)) = input.split_first() else { return };
     let auth = ctl & 1 == 1;
     let step = (ctl >> 1) as usize + 1;
+    if let Some((key, len)) = peek_key(data) {
+        assert!(len <= data.len());
+        if let Some(k) = key {
+            assert!(k.start <= k.end && k.end <= len);
+        }
+        let mut p = Parser::new(1 << 20);
+        p.set_auth_required(auth);
+        if let Ok(Parsed::Command(n)) = p.parse(data) {
+            assert_eq!(n, len);
+        }
+    }
     let whole = parse_in_pieces(data, &[], auth);
     let cuts: Vec<usize> = (step..data.len()).step_by(step).collect();
     let chunked = parse_in_pieces(data, &cuts, auth);

@@ -350,6 +350,54 @@ enum Header {
 /// leading zeros (except "0"), no spaces, no overflow. The store parses intset members
 /// by the same rule; this is that one function.
 #[inline]
+/// A quick look at the multibulk command at the start of `buf`, without parsing it for
+/// real: the byte range of its second argument (the key, for most commands; None with
+/// fewer than two arguments) and the command's length. None when `buf` does not start
+/// with a complete multibulk command of at most 1024 arguments (inline commands,
+/// incomplete reads, anything malformed: the parser proper deals with those). Only
+/// prefetching uses it (`server`'s pipelined batches), so a wrong answer costs a wasted
+/// memory fetch, never a wrong reply.
+pub fn peek_key(buf: &[u8]) -> Option<(Option<std::ops::Range<usize>>, usize)> {
+    fn length(buf: &[u8], mut i: usize) -> Option<(usize, usize)> {
+        let mut v = 0usize;
+        let start = i;
+        while let Some(&c) = buf.get(i) {
+            if c == b'\r' {
+                break;
+            }
+            if !c.is_ascii_digit() || i - start >= 18 {
+                return None;
+            }
+            v = v * 10 + (c - b'0') as usize;
+            i += 1;
+        }
+        (i > start && buf.get(i + 1) == Some(&b'\n')).then_some((v, i + 2))
+    }
+    if buf.first() != Some(&b'*') {
+        return None;
+    }
+    let (n, mut pos) = length(buf, 1)?;
+    if n == 0 || n > 1024 {
+        return None;
+    }
+    let mut key = None;
+    for i in 0..n {
+        if buf.get(pos) != Some(&b'$') {
+            return None;
+        }
+        let (len, start) = length(buf, pos + 1)?;
+        let end = start.checked_add(len)?;
+        if buf.get(end..end.checked_add(2)?)? != b"\r\n" {
+            return None;
+        }
+        if i == 1 {
+            key = Some(start..end);
+        }
+        pos = end + 2;
+    }
+    Some((key, pos))
+}
+
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
     augur_store::parse_canonical_i64(s)
 }
@@ -885,6 +933,52 @@ mod tests {
             }
             prop_assert_eq!(start, stream.len());
             prop_assert_eq!(got, expected);
+        }
+
+        /// `peek_key` agrees with the parser on well-formed multibulk streams: the same
+        /// lengths, command after command, and the second argument's bytes.
+        #[test]
+        fn peek_key_agrees_with_the_parser(
+            cmds in proptest::collection::vec(proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 1..5), 1..6),
+            cut in any::<usize>(),
+        ) {
+            let mut stream = Vec::new();
+            for c in &cmds {
+                let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
+                encode_request(&refs, &mut stream);
+            }
+            let mut at = 0;
+            for c in &cmds {
+                let (key, len) = peek_key(&stream[at..]).expect("a complete command");
+                prop_assert_eq!(key.map(|k| stream[at + k.start..at + k.end].to_vec()), c.get(1).cloned());
+                let mut p = Parser::default();
+                prop_assert_eq!(p.parse(&stream[at..]).unwrap(), Parsed::Command(len));
+                at += len;
+            }
+            prop_assert_eq!(at, stream.len());
+            // A cut stream is never read past its end: the command that straddles the
+            // cut is not reported.
+            let end = cut % (stream.len() + 1);
+            let mut at = 0;
+            while let Some((_, len)) = peek_key(&stream[at..end]) {
+                at += len;
+                prop_assert!(at <= end);
+            }
+        }
+
+        #[test]
+        fn peek_key_never_panics_on_garbage(parts in proptest::collection::vec(prop_oneof![
+            Just(b"*".to_vec()), Just(b"$".to_vec()), Just(b"\r\n".to_vec()), Just(b"\r".to_vec()),
+            Just(b"-1".to_vec()), Just(b"3".to_vec()), Just(b"99999999999999999999".to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..4),
+        ], 0..60)) {
+            let data: Vec<u8> = parts.concat();
+            if let Some((key, len)) = peek_key(&data) {
+                prop_assert!(len <= data.len());
+                if let Some(k) = key {
+                    prop_assert!(k.start <= k.end && k.end <= len);
+                }
+            }
         }
 
         #[test]

@@ -497,6 +497,42 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
 /// (clientsCronResizeQueryBuffer): released when the connection has been idle for more
 /// than 2 s (the cron nudges it), and cut down to its recent peak when it is over 32 KB
 /// and more than twice that peak (checked at most every cron period, after a batch).
+/// Commands of a read whose index words are prefetched before the first one runs.
+const PREFETCH_AHEAD: usize = 32;
+
+/// Pipelining: before running the commands a read brought in, starts fetching the index
+/// word of each one's key (`Store::prefetch_key`), so that their cache misses overlap
+/// instead of each stalling its own command (at a million keys the index outgrows the
+/// caches). A read of a single command skips it: there is nothing to overlap.
+fn prefetch_batch(shared: &Shared, client: &Client, buf: &[u8]) {
+    let Some((first_key, first_len)) = crate::resp::peek_key(buf) else {
+        return;
+    };
+    if first_len >= buf.len() {
+        return;
+    }
+    let ns = client.ns();
+    let mut keys = [(0usize, 0usize); PREFETCH_AHEAD];
+    let mut n = 0;
+    let mut at = 0;
+    let mut next = Some((first_key, first_len));
+    while n < PREFETCH_AHEAD {
+        let Some((key, len)) = next else { break };
+        if let Some(k) = key {
+            let (s, e) = (at + k.start, at + k.end);
+            shared.store.prefetch_key(ns, &buf[s..e]);
+            keys[n] = (s, e);
+            n += 1;
+        }
+        at += len;
+        next = crate::resp::peek_key(&buf[at..]);
+    }
+    // Second pass, the index words now arriving: the entries they point to.
+    for &(s, e) in &keys[..n] {
+        shared.store.prefetch_entry(ns, &buf[s..e]);
+    }
+}
+
 async fn serve(
     sock: &mut TcpStream,
     addr: SocketAddr,
@@ -635,6 +671,7 @@ async fn serve(
         if let Some(m) = client.monitor.as_mut() {
             m.drain(&mut client.out.buf, usize::MAX);
         }
+        prefetch_batch(shared, client, &rbuf);
         let mut consumed = 0;
         let mut fatal = None;
         let mut paused = false;

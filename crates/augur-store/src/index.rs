@@ -161,6 +161,18 @@ impl Table {
         Some(pos)
     }
 
+    /// The words' base address (0 while there are none) and the number of home
+    /// positions: what locates hash `h`'s home word without the table (for prefetching
+    /// from another thread, see `store::IndexHint`).
+    #[inline]
+    pub fn layout(&self) -> (u64, u64) {
+        if self.words.is_empty() {
+            (0, 0)
+        } else {
+            (self.words.as_ptr() as u64, self.cap as u64)
+        }
+    }
+
     /// Starts fetching the word where a probe for hash `h` begins.
     #[inline]
     pub fn prefetch_home(&self, h: u64) {
@@ -178,6 +190,28 @@ impl Table {
             pos = rng.gen_range(0..self.words.len());
         }
         pos
+    }
+
+    /// Starts fetching the header of the first entry whose tag matches hash `h` along
+    /// its probe (the entry a lookup of `h` will most likely compare), without reading
+    /// any entry.
+    #[inline]
+    pub fn prefetch_match(&self, h: u64) {
+        if self.cap == 0 {
+            return;
+        }
+        let tag = tag_of(h);
+        let mut pos = self.home(h);
+        while let Some(&w) = self.words.get(pos) {
+            if w == 0 {
+                return;
+            }
+            if w >> PTR_BITS == tag {
+                prefetch(w & PTR_MASK);
+                return;
+            }
+            pos += 1;
+        }
     }
 
     /// Position of the entry with hash `h` for which `eq` holds.

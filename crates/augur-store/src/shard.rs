@@ -56,7 +56,7 @@ use crate::index::{self, Table};
 use crate::lhd::PartLhd;
 use crate::notify::KeyEvent;
 use crate::object::{Kind, Object};
-use crate::store::{key_hash, SharedConfig, UsedCell};
+use crate::store::{key_hash, Published, SharedConfig};
 use crate::tenant::{mix64, Ns, Partitioning, RefKind, Reference, TenantId, SAMPLE_MODULUS};
 use crate::watch::{WatchFlag, WatchTable};
 use crate::zone::PartZone;
@@ -155,7 +155,7 @@ fn pool_tenant(id: &[u8]) -> TenantId {
 /// Mixes the database number into a key's hash so the same key in different databases
 /// lands in different positions.
 #[inline]
-fn db_hash(h: u64, db: u8) -> u64 {
+pub(crate) fn db_hash(h: u64, db: u8) -> u64 {
     h ^ (db as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
@@ -1252,7 +1252,7 @@ pub struct Shard {
     parts: Vec<Part>,
     clock: u64,
     /// `used()` published for lock-free reads by `Store::used_memory`.
-    published_used: Arc<UsedCell>,
+    published_used: Arc<Published>,
     /// The pool of free competition (`tenant-partitioning off`): candidates of all
     /// tenants, as Redis's one pool over one keyspace.
     shared_pool: EvictionPool<PoolKey>,
@@ -1274,7 +1274,7 @@ unsafe impl Send for Shard {}
 impl Shard {
     pub(crate) fn new(
         config: Arc<SharedConfig>,
-        published_used: Arc<UsedCell>,
+        published_used: Arc<Published>,
         seed: u64,
     ) -> Shard {
         let policy = config.policy();
@@ -1290,7 +1290,7 @@ impl Shard {
             pinned: None,
             wall: Default::default(),
         };
-        s.published_used.0.store(0, Ordering::Relaxed);
+        s.published_used.used.store(0, Ordering::Relaxed);
         s
     }
 
@@ -2269,9 +2269,31 @@ impl Shard {
         }
     }
 
+    /// Where tenant `t`'s index is (see `store::IndexHint`).
+    #[cfg(test)]
+    pub(crate) fn index_layout(&self, t: TenantId) -> (u64, u64) {
+        self.parts
+            .get(t as usize)
+            .map_or((0, 0), |p| p.table.layout())
+    }
+
+    /// See `Store::prefetch_entry`.
+    #[inline]
+    pub(crate) fn prefetch_entry(&self, tenant: TenantId, h: u64) {
+        if let Some(p) = self.parts.get(tenant as usize) {
+            p.table.prefetch_match(h);
+        }
+    }
+
     fn publish(&mut self) {
         self.settle();
-        self.published_used.0.store(self.used(), Ordering::Relaxed);
+        self.published_used
+            .used
+            .store(self.used(), Ordering::Relaxed);
+        let t = self.touched as usize;
+        if let (Some(p), Some(hint)) = (self.parts.get(t), self.published_used.index.0.get(t)) {
+            hint.note(p.table.layout());
+        }
         self.sync_tenant_used(self.touched, false);
     }
 
@@ -2849,7 +2871,7 @@ impl Shard {
         // (`settle`), by design; until then the published figure may lag.
         if !self.parts.iter().any(|p| p.faulted) {
             assert_eq!(
-                self.published_used.0.load(Ordering::Relaxed),
+                self.published_used.used.load(Ordering::Relaxed),
                 self.used(),
                 "published used"
             );

@@ -167,12 +167,60 @@ pub(crate) fn key_hash(key: &[u8]) -> u64 {
     hasher().hash_one(key)
 }
 
-/// A shard's published `used()` on cache lines of its own: every write stores to it,
-/// and unpadded, neighbouring shards' counters (written by different cores) would share
-/// a line.
+/// What a shard publishes for readers that do not take its lock, on cache lines of its
+/// own (every write stores to it; unpadded, neighbouring shards' cells, written by
+/// different cores, would share a line): its `used()`, and where its tenants' indexes
+/// are ([`IndexHint`]).
 #[repr(align(128))]
 #[derive(Default)]
-pub(crate) struct UsedCell(pub(crate) AtomicU64);
+pub(crate) struct Published {
+    pub(crate) used: AtomicU64,
+    pub(crate) index: IndexHints,
+}
+
+/// The index hints on lines apart from `used`, which every write stores to: readers
+/// of the hints (which change only when a table resizes) must not miss on it.
+#[repr(align(128))]
+#[derive(Default)]
+pub(crate) struct IndexHints(pub(crate) [IndexHint; HINTED_TENANTS]);
+
+/// Tenants (by id) whose index positions a connection can prefetch.
+pub(crate) const HINTED_TENANTS: usize = 8;
+
+/// Where one tenant's index of a shard was at the end of the shard's last write: the
+/// table's base address and number of home positions. [`Store::prefetch_key`] reads it
+/// without the shard's lock to start fetching a pipelined command's index word while
+/// earlier commands run. It may be stale (the table resized since, even freed): the
+/// address is only ever given to a prefetch instruction, a hint that never faults and
+/// never reads into the program, so a stale one costs a wasted fetch and nothing else.
+#[derive(Default)]
+pub(crate) struct IndexHint {
+    base: AtomicU64,
+    homes: AtomicU64,
+}
+
+impl IndexHint {
+    /// Records the table's layout (stores only on a change, so the line stays shared).
+    #[inline]
+    pub(crate) fn note(&self, (base, homes): (u64, u64)) {
+        if self.base.load(Ordering::Relaxed) != base {
+            self.base.store(base, Ordering::Relaxed);
+        }
+        if self.homes.load(Ordering::Relaxed) != homes {
+            self.homes.store(homes, Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn prefetch(&self, h: u64) {
+        let base = self.base.load(Ordering::Relaxed);
+        if base != 0 {
+            let homes = self.homes.load(Ordering::Relaxed);
+            let home = ((h as u128 * homes as u128) >> 64) as u64;
+            crate::index::prefetch(base.wrapping_add(home.wrapping_mul(8)));
+        }
+    }
+}
 
 /// A shard padded to its own cache lines so two cores locking neighbours don't contend.
 #[repr(align(128))]
@@ -235,7 +283,7 @@ struct DefragWalk {
 
 pub struct Store {
     shards: Box<[PaddedShard]>,
-    used: Box<[Arc<UsedCell>]>,
+    used: Box<[Arc<Published>]>,
     config: Arc<SharedConfig>,
     shard_bits: u32,
     /// Where active defragmentation continues, and what the walk under way has done.
@@ -260,7 +308,7 @@ impl Store {
             oom_exempt: std::sync::atomic::AtomicBool::new(false),
             zone: crate::zone::ZoneSettings::new(&config.zone),
         });
-        let used: Box<[Arc<UsedCell>]> = (0..n).map(|_| Arc::new(UsedCell::default())).collect();
+        let used: Box<[Arc<Published>]> = (0..n).map(|_| Arc::new(Published::default())).collect();
         let shards = (0..n)
             .map(|i| {
                 PaddedShard(Mutex::new(Shard::new(
@@ -281,6 +329,40 @@ impl Store {
 
     pub fn databases(&self) -> usize {
         self.config.databases
+    }
+
+    /// Starts fetching the index word where a lookup of `key` by `ns` will begin, without
+    /// locking its shard (see [`IndexHint`]). A connection calls it for the keys of the
+    /// commands a read brought in before running them, so that a pipelined batch's index
+    /// misses overlap instead of each stalling its own command.
+    #[inline]
+    pub fn prefetch_key(&self, ns: Ns, key: &[u8]) {
+        let kh = key_hash(key);
+        let shard = if self.shard_bits == 0 {
+            0
+        } else {
+            ((kh >> 40) & ((1 << self.shard_bits) - 1)) as usize
+        };
+        if let Some(hint) = self.used[shard].index.0.get(ns.tenant as usize) {
+            hint.prefetch(crate::shard::db_hash(kh, ns.db));
+        }
+    }
+
+    /// After [`Store::prefetch_key`] of the same key: starts fetching the header of the
+    /// entry the key's index words point to, so that a pipelined batch's entry misses
+    /// overlap too. Takes the shard's lock only if it is free (reading index words needs
+    /// it), and gives up otherwise.
+    #[inline]
+    pub fn prefetch_entry(&self, ns: Ns, key: &[u8]) {
+        let kh = key_hash(key);
+        let shard = if self.shard_bits == 0 {
+            0
+        } else {
+            ((kh >> 40) & ((1 << self.shard_bits) - 1)) as usize
+        };
+        if let Some(s) = self.shards[shard].0.try_lock() {
+            s.prefetch_entry(ns.tenant, crate::shard::db_hash(kh, ns.db));
+        }
     }
 
     pub fn shard_count(&self) -> usize {
@@ -411,7 +493,10 @@ impl Store {
 
     /// Bytes charged to stored data: allocator usable sizes plus index overhead.
     pub fn used_memory(&self) -> u64 {
-        self.used.iter().map(|u| u.0.load(Ordering::Relaxed)).sum()
+        self.used
+            .iter()
+            .map(|u| u.used.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Whether a write must be refused up front (noeviction and over maxmemory). Write
@@ -912,3 +997,50 @@ pub use crate::glob::glob_match;
 
 /// The largest `lhd-samples`.
 pub const MAX_LHD_SAMPLES: usize = 1024;
+
+#[cfg(test)]
+mod hint_tests {
+    use super::*;
+    use crate::SetTtl;
+
+    /// After writes (which grow, and after deletes shrink, the tables), every shard
+    /// publishes where its default tenant's index is, so `prefetch_key` aims at the
+    /// words a lookup will read; and prefetching any key, present or not, on an empty
+    /// or busy store is harmless.
+    #[test]
+    fn index_hints_follow_the_tables() {
+        let s = crate::tests::store(0, EvictionPolicy::NoEviction, 4);
+        let ns = Ns::new(0, 0);
+        s.prefetch_key(ns, b"nothing yet");
+        s.prefetch_entry(ns, b"nothing yet");
+        let check = |s: &Store| {
+            for i in 0..s.shard_count() {
+                let shard = s.lock_shard(i);
+                let hint = &s.used[i].index.0[0];
+                let layout = shard.index_layout(0);
+                assert_eq!(hint.base.load(Ordering::Relaxed), layout.0, "shard {i}");
+                assert_eq!(hint.homes.load(Ordering::Relaxed), layout.1, "shard {i}");
+            }
+        };
+        for k in 0..20_000u32 {
+            let key = format!("k{k}");
+            s.lock_key(key.as_bytes())
+                .set(ns, key.as_bytes(), b"v", SetTtl::Clear, 0)
+                .unwrap();
+        }
+        check(&s);
+        for k in 0..20_000u32 {
+            let key = format!("k{k}");
+            s.prefetch_key(ns, key.as_bytes());
+            s.prefetch_entry(ns, key.as_bytes());
+            s.prefetch_key(Ns::new(7, 3), key.as_bytes());
+            s.prefetch_key(Ns::new(200, 3), key.as_bytes());
+        }
+        for k in 0..19_990u32 {
+            let key = format!("k{k}");
+            s.lock_key(key.as_bytes()).delete(ns, key.as_bytes(), 0);
+        }
+        check(&s);
+        crate::tests::check_all(&s);
+    }
+}
