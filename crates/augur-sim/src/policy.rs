@@ -109,6 +109,22 @@ pub trait Candidates {
 
     /// Whether the entry still exists (pooled candidates may have been deleted since).
     fn contains(&self, id: &Self::Id) -> bool;
+
+    /// `k` draws as [`Candidates::sample`] makes them, each handed to `out`. One by one
+    /// here; a store whose entries are cache misses draws them in a batch so that the
+    /// misses overlap (same distribution).
+    fn sample_many<R: Rng + ?Sized>(
+        &mut self,
+        rng: &mut R,
+        k: usize,
+        out: &mut impl FnMut(Self::Id, u64),
+    ) {
+        for _ in 0..k {
+            if let Some((id, score)) = self.sample(rng) {
+                out(id, score);
+            }
+        }
+    }
 }
 
 /// Redis's pooled sampled eviction: sample `k` candidates into `pool`, then return the
@@ -125,11 +141,7 @@ pub fn select_victim_pooled<C: Candidates, R: Rng + ?Sized>(
         if candidates.population() == 0 {
             return None;
         }
-        for _ in 0..k.max(1) {
-            if let Some((id, score)) = candidates.sample(rng) {
-                pool.offer(id, score);
-            }
-        }
+        candidates.sample_many(rng, k.max(1), &mut |id, score| pool.offer(id, score));
         while let Some((id, _)) = pool.pop_best() {
             if candidates.contains(&id) {
                 return Some(id);

@@ -52,6 +52,8 @@ const MAX_LOAD: usize = 90;
 const TARGET_LOAD: usize = 72;
 /// Shrink when the fill falls below this (percent).
 const MIN_LOAD: usize = 20;
+/// Entries after a removed one whose headers are prefetched before the backward shift.
+const REMOVE_PREFETCH: usize = 32;
 
 #[inline]
 fn tag_of(h: u64) -> u64 {
@@ -296,6 +298,15 @@ impl Table {
     /// the cluster shift back; positions below `pos` are untouched.
     pub fn remove(&mut self, pos: usize, hash_of: &impl Fn(Entry) -> u64) -> Entry {
         let removed = entry_of(self.words[pos]);
+        // The shift reads the key of every entry in the rest of the cluster (its home): at
+        // the fills the table keeps that is ~5-15 entries, each a cache miss. Fetch them
+        // all first so the misses overlap (an eviction or DEL otherwise waits for each).
+        for &w in self.words[pos + 1..].iter().take(REMOVE_PREFETCH) {
+            if w == 0 {
+                break;
+            }
+            prefetch(w & PTR_MASK);
+        }
         let mut hole = pos;
         let mut j = pos + 1;
         while let Some(&w) = self.words.get(j) {
