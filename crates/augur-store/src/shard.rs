@@ -1251,8 +1251,9 @@ pub struct Shard {
     /// One part per tenant slot that has touched this shard, indexed by [`TenantId`].
     parts: Vec<Part>,
     clock: u64,
-    /// `used()` published for lock-free reads by `Store::used_memory`.
-    published_used: Arc<Published>,
+    /// What readers without the lock see: `used()` (for `Store::used_memory`) and where
+    /// the tenants' indexes are (for `Store::prefetch_key`).
+    published: Arc<Published>,
     /// The pool of free competition (`tenant-partitioning off`): candidates of all
     /// tenants, as Redis's one pool over one keyspace.
     shared_pool: EvictionPool<PoolKey>,
@@ -1272,17 +1273,13 @@ pub struct Shard {
 unsafe impl Send for Shard {}
 
 impl Shard {
-    pub(crate) fn new(
-        config: Arc<SharedConfig>,
-        published_used: Arc<Published>,
-        seed: u64,
-    ) -> Shard {
+    pub(crate) fn new(config: Arc<SharedConfig>, published: Arc<Published>, seed: u64) -> Shard {
         let policy = config.policy();
         let s = Shard {
             config,
             parts: Vec::new(),
             clock: 0,
-            published_used,
+            published,
             shared_pool: EvictionPool::new(),
             shared_pool_policy: policy,
             rng: SmallRng::seed_from_u64(seed),
@@ -1290,7 +1287,7 @@ impl Shard {
             pinned: None,
             wall: Default::default(),
         };
-        s.published_used.used.store(0, Ordering::Relaxed);
+        s.published.used.store(0, Ordering::Relaxed);
         s
     }
 
@@ -2287,11 +2284,9 @@ impl Shard {
 
     fn publish(&mut self) {
         self.settle();
-        self.published_used
-            .used
-            .store(self.used(), Ordering::Relaxed);
+        self.published.used.store(self.used(), Ordering::Relaxed);
         let t = self.touched as usize;
-        if let (Some(p), Some(hint)) = (self.parts.get(t), self.published_used.index.0.get(t)) {
+        if let (Some(p), Some(hint)) = (self.parts.get(t), self.published.index.0.get(t)) {
             hint.note(p.table.layout());
         }
         self.sync_tenant_used(self.touched, false);
@@ -2942,7 +2937,7 @@ impl Shard {
         // (`settle`), by design; until then the published figure may lag.
         if !self.parts.iter().any(|p| p.faulted) {
             assert_eq!(
-                self.published_used.used.load(Ordering::Relaxed),
+                self.published.used.load(Ordering::Relaxed),
                 self.used(),
                 "published used"
             );

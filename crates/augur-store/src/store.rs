@@ -283,7 +283,8 @@ struct DefragWalk {
 
 pub struct Store {
     shards: Box<[PaddedShard]>,
-    used: Box<[Arc<Published>]>,
+    /// Each shard's [`Published`] cell: its used bytes and its tenants' index hints.
+    published: Box<[Arc<Published>]>,
     config: Arc<SharedConfig>,
     shard_bits: u32,
     /// Where active defragmentation continues, and what the walk under way has done.
@@ -308,19 +309,20 @@ impl Store {
             oom_exempt: std::sync::atomic::AtomicBool::new(false),
             zone: crate::zone::ZoneSettings::new(&config.zone),
         });
-        let used: Box<[Arc<Published>]> = (0..n).map(|_| Arc::new(Published::default())).collect();
+        let published: Box<[Arc<Published>]> =
+            (0..n).map(|_| Arc::new(Published::default())).collect();
         let shards = (0..n)
             .map(|i| {
                 PaddedShard(Mutex::new(Shard::new(
                     shared.clone(),
-                    used[i].clone(),
+                    published[i].clone(),
                     0x5eed + i as u64,
                 )))
             })
             .collect();
         Store {
             shards,
-            used,
+            published,
             config: shared,
             shard_bits: n.trailing_zeros(),
             defrag: Mutex::new(DefragWalk::default()),
@@ -343,7 +345,7 @@ impl Store {
         } else {
             ((kh >> 40) & ((1 << self.shard_bits) - 1)) as usize
         };
-        if let Some(hint) = self.used[shard].index.0.get(ns.tenant as usize) {
+        if let Some(hint) = self.published[shard].index.0.get(ns.tenant as usize) {
             hint.prefetch(crate::shard::db_hash(kh, ns.db));
         }
     }
@@ -493,7 +495,7 @@ impl Store {
 
     /// Bytes charged to stored data: allocator usable sizes plus index overhead.
     pub fn used_memory(&self) -> u64 {
-        self.used
+        self.published
             .iter()
             .map(|u| u.used.load(Ordering::Relaxed))
             .sum()
@@ -1016,7 +1018,7 @@ mod hint_tests {
         let check = |s: &Store| {
             for i in 0..s.shard_count() {
                 let shard = s.lock_shard(i);
-                let hint = &s.used[i].index.0[0];
+                let hint = &s.published[i].index.0[0];
                 let layout = shard.index_layout(0);
                 assert_eq!(hint.base.load(Ordering::Relaxed), layout.0, "shard {i}");
                 assert_eq!(hint.homes.load(Ordering::Relaxed), layout.1, "shard {i}");
