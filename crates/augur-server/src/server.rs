@@ -490,20 +490,14 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
     result
 }
 
-/// Reads, runs and answers a connection's commands until it closes or is closed.
-///
-/// The read buffer is Redis's query buffer: CLIENT LIST reports its length and free room
-/// (`qbuf=`, `qbuf-free=`), and it is trimmed as networking.c / server.c do it
-/// (clientsCronResizeQueryBuffer): released when the connection has been idle for more
-/// than 2 s (the cron nudges it), and cut down to its recent peak when it is over 32 KB
-/// and more than twice that peak (checked at most every cron period, after a batch).
 /// Commands of a read whose index words are prefetched before the first one runs.
 const PREFETCH_AHEAD: usize = 32;
 
 /// Pipelining: before running the commands a read brought in, starts fetching the index
-/// word of each one's key (`Store::prefetch_key`), so that their cache misses overlap
-/// instead of each stalling its own command (at a million keys the index outgrows the
-/// caches). A read of a single command skips it: there is nothing to overlap.
+/// word of each one's key (`Store::prefetch_key`), then the entry it points to
+/// (`Store::prefetch_entry`), so that their cache misses overlap instead of each stalling
+/// its own command (at a million keys the index outgrows the caches). A read of a single
+/// command skips it: there is nothing to overlap.
 fn prefetch_batch(shared: &Shared, client: &Client, buf: &[u8]) {
     let Some((first_key, first_len)) = crate::resp::peek_key(buf) else {
         return;
@@ -512,27 +506,36 @@ fn prefetch_batch(shared: &Shared, client: &Client, buf: &[u8]) {
         return;
     }
     let ns = client.ns();
-    let mut keys = [(0usize, 0usize); PREFETCH_AHEAD];
+    let mut located = [None; PREFETCH_AHEAD];
     let mut n = 0;
     let mut at = 0;
     let mut next = Some((first_key, first_len));
     while n < PREFETCH_AHEAD {
         let Some((key, len)) = next else { break };
         if let Some(k) = key {
-            let (s, e) = (at + k.start, at + k.end);
-            shared.store.prefetch_key(ns, &buf[s..e]);
-            keys[n] = (s, e);
+            located[n] = Some(
+                shared
+                    .store
+                    .prefetch_key(ns, &buf[at + k.start..at + k.end]),
+            );
             n += 1;
         }
         at += len;
         next = crate::resp::peek_key(&buf[at..]);
     }
     // Second pass, the index words now arriving: the entries they point to.
-    for &(s, e) in &keys[..n] {
-        shared.store.prefetch_entry(ns, &buf[s..e]);
+    for &key in located[..n].iter().flatten() {
+        shared.store.prefetch_entry(key);
     }
 }
 
+/// Reads, runs and answers a connection's commands until it closes or is closed.
+///
+/// The read buffer is Redis's query buffer: CLIENT LIST reports its length and free room
+/// (`qbuf=`, `qbuf-free=`), and it is trimmed as networking.c / server.c do it
+/// (clientsCronResizeQueryBuffer): released when the connection has been idle for more
+/// than 2 s (the cron nudges it), and cut down to its recent peak when it is over 32 KB
+/// and more than twice that peak (checked at most every cron period, after a batch).
 async fn serve(
     sock: &mut TcpStream,
     addr: SocketAddr,

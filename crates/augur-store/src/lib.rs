@@ -33,7 +33,8 @@ pub use shard::{
     Value, WriteError, WrongType, PROFILE_INDEX_BYTES,
 };
 pub use store::{
-    glob_match, MultiLock, ScanPage, Store, StoreConfig, StoreStats, TenantStats, MAX_LHD_SAMPLES,
+    glob_match, KeyLocation, MultiLock, ScanPage, Store, StoreConfig, StoreStats, TenantStats,
+    MAX_LHD_SAMPLES,
 };
 pub use tenant::{
     mix64, sample_threshold, Ns, Partitioning, RefKind, Reference, ReferenceSink, TenantId,

@@ -184,6 +184,15 @@ pub(crate) struct Published {
 #[derive(Default)]
 pub(crate) struct IndexHints(pub(crate) [IndexHint; HINTED_TENANTS]);
 
+/// Where a key's lookup will go, from [`Store::prefetch_key`] (its shard, tenant and
+/// index hash), for [`Store::prefetch_entry`].
+#[derive(Debug, Clone, Copy)]
+pub struct KeyLocation {
+    shard: usize,
+    tenant: TenantId,
+    h: u64,
+}
+
 /// Tenants (by id) whose index positions a connection can prefetch.
 pub(crate) const HINTED_TENANTS: usize = 8;
 
@@ -336,34 +345,30 @@ impl Store {
     /// Starts fetching the index word where a lookup of `key` by `ns` will begin, without
     /// locking its shard (see [`IndexHint`]). A connection calls it for the keys of the
     /// commands a read brought in before running them, so that a pipelined batch's index
-    /// misses overlap instead of each stalling its own command.
+    /// misses overlap instead of each stalling its own command. The answer locates the
+    /// key for [`Store::prefetch_entry`], so the key is hashed once.
     #[inline]
-    pub fn prefetch_key(&self, ns: Ns, key: &[u8]) {
+    pub fn prefetch_key(&self, ns: Ns, key: &[u8]) -> KeyLocation {
         let kh = key_hash(key);
-        let shard = if self.shard_bits == 0 {
-            0
-        } else {
-            ((kh >> 40) & ((1 << self.shard_bits) - 1)) as usize
+        let at = KeyLocation {
+            shard: self.shard_of_hash(kh),
+            tenant: ns.tenant,
+            h: crate::shard::db_hash(kh, ns.db),
         };
-        if let Some(hint) = self.published[shard].index.0.get(ns.tenant as usize) {
-            hint.prefetch(crate::shard::db_hash(kh, ns.db));
+        if let Some(hint) = self.published[at.shard].index.0.get(at.tenant as usize) {
+            hint.prefetch(at.h);
         }
+        at
     }
 
-    /// After [`Store::prefetch_key`] of the same key: starts fetching the header of the
-    /// entry the key's index words point to, so that a pipelined batch's entry misses
-    /// overlap too. Takes the shard's lock only if it is free (reading index words needs
-    /// it), and gives up otherwise.
+    /// After [`Store::prefetch_key`]: starts fetching the header of the entry the key's
+    /// index words point to, so that a pipelined batch's entry misses overlap too. Takes
+    /// the shard's lock only if it is free (reading index words needs it), and gives up
+    /// otherwise.
     #[inline]
-    pub fn prefetch_entry(&self, ns: Ns, key: &[u8]) {
-        let kh = key_hash(key);
-        let shard = if self.shard_bits == 0 {
-            0
-        } else {
-            ((kh >> 40) & ((1 << self.shard_bits) - 1)) as usize
-        };
-        if let Some(s) = self.shards[shard].0.try_lock() {
-            s.prefetch_entry(ns.tenant, crate::shard::db_hash(kh, ns.db));
+    pub fn prefetch_entry(&self, at: KeyLocation) {
+        if let Some(s) = self.shards[at.shard].0.try_lock() {
+            s.prefetch_entry(at.tenant, at.h);
         }
     }
 
@@ -374,10 +379,15 @@ impl Store {
     /// Which shard holds `key`. Uses hash bits 40.. so that they are independent of the
     /// low bits (bucket index) and top 7 bits (control tag) the shard's table uses.
     pub fn shard_index(&self, key: &[u8]) -> usize {
+        self.shard_of_hash(key_hash(key))
+    }
+
+    #[inline]
+    fn shard_of_hash(&self, kh: u64) -> usize {
         if self.shard_bits == 0 {
             return 0;
         }
-        ((key_hash(key) >> 40) & ((1 << self.shard_bits) - 1)) as usize
+        ((kh >> 40) & ((1 << self.shard_bits) - 1)) as usize
     }
 
     /// Locks the shard holding `key`.
@@ -1013,8 +1023,7 @@ mod hint_tests {
     fn index_hints_follow_the_tables() {
         let s = crate::tests::store(0, EvictionPolicy::NoEviction, 4);
         let ns = Ns::new(0, 0);
-        s.prefetch_key(ns, b"nothing yet");
-        s.prefetch_entry(ns, b"nothing yet");
+        s.prefetch_entry(s.prefetch_key(ns, b"nothing yet"));
         let check = |s: &Store| {
             for i in 0..s.shard_count() {
                 let shard = s.lock_shard(i);
@@ -1033,8 +1042,7 @@ mod hint_tests {
         check(&s);
         for k in 0..20_000u32 {
             let key = format!("k{k}");
-            s.prefetch_key(ns, key.as_bytes());
-            s.prefetch_entry(ns, key.as_bytes());
+            s.prefetch_entry(s.prefetch_key(ns, key.as_bytes()));
             s.prefetch_key(Ns::new(7, 3), key.as_bytes());
             s.prefetch_key(Ns::new(200, 3), key.as_bytes());
         }
