@@ -2631,19 +2631,18 @@ impl Part {
     }
 }
 
-/// Draws per batch of [`lhd_sample`].
-const LHD_BATCH: usize = 32;
+/// Draws per batch of [`draw_batch`] (LHD's default 64 candidates in two).
+const DRAW_BATCH: usize = 32;
 
 /// LHD's sampling (§4.1): the lowest hit density per byte among `samples` uniform draws
 /// (with replacement) over `parts`' entries (their TTL lists' with `from_volatile`),
 /// each ranked by its part's model at `clock`, never `pinned`; as (part, entry, rank).
 ///
-/// Why batches: each draw is two dependent cache misses (an index word, then the
-/// entry's header), and 64 of them one after another cost more than the write that
-/// needed the eviction. So a batch of draws is made and its index words prefetched,
-/// then its entries resolved and their headers prefetched, then their density-table
-/// words prefetched, then ranked: a batch's misses overlap instead of queueing (the simulator's `LhdCache::evict_one` prefetches
-/// the same way). What is drawn and how it ranks is unchanged.
+/// The draws are made in batches ([`draw_batch`]: 64 draws one after another, each two
+/// dependent cache misses, cost more than the write that needed the eviction), and a
+/// batch's density-table words are prefetched before it is ranked (the simulator's
+/// `LhdCache::evict_one` prefetches the same way). What is drawn and how it ranks is
+/// the same as one draw at a time.
 fn lhd_sample(
     parts: &[Part],
     from_volatile: bool,
@@ -2652,58 +2651,18 @@ fn lhd_sample(
     samples: usize,
     rng: &mut SmallRng,
 ) -> Option<(usize, Entry, f32)> {
-    let weight = |p: &Part| {
-        if from_volatile {
-            p.volatile.len()
-        } else {
-            p.len()
-        }
-    };
-    let total: usize = parts.iter().map(weight).sum();
+    let total: usize = parts.iter().map(|p| draw_weight(p, from_volatile)).sum();
     if total == 0 {
         return None;
     }
     let mut best: Option<(usize, Entry, f32)> = None;
     let mut left = samples;
     while left > 0 {
-        let m = left.min(LHD_BATCH);
+        let m = left.min(DRAW_BATCH);
         left -= m;
-        let mut picks = [(0usize, 0usize); LHD_BATCH];
-        let mut n = 0;
-        for _ in 0..m {
-            let t = if parts.len() == 1 {
-                0
-            } else {
-                pick_weighted(parts, &weight, rng.gen_range(0..total))
-            };
-            let p = &parts[t];
-            let pos = if from_volatile {
-                let i = rng.gen_range(0..p.volatile.len());
-                index::prefetch(p.volatile.as_ptr().wrapping_add(i) as u64);
-                i
-            } else {
-                let Some(pos) = p.table.random_position(rng) else {
-                    continue;
-                };
-                pos
-            };
-            picks[n] = (t, pos);
-            n += 1;
-        }
-        let mut drawn = [None; LHD_BATCH];
-        for (slot, &(t, pos)) in drawn.iter_mut().zip(&picks[..n]) {
-            let p = &parts[t];
-            let e = if from_volatile {
-                Some(p.volatile[pos])
-            } else {
-                p.table.at(p.table.occupied_from(pos, rng))
-            };
-            if let Some(e) = e {
-                index::prefetch(e.addr());
-                *slot = Some((t, e));
-            }
-        }
-        let mut ranked = [None; LHD_BATCH];
+        let mut drawn = [None; DRAW_BATCH];
+        let n = draw_batch(parts, from_volatile, total, rng, &mut drawn[..m]);
+        let mut ranked = [None; DRAW_BATCH];
         for (slot, &(t, e)) in ranked.iter_mut().zip(drawn[..n].iter().flatten()) {
             if Some(e) == pinned {
                 continue;
@@ -2723,6 +2682,70 @@ fn lhd_sample(
         }
     }
     best
+}
+
+/// How many entries of `p` an eviction draws among: all, or those with a TTL.
+fn draw_weight(p: &Part, from_volatile: bool) -> usize {
+    if from_volatile {
+        p.volatile.len()
+    } else {
+        p.len()
+    }
+}
+
+/// Uniform draws (with replacement) over `parts`' entries (their TTL lists' with
+/// `from_volatile`; `total` is the sum of their [`draw_weight`]s, non-zero), one per slot
+/// of `out`, as (part, entry), returning how many slots were filled. Why a batch: each
+/// draw is two dependent cache misses (an index word, then the entry's header), so all
+/// the batch's index words (or TTL-list slots) are prefetched first, then its entries
+/// resolved and their headers prefetched: the batch's misses overlap instead of queueing.
+/// Each draw is what [`Table::random_occupied`] draws, in two steps.
+fn draw_batch<R: Rng + ?Sized>(
+    parts: &[Part],
+    from_volatile: bool,
+    total: usize,
+    rng: &mut R,
+    out: &mut [Option<(usize, Entry)>],
+) -> usize {
+    let mut picks = [(0usize, 0usize); DRAW_BATCH];
+    let mut n = 0;
+    for _ in 0..out.len().min(DRAW_BATCH) {
+        let t = if parts.len() == 1 {
+            0
+        } else {
+            pick_weighted(
+                parts,
+                &|p: &Part| draw_weight(p, from_volatile),
+                rng.gen_range(0..total),
+            )
+        };
+        let p = &parts[t];
+        let pos = if from_volatile {
+            let i = rng.gen_range(0..p.volatile.len());
+            index::prefetch(p.volatile.as_ptr().wrapping_add(i) as u64);
+            i
+        } else {
+            let Some(pos) = p.table.random_position(rng) else {
+                continue;
+            };
+            pos
+        };
+        picks[n] = (t, pos);
+        n += 1;
+    }
+    for (slot, &(t, pos)) in out.iter_mut().zip(&picks[..n]) {
+        let p = &parts[t];
+        let e = if from_volatile {
+            Some(p.volatile[pos])
+        } else {
+            p.table.at(p.table.occupied_from(pos, rng))
+        };
+        if let Some(e) = e {
+            index::prefetch(e.addr());
+        }
+        *slot = e.map(|e| (t, e));
+    }
+    n
 }
 
 /// The index of the part that the `r`-th entry (0-based, in `weight` order) falls in.
@@ -2763,11 +2786,7 @@ struct Sampled<'a> {
 
 impl Sampled<'_> {
     fn weight(&self, p: &Part) -> usize {
-        if self.from_volatile {
-            p.volatile.len()
-        } else {
-            p.len()
-        }
+        draw_weight(p, self.from_volatile)
     }
 
     /// Whether the pinned entry is among the population sampled here.
@@ -2802,64 +2821,25 @@ impl Candidates for Sampled<'_> {
         None
     }
 
-    /// The draws of [`Sampled::sample`], made in batches whose index words and then
-    /// entry headers are prefetched before any is read (as LHD's `lhd_sample`): K = 5
-    /// draws are ten dependent cache misses one after another otherwise.
+    /// The draws of [`Sampled::sample`], made as batches ([`draw_batch`]): K = 5 draws
+    /// are ten dependent cache misses one after another otherwise.
     fn sample_many<R: Rng + ?Sized>(
         &mut self,
         rng: &mut R,
         k: usize,
         out: &mut impl FnMut(PoolKey, u64),
     ) {
-        const BATCH: usize = 16;
         let total: usize = self.parts.iter().map(|p| self.weight(p)).sum();
         if total == 0 {
             return;
         }
         let mut left = k;
         while left > 0 {
-            let m = left.min(BATCH);
+            let mut drawn = [None; DRAW_BATCH];
+            let m = left.min(DRAW_BATCH);
             left -= m;
-            let mut picks = [(0usize, 0usize); BATCH];
-            let mut n = 0;
-            for _ in 0..m {
-                let i = if self.parts.len() == 1 {
-                    0
-                } else {
-                    pick_weighted(
-                        self.parts,
-                        &|p: &Part| self.weight(p),
-                        rng.gen_range(0..total),
-                    )
-                };
-                let p = &self.parts[i];
-                let pos = if self.from_volatile {
-                    let j = rng.gen_range(0..p.volatile.len());
-                    index::prefetch(p.volatile.as_ptr().wrapping_add(j) as u64);
-                    j
-                } else {
-                    let Some(pos) = p.table.random_position(rng) else {
-                        continue;
-                    };
-                    pos
-                };
-                picks[n] = (i, pos);
-                n += 1;
-            }
-            let mut drawn = [None; BATCH];
-            for (slot, &(i, pos)) in drawn.iter_mut().zip(&picks[..n]) {
-                let p = &self.parts[i];
-                let e = if self.from_volatile {
-                    Some(p.volatile[pos])
-                } else {
-                    p.table.at(p.table.occupied_from(pos, rng))
-                };
-                if let Some(e) = e {
-                    index::prefetch(e.addr());
-                    *slot = Some((e, i));
-                }
-            }
-            for &(e, i) in drawn[..n].iter().flatten() {
+            let n = draw_batch(self.parts, self.from_volatile, total, rng, &mut drawn[..m]);
+            for &(i, e) in drawn[..n].iter().flatten() {
                 if Some(e) == self.pinned {
                     // Uniform over the population without the pinned entry: redraw.
                     if let Some((id, score)) = self.sample(rng) {
