@@ -6,7 +6,7 @@
 mod common;
 
 use augur_server::ServerConfig;
-use common::{err, q, TestServer};
+use common::{err, info_field, q, TestServer};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,13 +182,7 @@ async fn restore_idletime_dates_the_key_for_object_idletime_and_eviction() {
             .unwrap();
     }
     let info: String = q(&mut c, &["INFO", "memory"]).await.unwrap();
-    let used: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let used = info_field(&info, "used_memory");
     let _: () = q(
         &mut c,
         &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
@@ -324,13 +318,6 @@ async fn memory_malloc_stats_and_purge() {
         "{help:?}"
     );
     s.stop().await;
-}
-
-fn info_field(info: &str, name: &str) -> u64 {
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{name} missing from INFO"))
 }
 
 /// Active defragmentation (`activedefrag`): random evictions under a value-size drift
