@@ -1,5 +1,5 @@
 //! Feeds arbitrary bytes to the Z-zone's block decoder (augur_store::zzone::block): as a
-//! frame (codec byte, raw length, LZ4 / zstd / raw payload) and, wrapped in a raw frame,
+//! frame or block data with a tail (codec byte, raw length, LZ4 / zstd / raw payload) and, wrapped in a raw frame,
 //! as a block's records and offset index. Decoding must never panic nor allocate beyond
 //! its caps; whatever it accepts must re-encode to a frame that decodes to the same bytes,
 //! with and without a dictionary (frames compressed against dictionary 1, a fixed one).
@@ -11,10 +11,13 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {
     let Some((&ctl, data)) = input.split_first() else { return };
-    let dicts = [Dict {
-        id: 1,
-        bytes: (*b"\x00\x00\x00\x03rec:1{\"id\":1,\"src\":\"iso_3166-1\",\"name\":\"x\"}").into(),
-    }];
+    let dicts = [Dict::new(
+        1,
+        (*b"\x00\x00\x00\x03rec:1{\"id\":1,\"src\":\"iso_3166-1\",\"name\":\"x\"}").into(),
+    )];
+    // As block data, possibly with a tail (a main frame and a frame of records).
+    let _ = block::split_tail(data);
+    let _ = block::frame_raw_len(data);
     let _ = block::check_frame(data);
     let _ = block::check_frame_with(data, &dicts);
     let _ = block::check_raw(data);

@@ -130,6 +130,13 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("zone_promotions:{}", z.promotions);
             line!("zone_demotions:{}", z.demotions);
             line!("z_zone_evictions:{}", z.z_evictions);
+            line!("z_zone_decompressions:{}", z.z_decompressions);
+            line!("z_zone_filter_negatives:{}", z.z_filter_negatives);
+            line!(
+                "z_zone_filter_false_positives:{}",
+                z.z_filter_false_positives
+            );
+            line!("z_zone_tail_appends:{}", z.z_tail_appends);
             line!("n_zone_share:{share:.4}");
             line!("n_zone_target_share:{:.4}", z.n_share);
             line!("n_zone_served_fraction:{:.4}", z.last_window_n_fraction);

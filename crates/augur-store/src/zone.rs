@@ -215,6 +215,14 @@ pub struct ZoneStats {
     pub promotions: u64,
     pub demotions: u64,
     pub z_evictions: u64,
+    /// Blocks (and large items) decompressed, for any reason: reads, writes, sweeps.
+    pub z_decompressions: u64,
+    /// Look-ups the Content Filters answered without decompressing (the key is not in
+    /// the block), and those they let through for a key that was not there.
+    pub z_filter_negatives: u64,
+    pub z_filter_false_positives: u64,
+    /// Demotions appended to a block's tail rather than rewriting the block.
+    pub z_tail_appends: u64,
     /// The N-zone's locality benchmark (logical time), 0 before the first sample.
     pub benchmark: u64,
     /// The N-zone's current target share of the part's memory.
@@ -241,6 +249,10 @@ impl ZoneStats {
         self.promotions += o.promotions;
         self.demotions += o.demotions;
         self.z_evictions += o.z_evictions;
+        self.z_decompressions += o.z_decompressions;
+        self.z_filter_negatives += o.z_filter_negatives;
+        self.z_filter_false_positives += o.z_filter_false_positives;
+        self.z_tail_appends += o.z_tail_appends;
         if o.zones > 0 {
             let (a, b) = (self.zones as f64, o.zones as f64);
             let mean = |x: f64, y: f64| (x * a + y * b) / (a + b);
@@ -551,6 +563,10 @@ impl PartZone {
             promotions: self.promotions,
             demotions: self.demotions,
             z_evictions: self.z_evictions,
+            z_decompressions: s.decompressions,
+            z_filter_negatives: s.filter_negatives,
+            z_filter_false_positives: s.filter_false_positives,
+            z_tail_appends: s.tail_appends,
             benchmark: self.benchmark(),
             n_share: self.n_share,
             last_window_n_fraction: self.last_fraction,

@@ -19,14 +19,23 @@
 //!
 //! A block is stored as a *frame*: `codec: u8 | varint raw_len | [varint dict_id] |
 //! payload`, codec 0 = raw (used when compression does not shrink the block, e.g.
-//! incompressible values), 1 = LZ4 block format (lz4_flex), 2 = a zstd frame, 3 and 4 =
+//! incompressible values), 1 = LZ4 block format (liblz4, [`lz4c`]), 2 = a zstd frame, 3 and 4 =
 //! LZ4 and zstd compressed against the zone's dictionary `dict_id` (a [`Dict`]; only
 //! these two carry the id). The codec is per frame, so changing the zone's codec or
 //! dictionary needs no re-encoding of existing blocks.
 //!
+//! A block's stored *data* is either one frame, or a frame with a *tail*: `5 | varint
+//! main_len | main frame | tail frame`, the tail frame's raw content being records only
+//! (no header, any order) written after the main frame. Not in the paper: a demotion
+//! into a block that needs no split and holds no copy of the key appends its record to
+//! the tail (compressing a few records) instead of rewriting the whole block, and the
+//! next full rewrite merges the tail back in; the zone bounds the tail's length
+//! (`super::TAIL_MAX`). Both frames use the same dictionary, the main frame's.
+//!
 //! Nothing here trusts the bytes: every length and offset is bounds-checked, a raw length
 //! is capped before anything is allocated, and any inconsistency is a [`Corrupt`] error.
 
+use super::lz4c;
 use std::cell::RefCell;
 use std::fmt;
 
@@ -46,16 +55,61 @@ const CODEC_LZ4: u8 = 1;
 const CODEC_ZSTD: u8 = 2;
 const CODEC_LZ4_DICT: u8 = 3;
 const CODEC_ZSTD_DICT: u8 = 4;
+/// Block data with a tail (see [`put_tail`]); never a frame of its own.
+const CODEC_TAIL: u8 = 5;
 
 /// A raw-content compression dictionary (not in the paper; see the zone's module doc):
 /// whole records sampled from the zone, which LZ4 and zstd use as a window preceding
 /// every block they compress, so the field names and common values that a 2 KB block of
 /// unrelated records cannot share with itself are found in the dictionary instead.
-/// Frames name it by `id`; the zone keeps it while any frame does.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Frames name it by `id`; the zone keeps it while any frame does. LZ4 compresses
+/// against liblz4's prepared state of it ([`lz4c::PreparedDict`]).
 pub struct Dict {
     pub id: u32,
-    pub bytes: Box<[u8]>,
+    content: lz4c::PreparedDict,
+}
+
+impl Dict {
+    pub fn new(id: u32, bytes: Box<[u8]>) -> Dict {
+        Dict {
+            id,
+            content: lz4c::PreparedDict::new(bytes),
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.content.bytes()
+    }
+
+    /// Heap bytes it holds: the content's allocation and, once an LZ4 block was
+    /// compressed against it, liblz4's 16 KB state.
+    pub fn heap_bytes(&self) -> usize {
+        crate::object::alloc_size(self.bytes().len()) + self.content.state_bytes()
+    }
+}
+
+impl Clone for Dict {
+    fn clone(&self) -> Dict {
+        Dict::new(self.id, self.bytes().into())
+    }
+}
+
+impl PartialEq for Dict {
+    fn eq(&self, other: &Dict) -> bool {
+        self.id == other.id && self.bytes() == other.bytes()
+    }
+}
+impl Eq for Dict {}
+
+impl fmt::Debug for Dict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Dict {{ id: {}, {} bytes }}",
+            self.id,
+            self.bytes().len()
+        )
+    }
 }
 
 /// A block (or frame) that does not decode.
@@ -396,37 +450,31 @@ pub fn compress(codec: Codec, raw: &[u8], dict: Option<&Dict>, out: &mut Vec<u8>
         put_varint(out, d.id as u64);
     }
     let start = out.len();
-    let dict_bytes: &[u8] = dict.map_or(&[], |d| &d.bytes);
-    let (tag, max) = match codec {
+    let dict_bytes: &[u8] = dict.map_or(&[], |d| d.bytes());
+    let (tag, n) = match codec {
         Codec::Lz4 => (
             if dict.is_some() {
                 CODEC_LZ4_DICT
             } else {
                 CODEC_LZ4
             },
-            lz4_flex::block::get_maximum_output_size(raw.len()),
+            lz4c::compress_append(raw, dict.map(|d| &d.content), out),
         ),
-        Codec::Zstd { .. } => (
-            if dict.is_some() {
+        Codec::Zstd { level } => {
+            let tag = if dict.is_some() {
                 CODEC_ZSTD_DICT
             } else {
                 CODEC_ZSTD
-            },
-            zstd::zstd_safe::compress_bound(raw.len()),
-        ),
-    };
-    out.resize(start + max, 0);
-    let n = match codec {
-        Codec::Lz4 if dict.is_some() => {
-            lz4_flex::block::compress_into_with_dict(raw, &mut out[start..], dict_bytes).ok()
+            };
+            out.resize(start + zstd::zstd_safe::compress_bound(raw.len()), 0);
+            let n = zstd_compress(level, raw, dict_bytes, &mut out[start..]);
+            out.truncate(start + n.unwrap_or(0));
+            (tag, n)
         }
-        Codec::Lz4 => lz4_flex::block::compress_into(raw, &mut out[start..]).ok(),
-        Codec::Zstd { level } => zstd_compress(level, raw, dict_bytes, &mut out[start..]),
     };
     match n {
         Some(n) if n + (start - hdr) < raw.len() => {
             out[0] = tag;
-            out.truncate(start + n);
         }
         _ => {
             out.truncate(hdr);
@@ -435,8 +483,34 @@ pub fn compress(codec: Codec, raw: &[u8], dict: Option<&Dict>, out: &mut Vec<u8>
     }
 }
 
-/// The dictionary id a frame was compressed against, if any (no decoding).
+/// Writes block data made of frame `main` and tail frame `tail` into `out` (cleared).
+pub fn put_tail(main: &[u8], tail: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.push(CODEC_TAIL);
+    put_varint(out, main.len() as u64);
+    out.extend_from_slice(main);
+    out.extend_from_slice(tail);
+}
+
+/// Block data's main frame and its tail frame, if it has one (no decoding).
+pub fn split_tail(data: &[u8]) -> Result<(&[u8], Option<&[u8]>), Corrupt> {
+    if data.first() != Some(&CODEC_TAIL) {
+        return Ok((data, None));
+    }
+    let mut pos = 1;
+    let n = get_len(data, &mut pos)?;
+    let main = take(data, &mut pos, n)?;
+    let tail = &data[pos..];
+    if main.first() == Some(&CODEC_TAIL) || tail.first() == Some(&CODEC_TAIL) || tail.is_empty() {
+        return Err(Corrupt("nested tail"));
+    }
+    Ok((main, Some(tail)))
+}
+
+/// The dictionary id a frame (or block data: its main frame's) was compressed against,
+/// if any (no decoding).
 pub fn frame_dict(frame: &[u8]) -> Option<u32> {
+    let frame = split_tail(frame).ok()?.0;
     let codec = *frame.first()?;
     if codec != CODEC_LZ4_DICT && codec != CODEC_ZSTD_DICT {
         return None;
@@ -471,11 +545,11 @@ pub fn decompress_append(
     let raw_len = raw_len as usize;
     let dict: &[u8] = if codec == CODEC_LZ4_DICT || codec == CODEC_ZSTD_DICT {
         let id = get_varint(frame, &mut pos)?;
-        &dicts
+        dicts
             .iter()
             .find(|d| d.id as u64 == id)
             .ok_or(Corrupt("unknown dictionary"))?
-            .bytes
+            .bytes()
     } else {
         &[]
     };
@@ -494,16 +568,10 @@ pub fn decompress_append(
             if raw_len > payload.len().saturating_mul(255) + 16 {
                 return Err(Corrupt("lz4 length beyond its ratio"));
             }
-            out.resize(base + raw_len, 0);
-            let r = if codec == CODEC_LZ4 {
-                lz4_flex::block::decompress_into(payload, &mut out[base..])
+            if lz4c::decompress_append(payload, raw_len, dict, out) {
+                Ok(())
             } else {
-                lz4_flex::block::decompress_into_with_dict(payload, &mut out[base..], dict)
-            };
-            match r {
-                Ok(n) if n == raw_len => Ok(()),
-                Ok(_) => Err(Corrupt("lz4 length mismatch")),
-                Err(_) => Err(Corrupt("lz4 payload")),
+                Err(Corrupt("lz4 payload"))
             }
         }
         CODEC_ZSTD | CODEC_ZSTD_DICT => {
@@ -529,11 +597,16 @@ pub fn decompress_append(
     }
 }
 
-/// The raw length a frame declares (no decoding), if its header parses.
+/// The raw length a frame declares (no decoding), if its header parses; for block
+/// data with a tail, the main frame's and the tail's together.
 pub fn frame_raw_len(frame: &[u8]) -> Option<usize> {
-    let mut pos = 1;
-    frame.first()?;
-    get_varint(frame, &mut pos).ok().map(|v| v as usize)
+    let (main, tail) = split_tail(frame).ok()?;
+    let len = |f: &[u8]| -> Option<usize> {
+        let mut pos = 1;
+        f.first()?;
+        get_varint(f, &mut pos).ok().map(|v| v as usize)
+    };
+    Some(len(main)?.saturating_add(tail.map_or(Some(0), len)?))
 }
 
 /// Decodes a whole frame and every record in it (what the fuzz target drives): the
@@ -542,11 +615,22 @@ pub fn check_frame(frame: &[u8]) -> Result<usize, Corrupt> {
     check_frame_with(frame, &[])
 }
 
-/// [`check_frame`] with dictionaries frames may name.
+/// [`check_frame`] with dictionaries frames may name; block data with a tail is checked
+/// as its main frame plus the tail's records.
 pub fn check_frame_with(frame: &[u8], dicts: &[Dict]) -> Result<usize, Corrupt> {
+    let (main, tail) = split_tail(frame)?;
     let mut raw = Vec::new();
-    decompress(frame, dicts, &mut raw)?;
-    check_raw(&raw)
+    decompress(main, dicts, &mut raw)?;
+    let mut n = check_raw(&raw)?;
+    if let Some(tail) = tail {
+        decompress(tail, dicts, &mut raw)?;
+        let mut pos = 0;
+        while pos < raw.len() {
+            parse_record(&raw, &mut pos)?;
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 /// Parses every record of a raw block and probes its index with every record's and a

@@ -46,7 +46,9 @@
 //! window before every block they write (measured on those records, key + value in
 //! 2 KB blocks: LZ4 2.0x -> 2.4x with 4 KB, 2.45x with 8 KB; zstd-1 2.8x -> 3.2x; the
 //! `zzone_bench` example: LZ4 97 -> 86 B/item with 4 KB, all overheads included, at
-//! ~30 % more CPU per insert, as LZ4 indexes the dictionary for every block it writes). Frames name their dictionary, so old frames stay
+//! ~30 % more CPU per insert with lz4_flex, which indexed the dictionary for every block
+//! it wrote; liblz4 indexes it once, [`lz4c`]). Under LZ4 a dictionary also holds
+//! liblz4's 16 KB prepared state (charged). Frames name their dictionary, so old frames stay
 //! readable: after the zone has written eight times its content since the last training
 //! a new dictionary is sampled (the data may have drifted), and [`ZZone::expire_cycle`]'s
 //! hand re-encodes blocks still on the old one, which is dropped with its last frame (at
@@ -69,6 +71,7 @@
 pub mod arena;
 pub mod block;
 pub mod filter;
+pub mod lz4c;
 pub mod trie;
 
 #[cfg(test)]
@@ -141,6 +144,8 @@ pub struct ZStats {
     pub filter_false_positives: u64,
     /// Block decompressions.
     pub decompressions: u64,
+    /// Inserts appended to a block's tail instead of rewriting the block.
+    pub tail_appends: u64,
     /// Leaf splits.
     pub splits: u64,
     /// Sibling leaves merged back (a leaf under a quarter block whose sibling leaf fits
@@ -176,7 +181,15 @@ struct Block {
     count: u32,
     /// Depth of its leaf; [`FREE`] for an unused slot.
     depth: u8,
+    /// Records in its data's tail ([`block::put_tail`]), at most [`TAIL_MAX`].
+    tail: u8,
 }
+
+/// Most records a block's tail holds before an insert rewrites the whole block (see
+/// [`ZZone::insert`]): each appended record costs a compression of the tail (a few
+/// hundred bytes) instead of the block (2 KB), and reads of a block with a tail merge
+/// it (`decode`). Measured with `zzone_bench` (LZ4, 4 KB dictionary, 2 KB blocks).
+pub(crate) const TAIL_MAX: u8 = 4;
 
 struct LargeItem {
     hash: u64,
@@ -232,6 +245,7 @@ pub struct ZZone {
     corrupt: Cell<u64>,
     rejected: u64,
     decompressions: Cell<u64>,
+    tail_appends: u64,
     filter_neg: Cell<u64>,
     filter_fp: Cell<u64>,
     /// Live dictionaries, the current (newest) last, and how many block frames use each.
@@ -268,6 +282,7 @@ impl ZZone {
             recent: [(0, 0); 2],
             count: 0,
             depth: 0,
+            tail: 0,
         };
         ZZone {
             cfg,
@@ -305,6 +320,7 @@ impl ZZone {
             corrupt: Cell::new(0),
             rejected: 0,
             decompressions: Cell::new(0),
+            tail_appends: 0,
             filter_neg: Cell::new(0),
             filter_fp: Cell::new(0),
             dicts: Vec::new(),
@@ -391,24 +407,108 @@ impl ZZone {
         (log + 8).clamp(12, trie::MAX_DEPTH)
     }
 
-    /// Decodes block `bid` into `out`. A corrupt block is emptied (see the module doc).
+    /// Decodes block `bid` into `out`, a raw block in hash order with its tail merged in.
+    /// (The callers empty a block that is corrupt; see the module doc.)
     fn decode(&self, bid: u32, out: &mut Vec<u8>) -> Result<(), Corrupt> {
-        let b = &self.blocks[bid as usize];
-        if b.count == 0 {
-            out.clear();
-            block::build(out, &[]);
+        let main_end = self.decode_unmerged(bid, out)?;
+        if main_end == out.len() {
             return Ok(());
         }
-        self.decompressions.set(self.decompressions.get() + 1);
-        block::decompress(self.arena.get(b.data), &self.dicts, out)
+        let tail_raw = out.split_off(main_end);
+        let mut recs = self.collect(out, 0..0)?;
+        let mut pos = 0;
+        while pos < tail_raw.len() {
+            let at = pos;
+            let r = block::parse_record(&tail_raw, &mut pos)?;
+            let h = self.rec_hash(&r).ok_or(Corrupt("dangling large id"))?;
+            recs.push((h, &tail_raw[at..pos]));
+        }
+        recs.sort_unstable_by_key(|r| r.0);
+        let mut merged = Vec::with_capacity(out.len() + tail_raw.len() + 6 * block::MAX_INDEX);
+        block::build(&mut merged, &recs);
+        drop(recs);
+        out.clear();
+        out.extend_from_slice(&merged);
+        Ok(())
     }
 
-    /// Replaces block `bid`'s frame with `frame` (empty: none), keeping the counters.
+    /// The fast path of [`Self::insert`]: appends an inline record for `(db, key)` to
+    /// block `bid`'s tail when its Content Filter rules the key out (no old copy to
+    /// replace), the block is compressed against a dictionary, needs no split and its
+    /// tail has room. False (nothing done)
+    /// otherwise; the caller then rewrites the block.
+    fn try_append(
+        &mut self,
+        bid: u32,
+        h: u64,
+        db: u8,
+        key: &[u8],
+        value: &[u8],
+        meta: ZMeta,
+    ) -> bool {
+        let b = &self.blocks[bid as usize];
+        if b.count == 0 || b.tail >= TAIL_MAX || b.content.has_content(mix64(h)) {
+            return false;
+        }
+        let data = self.arena.get(b.data);
+        let Ok((main, tail)) = block::split_tail(data) else {
+            return false;
+        };
+        // Without a dictionary a lone record does not compress: the tail would hold its
+        // records raw, so such blocks are rewritten whole.
+        let Some(dict_id) = block::frame_dict(main) else {
+            return false;
+        };
+        let Some(raw_len) = block::frame_raw_len(data) else {
+            return false;
+        };
+        let mut rec = std::mem::take(&mut self.build);
+        rec.clear();
+        if let Some(tail) = tail {
+            self.decompressions.set(self.decompressions.get() + 1);
+            if block::decompress(tail, &self.dicts, &mut rec).is_err() {
+                self.build = rec;
+                return false;
+            }
+        }
+        let before = rec.len();
+        block::put_inline(&mut rec, db, key, value, meta);
+        if raw_len + (rec.len() - before) + 6 > self.cfg.block_capacity {
+            self.build = rec;
+            return false;
+        }
+        // The tail uses the main frame's dictionary, so one dictionary serves the block.
+        let dict = self.dicts.iter().find(|d| d.id == dict_id);
+        let mut tail_frame = std::mem::take(&mut self.frame);
+        block::compress(self.cfg.codec, &rec, dict, &mut tail_frame);
+        let mut out = std::mem::take(&mut self.raw);
+        block::put_tail(main, &tail_frame, &mut out);
+        self.written_since_train += rec.len() as u64;
+        let tail_len = self.blocks[bid as usize].tail;
+        self.set_frame(bid, &out);
+        let b = &mut self.blocks[bid as usize];
+        b.tail = tail_len + 1;
+        b.count += 1;
+        self.tail_appends += 1;
+        b.content.add_content(mix64(h));
+        self.items += 1;
+        self.db_add(db);
+        self.raw_bytes += (key.len() + value.len()) as u64;
+        self.build = rec;
+        self.frame = tail_frame;
+        self.raw = out;
+        true
+    }
+
+    /// Replaces block `bid`'s data with `frame` (empty: none; no tail), keeping the
+    /// counters.
     fn set_frame(&mut self, bid: u32, frame: &[u8]) {
         let new = self.arena.alloc(bid, frame);
         self.compressed += frame.len() as u64;
         self.note_dict(block::frame_dict(frame), true);
-        let old = std::mem::replace(&mut self.blocks[bid as usize].data, new);
+        let b = &mut self.blocks[bid as usize];
+        b.tail = 0;
+        let old = std::mem::replace(&mut b.data, new);
         self.release_frame(old);
     }
 
@@ -461,7 +561,9 @@ impl ZZone {
     /// Dictionary upkeep after a write (module doc): samples the first dictionary once
     /// the frames hold 16 of its size, a new one once the zone has written eight times
     /// its raw content since the last, and never while an older one is still in use.
-    /// Attempts are spaced by 16 dictionaries' worth of writes.
+    /// Attempts are spaced by 16 dictionaries' worth of writes. (Under LZ4 a dictionary
+    /// also holds liblz4's 16 KB prepared state, charged in `dict_bytes`; it is worth it
+    /// early because block tails, the cheap demotions, need a dictionary.)
     fn maybe_train(&mut self) {
         let size = self.cfg.dict_size as u64;
         if size == 0 || self.dicts.len() > 1 || self.written_since_train < 16 * size {
@@ -524,10 +626,7 @@ impl ZZone {
             self.dicts.pop();
             self.dict_frames.pop();
         }
-        self.dicts.push(Dict {
-            id,
-            bytes: dict.into_boxed_slice(),
-        });
+        self.dicts.push(Dict::new(id, dict.into_boxed_slice()));
         self.dict_frames.push(0);
         self.dicts_trained += 1;
     }
@@ -558,6 +657,7 @@ impl ZZone {
         let n = b.count as u64;
         let old = std::mem::replace(&mut b.data, FrameRef::EMPTY);
         b.count = 0;
+        b.tail = 0;
         b.content.clear();
         b.access.clear();
         self.items = self.items.saturating_sub(n);
@@ -638,6 +738,7 @@ impl ZZone {
             recent: [(0, 0); 2],
             count: 0,
             depth,
+            tail: 0,
         };
         match self.free_blocks.pop() {
             Some(i) => {
@@ -765,6 +866,7 @@ impl ZZone {
         let old = std::mem::replace(&mut b.data, FrameRef::EMPTY);
         b.depth = FREE;
         b.count = 0;
+        b.tail = 0;
         b.content.clear();
         b.access.clear();
         self.release_frame(old);
@@ -821,6 +923,13 @@ impl ZZone {
         let Some((node, bid)) = self.trie.lookup(h) else {
             return;
         };
+        if key.len() + value.len() <= self.cfg.block_capacity / 2
+            && self.try_append(bid, h, db, key, value, meta)
+        {
+            self.maybe_train();
+            self.trim_scratch();
+            return;
+        }
         let mut raw = std::mem::take(&mut self.raw);
         if self.decode(bid, &mut raw).is_err() {
             self.drop_corrupt(bid);
@@ -966,9 +1075,15 @@ impl ZZone {
         now_ms: u64,
         out: &mut Vec<u8>,
     ) -> Result<Option<ZMeta>, Corrupt> {
-        self.decode(bid, raw)?;
-        let raw = &raw[..];
-        let Some((r, range)) = self.find_counted(raw, h, db, key)? else {
+        // A read needs no merged block: the main frame is searched through its index,
+        // then the tail's few records one by one.
+        let main_end = self.decode_unmerged(bid, raw)?;
+        let found = match self.find(&raw[..main_end], h, db, key)? {
+            Some((r, _)) => Some(r),
+            None => self.scan_tail(&raw[main_end..], h, db, key)?,
+        };
+        let Some(r) = found else {
+            self.filter_fp.set(self.filter_fp.get() + 1);
             return Ok(None);
         };
         let expired = r.meta.expire_at_ms.is_some_and(|t| t <= now_ms);
@@ -992,13 +1107,57 @@ impl ZZone {
             } else {
                 self.corrupt.set(self.corrupt.get() + 1);
             }
-            let recs = self.collect(raw, range)?;
+            // Drop the item: rewrite the block (merged) without it.
+            let mut merged = Vec::new();
+            self.decode(bid, &mut merged)?;
+            let Some((r, range)) = self.find(&merged, h, db, key)? else {
+                return Err(Corrupt("item vanished"));
+            };
+            let recs = self.collect(&merged, range)?;
             self.forget(&r);
             let access = self.blocks[bid as usize].access;
             self.store_leaf(node, bid, &recs, access);
             return Ok(None);
         }
         Ok(Some(r.meta))
+    }
+
+    /// Decodes block `bid` into `out` as its main frame's raw block followed by its
+    /// tail's records (not merged: see [`Self::decode`]); returns where the tail starts.
+    fn decode_unmerged(&self, bid: u32, out: &mut Vec<u8>) -> Result<usize, Corrupt> {
+        let b = &self.blocks[bid as usize];
+        if b.count == 0 {
+            out.clear();
+            block::build(out, &[]);
+            return Ok(out.len());
+        }
+        self.decompressions.set(self.decompressions.get() + 1);
+        let (main, tail) = block::split_tail(self.arena.get(b.data))?;
+        block::decompress(main, &self.dicts, out)?;
+        let main_end = out.len();
+        if let Some(tail) = tail {
+            let max = block::MAX_RAW - main_end;
+            block::decompress_append(tail, max, &self.dicts, out)?;
+        }
+        Ok(main_end)
+    }
+
+    /// The record of `(db, key)` among tail records `tail`, if there.
+    fn scan_tail<'a>(
+        &self,
+        tail: &'a [u8],
+        h: u64,
+        db: u8,
+        key: &[u8],
+    ) -> Result<Option<Record<'a>>, Corrupt> {
+        let mut pos = 0;
+        while pos < tail.len() {
+            let r = block::parse_record(tail, &mut pos)?;
+            if self.matches(&r, h, db, key) {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
     }
 
     /// Like get without the value and without setting the access bit; decompresses
@@ -1143,10 +1302,7 @@ impl ZZone {
     }
 
     fn dict_bytes(&self) -> u64 {
-        self.dicts
-            .iter()
-            .map(|d| alloc_size(d.bytes.len()) as u64)
-            .sum()
+        self.dicts.iter().map(|d| d.heap_bytes() as u64).sum()
     }
 
     /// Removes the items of block `bid` that `pick` selects (given the record, its hash,
@@ -1456,6 +1612,7 @@ impl ZZone {
             filter_negatives: self.filter_neg.get(),
             filter_false_positives: self.filter_fp.get(),
             decompressions: self.decompressions.get(),
+            tail_appends: self.tail_appends,
             splits: self.splits,
             merges: self.merges,
             corrupt_blocks: self.corrupt.get(),

@@ -330,7 +330,7 @@ proptest! {
         prop_assert_eq!(block::check_raw(&raw), Ok(n));
         let mut frame = Vec::new();
         let codec = if zstd { Codec::Zstd { level: 1 } } else { Codec::Lz4 };
-        let dicts = [block::Dict { id: 7, bytes: recs.concat().into() }];
+        let dicts = [block::Dict::new(7, recs.concat().into())];
         block::compress(codec, &raw, with_dict.then_some(&dicts[0]), &mut frame);
         prop_assert_eq!(block::check_frame_with(&frame, &dicts), Ok(n));
         if with_dict {
@@ -349,6 +349,40 @@ proptest! {
         let i = n % raw2.len();
         raw2[i] ^= 0x5a;
         let _ = block::check_raw(&raw2);
+    }
+
+    /// Block data with a tail (a main frame plus a frame of appended records): counted
+    /// whole when intact, an error or a count when damaged, never a panic.
+    #[test]
+    fn damaged_tailed_data_never_panics(n in 1..20usize, t in 1..5usize, zstd in any::<bool>(),
+                                        flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
+        let recs: Vec<Vec<u8>> = (0..n + t).map(|i| {
+            let mut r = Vec::new();
+            block::put_inline(&mut r, 0, format!("k{i}").as_bytes(), &record(i as u64, 40), meta(None, 0));
+            r
+        }).collect();
+        let list: Vec<(u64, &[u8])> = recs[..n].iter().enumerate().map(|(i, r)| ((i as u64 * 977) << 40, &r[..])).collect();
+        let mut raw = Vec::new();
+        block::build(&mut raw, &list);
+        let codec = if zstd { Codec::Zstd { level: 1 } } else { Codec::Lz4 };
+        let dicts = [block::Dict::new(3, recs.concat().into())];
+        let (mut main, mut tail, mut data) = (Vec::new(), Vec::new(), Vec::new());
+        block::compress(codec, &raw, Some(&dicts[0]), &mut main);
+        block::compress(codec, &recs[n..].concat(), Some(&dicts[0]), &mut tail);
+        block::put_tail(&main, &tail, &mut data);
+        prop_assert_eq!(block::check_frame_with(&data, &dicts), Ok(n + t));
+        prop_assert_eq!(block::frame_dict(&data), Some(3));
+        prop_assert_eq!(block::frame_raw_len(&data), Some(raw.len() + recs[n..].concat().len()));
+        // A tail frame is not a block: decoding the data as one frame fails.
+        prop_assert!(block::decompress(&data, &dicts, &mut Vec::new()).is_err());
+        for (at, x) in flips {
+            let i = at % data.len();
+            data[i] ^= x | 1;
+        }
+        let _ = block::check_frame(&data);
+        let _ = block::check_frame_with(&data, &dicts);
+        let _ = block::frame_raw_len(&data);
+        let _ = block::split_tail(&data);
     }
 }
 
@@ -674,7 +708,13 @@ fn dictionary_is_sampled_used_and_replaced() {
     eprintln!("without: {p:?}\nwith: {d:?}");
     assert_eq!((p.dicts, p.dicts_trained, p.dict_bytes), (0, 0, 0));
     assert!(d.dicts >= 1 && d.dicts_trained >= 1, "{d:?}");
-    assert!(d.dict_bytes >= 1024 && d.dict_bytes <= 4096 + 64, "{d:?}");
+    // Each live dictionary's bytes and liblz4's prepared state for it.
+    let per_dict = lz4c::STREAM_BYTES as u64;
+    assert!(
+        d.dict_bytes >= d.dicts * (1024 + per_dict)
+            && d.dict_bytes <= d.dicts * (4096 + 64 + per_dict),
+        "{d:?}"
+    );
     assert_eq!(d.raw_bytes, p.raw_bytes);
     assert!(
         (d.bytes as f64) < 0.95 * p.bytes as f64,
@@ -713,5 +753,34 @@ fn dictionary_is_sampled_used_and_replaced() {
             .get(0, format!("rec:{i}").as_bytes(), 0, &mut out)
             .is_some());
         assert_eq!(out, value(i, gen - 1));
+    }
+    // Re-inserting keys that are present always rewrites their block; new keys were
+    // appended to tails (and read back above through the merging decode).
+    assert!(s.tail_appends > 0, "{s:?}");
+    let before = z.stats().tail_appends;
+    for i in 20_000..30_000u64 {
+        z.insert(
+            0,
+            format!("rec:{i}").as_bytes(),
+            &value(i, 0),
+            meta(None, 0),
+        );
+    }
+    let s = z.stats();
+    assert!(s.tail_appends > before + 1000, "{s:?}");
+    z.check().unwrap();
+    for i in 0..30_000u64 {
+        out.clear();
+        let want = if i < 20_000 {
+            value(i, gen - 1)
+        } else {
+            value(i, 0)
+        };
+        assert!(
+            z.get(0, format!("rec:{i}").as_bytes(), 0, &mut out)
+                .is_some(),
+            "{i}"
+        );
+        assert_eq!(out, want);
     }
 }
