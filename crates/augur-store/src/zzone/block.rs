@@ -88,19 +88,6 @@ impl Dict {
     }
 }
 
-impl Clone for Dict {
-    fn clone(&self) -> Dict {
-        Dict::new(self.id, self.bytes().into())
-    }
-}
-
-impl PartialEq for Dict {
-    fn eq(&self, other: &Dict) -> bool {
-        self.id == other.id && self.bytes() == other.bytes()
-    }
-}
-impl Eq for Dict {}
-
 impl fmt::Debug for Dict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -331,15 +318,27 @@ pub fn records(raw: &[u8]) -> Result<Records<'_>, Corrupt> {
     Ok(Records {
         raw,
         pos: h.start,
-        left: h.count,
+        left: Some(h.count),
         done: false,
     })
+}
+
+/// Iterates records laid end to end with no header (a block's tail), up to the end of
+/// `buf`.
+pub fn tail_records(buf: &[u8]) -> Records<'_> {
+    Records {
+        raw: buf,
+        pos: 0,
+        left: None,
+        done: false,
+    }
 }
 
 pub struct Records<'a> {
     raw: &'a [u8],
     pos: usize,
-    left: u32,
+    /// Records still to come (None: until the end of `raw`).
+    left: Option<u32>,
     done: bool,
 }
 
@@ -349,18 +348,24 @@ impl<'a> Iterator for Records<'a> {
         if self.done {
             return None;
         }
-        if self.left == 0 {
-            self.done = true;
-            return if self.pos == self.raw.len() {
-                None
-            } else {
-                Some(Err(Corrupt("bytes after the last record")))
-            };
+        let at_end = self.pos == self.raw.len();
+        match self.left {
+            Some(0) => {
+                self.done = true;
+                return (!at_end).then_some(Err(Corrupt("bytes after the last record")));
+            }
+            None if at_end => {
+                self.done = true;
+                return None;
+            }
+            _ => {}
         }
         let start = self.pos;
         match parse_record(self.raw, &mut self.pos) {
             Ok(r) => {
-                self.left -= 1;
+                if let Some(n) = &mut self.left {
+                    *n -= 1;
+                }
                 Some(Ok((r, start..self.pos)))
             }
             Err(e) => {
@@ -450,7 +455,6 @@ pub fn compress(codec: Codec, raw: &[u8], dict: Option<&Dict>, out: &mut Vec<u8>
         put_varint(out, d.id as u64);
     }
     let start = out.len();
-    let dict_bytes: &[u8] = dict.map_or(&[], |d| d.bytes());
     let (tag, n) = match codec {
         Codec::Lz4 => (
             if dict.is_some() {
@@ -467,6 +471,7 @@ pub fn compress(codec: Codec, raw: &[u8], dict: Option<&Dict>, out: &mut Vec<u8>
                 CODEC_ZSTD
             };
             out.resize(start + zstd::zstd_safe::compress_bound(raw.len()), 0);
+            let dict_bytes = dict.map_or(&[][..], Dict::bytes);
             let n = zstd_compress(level, raw, dict_bytes, &mut out[start..]);
             out.truncate(start + n.unwrap_or(0));
             (tag, n)
@@ -624,9 +629,8 @@ pub fn check_frame_with(frame: &[u8], dicts: &[Dict]) -> Result<usize, Corrupt> 
     let mut n = check_raw(&raw)?;
     if let Some(tail) = tail {
         decompress(tail, dicts, &mut raw)?;
-        let mut pos = 0;
-        while pos < raw.len() {
-            parse_record(&raw, &mut pos)?;
+        for r in tail_records(&raw) {
+            r?;
             n += 1;
         }
     }

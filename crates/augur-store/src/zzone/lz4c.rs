@@ -52,7 +52,7 @@ pub const STREAM_BYTES: usize = 16416;
 const MAX_INPUT: usize = 0x7E00_0000;
 
 /// Worst-case compressed size of `n` bytes (`LZ4_COMPRESSBOUND`).
-pub fn bound(n: usize) -> usize {
+fn bound(n: usize) -> usize {
     n + n / 255 + 16
 }
 
@@ -140,9 +140,9 @@ thread_local! {
     static WORK: RefCell<Option<Stream>> = const { RefCell::new(None) };
 }
 
-/// Compresses `src` into the spare capacity of `out` (appending; `out` must have at least
-/// [`bound`]`(src.len())` spare bytes reserved by the caller, which this checks), against
-/// `dict` if given. Returns the compressed length, or None (nothing appended).
+/// Compresses `src` against `dict` (if given), appending the LZ4 block to `out` (room
+/// for the worst case is reserved first). Returns the compressed length, or None
+/// (nothing appended).
 pub fn compress_append(
     src: &[u8],
     dict: Option<&PreparedDict>,

@@ -402,6 +402,12 @@ impl ZZone {
         }
     }
 
+    /// Is an item this size compressed on its own behind a pointer (§3.1: larger than
+    /// half a block)?
+    fn is_large(&self, key: &[u8], value: &[u8]) -> bool {
+        key.len() + value.len() > self.cfg.block_capacity / 2
+    }
+
     fn depth_cap(&self) -> u8 {
         let log = 64 - self.leaves.leading_zeros() as u8;
         (log + 8).clamp(12, trie::MAX_DEPTH)
@@ -411,24 +417,30 @@ impl ZZone {
     /// (The callers empty a block that is corrupt; see the module doc.)
     fn decode(&self, bid: u32, out: &mut Vec<u8>) -> Result<(), Corrupt> {
         let main_end = self.decode_unmerged(bid, out)?;
-        if main_end == out.len() {
+        self.merge_tail(out, main_end)
+    }
+
+    /// Turns `raw`, a main raw block followed from `main_end` on by tail records (as
+    /// [`Self::decode_unmerged`] leaves it), into one raw block in hash order.
+    fn merge_tail(&self, raw: &mut Vec<u8>, main_end: usize) -> Result<(), Corrupt> {
+        if main_end == raw.len() {
             return Ok(());
         }
-        let tail_raw = out.split_off(main_end);
-        let mut recs = self.collect(out, 0..0)?;
-        let mut pos = 0;
-        while pos < tail_raw.len() {
-            let at = pos;
-            let r = block::parse_record(&tail_raw, &mut pos)?;
+        let tail = raw.split_off(main_end);
+        let mut recs = self.collect(raw, 0..0)?;
+        for r in block::tail_records(&tail) {
+            let (r, range) = r?;
             let h = self.rec_hash(&r).ok_or(Corrupt("dangling large id"))?;
-            recs.push((h, &tail_raw[at..pos]));
+            recs.push((h, &tail[range]));
         }
         recs.sort_unstable_by_key(|r| r.0);
-        let mut merged = Vec::with_capacity(out.len() + tail_raw.len() + 6 * block::MAX_INDEX);
+        let mut merged = Vec::with_capacity(raw.len() + tail.len() + 6 * block::MAX_INDEX);
         block::build(&mut merged, &recs);
         drop(recs);
-        out.clear();
-        out.extend_from_slice(&merged);
+        // Copied rather than swapped in: `raw` is usually the zone's scratch buffer,
+        // whose capacity is charged (a read must not change the zone's bytes).
+        raw.clear();
+        raw.extend_from_slice(&merged);
         Ok(())
     }
 
@@ -484,10 +496,9 @@ impl ZZone {
         let mut out = std::mem::take(&mut self.raw);
         block::put_tail(main, &tail_frame, &mut out);
         self.written_since_train += rec.len() as u64;
-        let tail_len = self.blocks[bid as usize].tail;
-        self.set_frame(bid, &out);
+        let tail_len = self.blocks[bid as usize].tail + 1;
+        self.set_data(bid, &out, tail_len);
         let b = &mut self.blocks[bid as usize];
-        b.tail = tail_len + 1;
         b.count += 1;
         self.tail_appends += 1;
         b.content.add_content(mix64(h));
@@ -503,11 +514,16 @@ impl ZZone {
     /// Replaces block `bid`'s data with `frame` (empty: none; no tail), keeping the
     /// counters.
     fn set_frame(&mut self, bid: u32, frame: &[u8]) {
-        let new = self.arena.alloc(bid, frame);
-        self.compressed += frame.len() as u64;
-        self.note_dict(block::frame_dict(frame), true);
+        self.set_data(bid, frame, 0);
+    }
+
+    /// Replaces block `bid`'s data with `data`, whose tail holds `tail` records.
+    fn set_data(&mut self, bid: u32, data: &[u8], tail: u8) {
+        let new = self.arena.alloc(bid, data);
+        self.compressed += data.len() as u64;
+        self.note_dict(block::frame_dict(data), true);
         let b = &mut self.blocks[bid as usize];
-        b.tail = 0;
+        b.tail = tail;
         let old = std::mem::replace(&mut b.data, new);
         self.release_frame(old);
     }
@@ -923,9 +939,7 @@ impl ZZone {
         let Some((node, bid)) = self.trie.lookup(h) else {
             return;
         };
-        if key.len() + value.len() <= self.cfg.block_capacity / 2
-            && self.try_append(bid, h, db, key, value, meta)
-        {
+        if !self.is_large(key, value) && self.try_append(bid, h, db, key, value, meta) {
             self.maybe_train();
             self.trim_scratch();
             return;
@@ -938,7 +952,7 @@ impl ZZone {
         // The new record, inline or behind a large-item pointer.
         let mut rec = Vec::new();
         let mut large_id = None;
-        if key.len() + value.len() > self.cfg.block_capacity / 2 {
+        if self.is_large(key, value) {
             let mut frame = std::mem::take(&mut self.frame);
             block::compress(self.cfg.codec, value, None, &mut frame);
             let l = LargeItem {
@@ -1107,13 +1121,12 @@ impl ZZone {
             } else {
                 self.corrupt.set(self.corrupt.get() + 1);
             }
-            // Drop the item: rewrite the block (merged) without it.
-            let mut merged = Vec::new();
-            self.decode(bid, &mut merged)?;
-            let Some((r, range)) = self.find(&merged, h, db, key)? else {
+            // Drop the item: rewrite the block (tail merged in) without it.
+            self.merge_tail(raw, main_end)?;
+            let Some((r, range)) = self.find(raw, h, db, key)? else {
                 return Err(Corrupt("item vanished"));
             };
-            let recs = self.collect(&merged, range)?;
+            let recs = self.collect(raw, range)?;
             self.forget(&r);
             let access = self.blocks[bid as usize].access;
             self.store_leaf(node, bid, &recs, access);
@@ -1150,9 +1163,8 @@ impl ZZone {
         db: u8,
         key: &[u8],
     ) -> Result<Option<Record<'a>>, Corrupt> {
-        let mut pos = 0;
-        while pos < tail.len() {
-            let r = block::parse_record(tail, &mut pos)?;
+        for r in block::tail_records(tail) {
+            let (r, _) = r?;
             if self.matches(&r, h, db, key) {
                 return Ok(Some(r));
             }
