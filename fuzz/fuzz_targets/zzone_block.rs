@@ -15,8 +15,11 @@ fuzz_target!(|input: &[u8]| {
         1,
         (*b"\x00\x00\x00\x03rec:1{\"id\":1,\"src\":\"iso_3166-1\",\"name\":\"x\"}").into(),
     )];
-    // As block data, possibly with a tail (a main frame and a frame of records).
-    let _ = block::split_tail(data);
+    // As block data, possibly with a tail (a main frame and entries of one record each).
+    if let Ok((_, Some(tail))) = block::split_tail(data) {
+        let _ = block::tail_entries(tail).count();
+        let _ = block::decompress_tail_append(tail, 1 << 20, &dicts, &mut Vec::new());
+    }
     let _ = block::frame_raw_len(data);
     let _ = block::check_frame(data);
     let _ = block::check_frame_with(data, &dicts);

@@ -25,13 +25,16 @@
 //! dictionary needs no re-encoding of existing blocks.
 //!
 //! A block's stored *data* is either one frame, or a frame with a *tail*: `5 | varint
-//! main_len | main frame | tail frame`, the tail frame's raw content being records only
-//! (no header, any order) written after the main frame. Not in the paper: a demotion
-//! into a block that needs no split and holds no copy of the key appends its record to
-//! the tail (compressing a few records) instead of rewriting the whole block, and the
-//! next full rewrite merges the tail back in; the zone bounds the tail's length
-//! (`super::TAIL_MAX`). Both frames use the same dictionary, the main frame's.
-//!
+//! main_len | main frame | tail entry...`, each tail entry `tag: u16 LE | varint len |
+//! frame` holding exactly one record (compressed on its own) and the top 16 bits of its
+//! trie hash. Not in the paper: a demotion into a block that needs no split and holds no
+//! copy of the key appends one entry (one small compression, no decompression) instead
+//! of rewriting the whole block, and the next full rewrite merges the tail back in; the
+//! zone bounds the tail's length (`super::TAIL_MAX`). A read checks the tail's tags
+//! first and decompresses only an entry whose tag matches, so an item in the tail costs
+//! one record's decompression and an item in the main frame no more than before.
+//! Tail frames use the main frame's dictionary.
+
 //! Nothing here trusts the bytes: every length and offset is bounds-checked, a raw length
 //! is capped before anything is allocated, and any inconsistency is a [`Corrupt`] error.
 
@@ -488,7 +491,8 @@ pub fn compress(codec: Codec, raw: &[u8], dict: Option<&Dict>, out: &mut Vec<u8>
     }
 }
 
-/// Writes block data made of frame `main` and tail frame `tail` into `out` (cleared).
+/// Writes block data made of frame `main` and tail entries `tail` (bytes as
+/// [`put_tail_entry`] writes them) into `out` (cleared).
 pub fn put_tail(main: &[u8], tail: &[u8], out: &mut Vec<u8>) {
     out.clear();
     out.push(CODEC_TAIL);
@@ -497,7 +501,14 @@ pub fn put_tail(main: &[u8], tail: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(tail);
 }
 
-/// Block data's main frame and its tail frame, if it has one (no decoding).
+/// Appends one tail entry: a record's hash tag and its frame.
+pub fn put_tail_entry(out: &mut Vec<u8>, tag: u16, frame: &[u8]) {
+    out.extend_from_slice(&tag.to_le_bytes());
+    put_varint(out, frame.len() as u64);
+    out.extend_from_slice(frame);
+}
+
+/// Block data's main frame and its tail entries' bytes, if it has a tail (no decoding).
 pub fn split_tail(data: &[u8]) -> Result<(&[u8], Option<&[u8]>), Corrupt> {
     if data.first() != Some(&CODEC_TAIL) {
         return Ok((data, None));
@@ -506,10 +517,67 @@ pub fn split_tail(data: &[u8]) -> Result<(&[u8], Option<&[u8]>), Corrupt> {
     let n = get_len(data, &mut pos)?;
     let main = take(data, &mut pos, n)?;
     let tail = &data[pos..];
-    if main.first() == Some(&CODEC_TAIL) || tail.first() == Some(&CODEC_TAIL) || tail.is_empty() {
-        return Err(Corrupt("nested tail"));
+    if main.first() == Some(&CODEC_TAIL) || tail.is_empty() {
+        return Err(Corrupt("nested or empty tail"));
     }
     Ok((main, Some(tail)))
+}
+
+/// Iterates a tail's entries: `(tag, frame)`; the last item is an error if an entry
+/// does not parse.
+pub fn tail_entries(tail: &[u8]) -> TailEntries<'_> {
+    TailEntries {
+        buf: tail,
+        pos: 0,
+        done: false,
+    }
+}
+
+pub struct TailEntries<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    done: bool,
+}
+
+impl<'a> Iterator for TailEntries<'a> {
+    type Item = Result<(u16, &'a [u8]), Corrupt>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.pos >= self.buf.len() {
+            return None;
+        }
+        let r = (|| {
+            let t = take(self.buf, &mut self.pos, 2)?;
+            let tag = u16::from_le_bytes([t[0], t[1]]);
+            let n = get_len(self.buf, &mut self.pos)?;
+            let frame = take(self.buf, &mut self.pos, n)?;
+            if frame.first() == Some(&CODEC_TAIL) {
+                return Err(Corrupt("nested tail"));
+            }
+            Ok((tag, frame))
+        })();
+        self.done = r.is_err();
+        Some(r)
+    }
+}
+
+/// Decodes every entry of tail `tail`, appending the records to `out`; returns how many.
+/// At most `max_raw` bytes are appended; on error `out` may hold part of them.
+pub fn decompress_tail_append(
+    tail: &[u8],
+    max_raw: usize,
+    dicts: &[Dict],
+    out: &mut Vec<u8>,
+) -> Result<usize, Corrupt> {
+    let base = out.len();
+    let mut n = 0;
+    for e in tail_entries(tail) {
+        let (_, frame) = e?;
+        let left = max_raw.saturating_sub(out.len() - base);
+        decompress_append(frame, left, dicts, out)?;
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// The dictionary id a frame (or block data: its main frame's) was compressed against,
@@ -611,7 +679,11 @@ pub fn frame_raw_len(frame: &[u8]) -> Option<usize> {
         f.first()?;
         get_varint(f, &mut pos).ok().map(|v| v as usize)
     };
-    Some(len(main)?.saturating_add(tail.map_or(Some(0), len)?))
+    let mut n = len(main)?;
+    for e in tail_entries(tail.unwrap_or(&[])) {
+        n = n.saturating_add(len(e.ok()?.1)?);
+    }
+    Some(n)
 }
 
 /// Decodes a whole frame and every record in it (what the fuzz target drives): the
@@ -628,7 +700,8 @@ pub fn check_frame_with(frame: &[u8], dicts: &[Dict]) -> Result<usize, Corrupt> 
     decompress(main, dicts, &mut raw)?;
     let mut n = check_raw(&raw)?;
     if let Some(tail) = tail {
-        decompress(tail, dicts, &mut raw)?;
+        raw.clear();
+        decompress_tail_append(tail, MAX_RAW, dicts, &mut raw)?;
         for r in tail_records(&raw) {
             r?;
             n += 1;

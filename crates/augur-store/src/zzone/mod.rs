@@ -186,10 +186,17 @@ struct Block {
 }
 
 /// Most records a block's tail holds before an insert rewrites the whole block (see
-/// [`ZZone::insert`]): each appended record costs a compression of the tail (a few
-/// hundred bytes) instead of the block (2 KB), and reads of a block with a tail merge
-/// it (`decode`). Measured with `zzone_bench` (LZ4, 4 KB dictionary, 2 KB blocks).
-pub(crate) const TAIL_MAX: u8 = 4;
+/// [`ZZone::insert`]): an appended record costs one small compression instead of a
+/// block's decompression and recompression, but compresses less well on its own than
+/// inside the block, so the tail is bounded (and by the block's capacity). Measured with
+/// `zzone_bench` (LZ4, 4 KB dictionary, 2 KB blocks).
+pub(crate) const TAIL_MAX: u8 = 8;
+
+/// The tag a tail entry carries for a record of trie hash `h` (its top 16 bits): a read
+/// decompresses only the entries whose tag matches.
+fn tail_tag(h: u64) -> u16 {
+    (h >> 48) as u16
+}
 
 struct LargeItem {
     hash: u64,
@@ -447,7 +454,10 @@ impl ZZone {
     /// The fast path of [`Self::insert`]: appends an inline record for `(db, key)` to
     /// block `bid`'s tail when its Content Filter rules the key out (no old copy to
     /// replace), the block is compressed against a dictionary, needs no split and its
-    /// tail has room. False (nothing done)
+    /// tail has room. The record is compressed on its own against the block's
+    /// dictionary, always with LZ4 (a record of ~100 bytes: zstd's fixed cost per frame
+    /// is several times LZ4's, and the next full rewrite recompresses the record with
+    /// the zone's codec anyway); nothing is decompressed. False (nothing done)
     /// otherwise; the caller then rewrites the block.
     fn try_append(
         &mut self,
@@ -476,25 +486,22 @@ impl ZZone {
         };
         let mut rec = std::mem::take(&mut self.build);
         rec.clear();
-        if let Some(tail) = tail {
-            self.decompressions.set(self.decompressions.get() + 1);
-            if block::decompress(tail, &self.dicts, &mut rec).is_err() {
-                self.build = rec;
-                return false;
-            }
-        }
-        let before = rec.len();
         block::put_inline(&mut rec, db, key, value, meta);
-        if raw_len + (rec.len() - before) + 6 > self.cfg.block_capacity {
+        if raw_len + rec.len() + 6 > self.cfg.block_capacity {
             self.build = rec;
             return false;
         }
-        // The tail uses the main frame's dictionary, so one dictionary serves the block.
         let dict = self.dicts.iter().find(|d| d.id == dict_id);
-        let mut tail_frame = std::mem::take(&mut self.frame);
-        block::compress(self.cfg.codec, &rec, dict, &mut tail_frame);
+        let mut frame = std::mem::take(&mut self.frame);
+        block::compress(Codec::Lz4, &rec, dict, &mut frame);
         let mut out = std::mem::take(&mut self.raw);
-        block::put_tail(main, &tail_frame, &mut out);
+        out.clear();
+        match tail {
+            // Already tailed: the data so far, plus one entry.
+            Some(_) => out.extend_from_slice(data),
+            None => block::put_tail(main, &[], &mut out),
+        }
+        block::put_tail_entry(&mut out, tail_tag(h), &frame);
         self.written_since_train += rec.len() as u64;
         let tail_len = self.blocks[bid as usize].tail + 1;
         self.set_data(bid, &out, tail_len);
@@ -506,7 +513,7 @@ impl ZZone {
         self.db_add(db);
         self.raw_bytes += (key.len() + value.len()) as u64;
         self.build = rec;
-        self.frame = tail_frame;
+        self.frame = frame;
         self.raw = out;
         true
     }
@@ -1089,14 +1096,7 @@ impl ZZone {
         now_ms: u64,
         out: &mut Vec<u8>,
     ) -> Result<Option<ZMeta>, Corrupt> {
-        // A read needs no merged block: the main frame is searched through its index,
-        // then the tail's few records one by one.
-        let main_end = self.decode_unmerged(bid, raw)?;
-        let found = match self.find(&raw[..main_end], h, db, key)? {
-            Some((r, _)) => Some(r),
-            None => self.scan_tail(&raw[main_end..], h, db, key)?,
-        };
-        let Some(r) = found else {
+        let Some(r) = self.find_unmerged(bid, raw, h, db, key)? else {
             self.filter_fp.set(self.filter_fp.get() + 1);
             return Ok(None);
         };
@@ -1122,7 +1122,7 @@ impl ZZone {
                 self.corrupt.set(self.corrupt.get() + 1);
             }
             // Drop the item: rewrite the block (tail merged in) without it.
-            self.merge_tail(raw, main_end)?;
+            self.decode(bid, raw)?;
             let Some((r, range)) = self.find(raw, h, db, key)? else {
                 return Err(Corrupt("item vanished"));
             };
@@ -1150,26 +1150,51 @@ impl ZZone {
         let main_end = out.len();
         if let Some(tail) = tail {
             let max = block::MAX_RAW - main_end;
-            block::decompress_append(tail, max, &self.dicts, out)?;
+            block::decompress_tail_append(tail, max, &self.dicts, out)?;
         }
         Ok(main_end)
     }
 
-    /// The record of `(db, key)` among tail records `tail`, if there.
-    fn scan_tail<'a>(
+    /// The record of `(db, key)` in block `bid`, decoded into `raw` without merging:
+    /// the tail entries whose tag matches are decompressed one at a time, and the main
+    /// frame (searched through its index) only if none holds the key. A key is in at most
+    /// one of them (a record is appended to a tail only when the block holds no copy).
+    fn find_unmerged<'a>(
         &self,
-        tail: &'a [u8],
+        bid: u32,
+        raw: &'a mut Vec<u8>,
         h: u64,
         db: u8,
         key: &[u8],
     ) -> Result<Option<Record<'a>>, Corrupt> {
-        for r in block::tail_records(tail) {
-            let (r, _) = r?;
-            if self.matches(&r, h, db, key) {
-                return Ok(Some(r));
+        let b = &self.blocks[bid as usize];
+        if b.count == 0 {
+            return Ok(None);
+        }
+        let (main, tail) = block::split_tail(self.arena.get(b.data))?;
+        let tag = tail_tag(h);
+        let mut in_tail = false;
+        for e in block::tail_entries(tail.unwrap_or(&[])) {
+            let (t, frame) = e?;
+            if t != tag {
+                continue;
+            }
+            self.decompressions.set(self.decompressions.get() + 1);
+            raw.clear();
+            block::decompress_append(frame, block::MAX_RAW, &self.dicts, raw)?;
+            if let Some(r) = block::tail_records(raw).next() {
+                if self.matches(&r?.0, h, db, key) {
+                    in_tail = true;
+                    break;
+                }
             }
         }
-        Ok(None)
+        if in_tail {
+            return Ok(block::tail_records(raw).next().transpose()?.map(|r| r.0));
+        }
+        self.decompressions.set(self.decompressions.get() + 1);
+        block::decompress(main, &self.dicts, raw)?;
+        Ok(self.find(raw, h, db, key)?.map(|r| r.0))
     }
 
     /// Like get without the value and without setting the access bit; decompresses
@@ -1188,8 +1213,10 @@ impl ZZone {
             return None;
         }
         let mut raw = Vec::new();
-        self.decode(bid, &mut raw).ok()?;
-        let (r, _) = self.find_counted(&raw, h, db, key).ok()??;
+        let Some(r) = self.find_unmerged(bid, &mut raw, h, db, key).ok()? else {
+            self.filter_fp.set(self.filter_fp.get() + 1);
+            return None;
+        };
         r.meta
             .expire_at_ms
             .is_none_or(|t| t > now_ms)

@@ -351,10 +351,10 @@ proptest! {
         let _ = block::check_raw(&raw2);
     }
 
-    /// Block data with a tail (a main frame plus a frame of appended records): counted
-    /// whole when intact, an error or a count when damaged, never a panic.
+    /// Block data with a tail (a main frame plus entries of one appended record each):
+    /// counted whole when intact, an error or a count when damaged, never a panic.
     #[test]
-    fn damaged_tailed_data_never_panics(n in 1..20usize, t in 1..5usize, zstd in any::<bool>(),
+    fn damaged_tailed_data_never_panics(n in 1..20usize, t in 1..9usize, zstd in any::<bool>(),
                                         flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
         let recs: Vec<Vec<u8>> = (0..n + t).map(|i| {
             let mut r = Vec::new();
@@ -368,8 +368,13 @@ proptest! {
         let dicts = [block::Dict::new(3, recs.concat().into())];
         let (mut main, mut tail, mut data) = (Vec::new(), Vec::new(), Vec::new());
         block::compress(codec, &raw, Some(&dicts[0]), &mut main);
-        block::compress(codec, &recs[n..].concat(), Some(&dicts[0]), &mut tail);
+        let mut frame = Vec::new();
+        for (i, r) in recs[n..].iter().enumerate() {
+            block::compress(Codec::Lz4, r, Some(&dicts[0]), &mut frame);
+            block::put_tail_entry(&mut tail, i as u16, &frame);
+        }
         block::put_tail(&main, &tail, &mut data);
+        prop_assert_eq!(block::tail_entries(&tail).count(), t);
         prop_assert_eq!(block::check_frame_with(&data, &dicts), Ok(n + t));
         prop_assert_eq!(block::frame_dict(&data), Some(3));
         prop_assert_eq!(block::frame_raw_len(&data), Some(raw.len() + recs[n..].concat().len()));
@@ -383,6 +388,9 @@ proptest! {
         let _ = block::check_frame_with(&data, &dicts);
         let _ = block::frame_raw_len(&data);
         let _ = block::split_tail(&data);
+        if let Ok((_, Some(tail))) = block::split_tail(&data) {
+            let _ = block::decompress_tail_append(tail, block::MAX_RAW, &dicts, &mut Vec::new());
+        }
     }
 }
 
