@@ -491,6 +491,12 @@ pub fn compress(codec: Codec, raw: &[u8], dict: Option<&Dict>, out: &mut Vec<u8>
     }
 }
 
+/// Whether record bytes `rec` (as [`put_inline`] / [`put_large`] write them) carry an
+/// expiry time (its kind byte says so; no parsing).
+pub fn record_may_expire(rec: &[u8]) -> bool {
+    rec.first().is_some_and(|k| k & KIND_EXPIRE != 0)
+}
+
 /// Writes block data made of frame `main` and tail entries `tail` (bytes as
 /// [`put_tail_entry`] writes them) into `out` (cleared).
 pub fn put_tail(main: &[u8], tail: &[u8], out: &mut Vec<u8>) {

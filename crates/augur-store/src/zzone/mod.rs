@@ -183,6 +183,9 @@ struct Block {
     depth: u8,
     /// Records in its data's tail ([`block::put_tail`]), at most [`TAIL_MAX`].
     tail: u8,
+    /// Whether any of its items may carry an expiry time (set when one is written,
+    /// recomputed when the block is rewritten): active expiry decodes only such blocks.
+    expiring: bool,
 }
 
 /// Most records a block's tail holds before an insert rewrites the whole block (see
@@ -290,6 +293,7 @@ impl ZZone {
             count: 0,
             depth: 0,
             tail: 0,
+            expiring: false,
         };
         ZZone {
             cfg,
@@ -507,6 +511,7 @@ impl ZZone {
         self.set_data(bid, &out, tail_len);
         let b = &mut self.blocks[bid as usize];
         b.count += 1;
+        b.expiring |= meta.expire_at_ms.is_some();
         self.tail_appends += 1;
         b.content.add_content(mix64(h));
         self.items += 1;
@@ -681,6 +686,7 @@ impl ZZone {
         let old = std::mem::replace(&mut b.data, FrameRef::EMPTY);
         b.count = 0;
         b.tail = 0;
+        b.expiring = false;
         b.content.clear();
         b.access.clear();
         self.items = self.items.saturating_sub(n);
@@ -762,6 +768,7 @@ impl ZZone {
             count: 0,
             depth,
             tail: 0,
+            expiring: false,
         };
         match self.free_blocks.pop() {
             Some(i) => {
@@ -879,6 +886,7 @@ impl ZZone {
         b.count = n as u32;
         b.content = content;
         b.access = access;
+        b.expiring = recs.iter().any(|r| block::record_may_expire(r.1));
         self.set_frame(bid, &frame);
         self.frame = frame;
     }
@@ -890,6 +898,7 @@ impl ZZone {
         b.depth = FREE;
         b.count = 0;
         b.tail = 0;
+        b.expiring = false;
         b.content.clear();
         b.access.clear();
         self.release_frame(old);
@@ -1470,7 +1479,9 @@ impl ZZone {
             self.expire_hand += 1;
             let b = &self.blocks[bid as usize];
             if b.depth != FREE && b.count > 0 {
-                n += self.drop_from_block(bid, now_ms, false, &mut |db, k, m, _| f(db, k, m));
+                if b.expiring {
+                    n += self.drop_from_block(bid, now_ms, false, &mut |db, k, m, _| f(db, k, m));
+                }
                 if self.dicts.len() > 1 && self.blocks[bid as usize].count > 0 {
                     self.recode_if_stale(bid);
                 }

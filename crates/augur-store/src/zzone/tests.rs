@@ -792,3 +792,60 @@ fn dictionary_is_sampled_used_and_replaced() {
         assert_eq!(out, want);
     }
 }
+
+/// Active expiry decodes only blocks that may hold an item with an expiry time (the
+/// block's `expiring` flag, set by full writes and by tail appends), and still finds
+/// every expired item, wherever it went in.
+#[test]
+fn active_expiry_visits_only_blocks_with_expiring_items() {
+    let mut z = ZZone::new(ZConfig {
+        block_capacity: 2048,
+        codec: Codec::Lz4,
+        dict_size: 4096,
+    });
+    // Enough items without a TTL for a dictionary (tails need one) and many blocks.
+    for i in 0..20_000u64 {
+        z.insert(
+            0,
+            format!("plain:{i}").as_bytes(),
+            &record(i, 100),
+            meta(None, 0),
+        );
+    }
+    let blocks = z.blocks.len();
+    let before = z.stats().decompressions;
+    assert_eq!(
+        z.expire_cycle(10, blocks, |_, _, _| panic!("nothing expires")),
+        0
+    );
+    assert_eq!(
+        z.stats().decompressions,
+        before,
+        "blocks without TTLs were decoded"
+    );
+    // A few items with a TTL, most of them appended to tails.
+    let appends = z.stats().tail_appends;
+    for i in 0..200u64 {
+        z.insert(
+            0,
+            format!("ttl:{i}").as_bytes(),
+            &record(i, 100),
+            meta(Some(50), 0),
+        );
+    }
+    assert!(z.stats().tail_appends > appends + 50, "{:?}", z.stats());
+    let mut gone = HashSet::new();
+    let blocks = z.blocks.len();
+    let n = z.expire_cycle(100, blocks, |_, k, _| {
+        gone.insert(k.to_vec());
+    });
+    assert_eq!(n, 200);
+    assert_eq!(gone.len(), 200);
+    assert!(gone.iter().all(|k| k.starts_with(b"ttl:")));
+    assert_eq!(z.len(), 20_000);
+    // The flags were recomputed by the rewrites: nothing left to decode.
+    let before = z.stats().decompressions;
+    z.expire_cycle(100, blocks, |_, _, _| panic!("nothing left to expire"));
+    assert_eq!(z.stats().decompressions, before);
+    z.check().unwrap();
+}
