@@ -107,6 +107,15 @@ pub struct Args {
     /// (the paper's tenants replay their workload until the server is stopped).
     #[arg(long = "loop", requires = "duration")]
     pub looped: bool,
+    /// Requests in flight per connection (like redis-benchmark's `-P`): each
+    /// connection sends up to this many consecutive requests of distinct keys at once,
+    /// reads the replies, then fills the window's misses with one pipelined batch of
+    /// SETs (after one miss penalty). A window ends early at a key it already holds, so
+    /// a key's requests still run in trace order and hit counts are exactly those of
+    /// `--pipeline 1`. Every request of a window is charged the window's round trip
+    /// (plus the penalty and the fill's round trip if it missed).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub pipeline: u32,
     /// Size of every SET value in bytes, instead of the request's size.
     #[arg(long)]
     pub value_size: Option<u32>,
@@ -303,6 +312,8 @@ struct Group {
     auth: Option<Auth>,
     penalty: Duration,
     connections: usize,
+    /// Requests in flight per connection (`--pipeline`).
+    pipeline: usize,
     prefix: String,
     limit: Option<u64>,
     value_size: Option<u32>,
@@ -377,6 +388,7 @@ fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
             auth,
             penalty: g.penalty.unwrap_or(args.miss_penalty),
             connections,
+            pipeline: args.pipeline as usize,
             prefix: g.prefix.unwrap_or_else(|| args.key_prefix.clone()),
             limit: g.limit.or(args.limit),
             value_size: g.value_size.or(args.value_size),
@@ -519,6 +531,11 @@ impl Conn {
 
     fn begin(&mut self, nargs: usize) {
         self.out.clear();
+        self.header(nargs);
+    }
+
+    /// Starts another command after those already in the output buffer (pipelining).
+    fn header(&mut self, nargs: usize) {
         let _ = write!(self.out, "*{nargs}\r\n");
     }
 
@@ -834,20 +851,124 @@ struct ConnCfg {
 /// Sends a `SET` of `size` bytes (or the group's fixed size, capped) and returns the
 /// server's error reply, if any.
 async fn set(conn: &mut Conn, cfg: &ConnCfg, key: u64, size: u32) -> Result<Option<String>> {
+    conn.out.clear();
+    push_set(conn, cfg, key, size);
+    conn.send().await?;
+    Ok(match conn.reply().await? {
+        Reply::Error(e) => Some(e),
+        _ => None,
+    })
+}
+
+/// Appends a `SET` of `size` bytes (or the group's fixed size, capped) to the output.
+fn push_set(conn: &mut Conn, cfg: &ConnCfg, key: u64, size: u32) {
     let size = cfg.value_size.unwrap_or(size);
     let len = cfg.cap.map_or(size, |c| size.min(c)) as usize;
-    conn.begin(3);
+    conn.header(3);
     conn.arg(b"SET");
     conn.key_arg(&cfg.prefix, key);
     match &cfg.corpus {
         Some(c) => conn.corpus_value_arg(c, key, len),
         None => conn.value_arg(len),
     }
-    conn.send().await?;
-    Ok(match conn.reply().await? {
-        Reply::Error(e) => Some(e),
-        _ => None,
-    })
+}
+
+/// [`run_conn`] with up to `depth` requests in flight (`--pipeline`): windows of
+/// consecutive requests with distinct keys, then one batch filling the window's misses.
+async fn run_conn_pipelined(
+    mut conn: Conn,
+    cfg: ConnCfg,
+    mut rx: mpsc::Receiver<Vec<Request>>,
+    depth: usize,
+) -> Result<Stats> {
+    let mut st = Stats::new();
+    let mut keys = std::collections::HashSet::new();
+    let mut missed: Vec<bool> = Vec::with_capacity(depth);
+    'batches: while let Some(batch) = rx.recv().await {
+        let mut i = 0;
+        while i < batch.len() {
+            if cfg.deadline.load(Ordering::Relaxed) {
+                cfg.progress.fetch_add(i as u64, Ordering::Relaxed);
+                st.cut = true;
+                break 'batches;
+            }
+            keys.clear();
+            let mut j = i;
+            while j < batch.len() && j - i < depth && keys.insert(batch[j].key) {
+                j += 1;
+            }
+            let window = &batch[i..j];
+            conn.out.clear();
+            for r in window {
+                match r.op {
+                    Op::Get | Op::Delete => {
+                        conn.header(2);
+                        conn.arg(if r.op == Op::Get { b"GET" } else { b"DEL" });
+                        conn.key_arg(&cfg.prefix, r.key);
+                    }
+                    Op::Set => push_set(&mut conn, &cfg, r.key, r.size),
+                }
+            }
+            let start = Instant::now();
+            conn.send().await?;
+            missed.clear();
+            for r in window {
+                let reply = conn.reply().await?;
+                let mut miss = false;
+                match r.op {
+                    Op::Get => {
+                        st.gets += 1;
+                        match reply {
+                            Reply::Nil => miss = true,
+                            Reply::Error(e) => st.error(format!("GET: {e}")),
+                            _ => st.hits += 1,
+                        }
+                    }
+                    Op::Set => {
+                        st.sets += 1;
+                        if let Reply::Error(e) = reply {
+                            st.error(format!("SET: {e}"));
+                        }
+                    }
+                    Op::Delete => {
+                        st.deletes += 1;
+                        if let Reply::Error(e) = reply {
+                            st.error(format!("DEL: {e}"));
+                        }
+                    }
+                }
+                missed.push(miss);
+            }
+            let round_trip = start.elapsed().as_nanos() as u64;
+            let misses = missed.iter().filter(|&&m| m).count();
+            let mut fill_ns = 0;
+            if misses > 0 {
+                cfg.waiter.wait(cfg.penalty).await;
+                let fill_start = Instant::now();
+                conn.out.clear();
+                for (r, _) in window.iter().zip(&missed).filter(|(_, &m)| m) {
+                    push_set(&mut conn, &cfg, r.key, r.size);
+                }
+                conn.send().await?;
+                for _ in 0..misses {
+                    if let Reply::Error(e) = conn.reply().await? {
+                        st.error(format!("SET: {e}"));
+                    }
+                }
+                st.fills += misses as u64;
+                fill_ns = cfg.penalty.as_nanos() as u64 + fill_start.elapsed().as_nanos() as u64;
+            }
+            for &m in &missed {
+                let nanos = if m { round_trip + fill_ns } else { round_trip };
+                st.requests += 1;
+                st.latency.saturating_record(nanos.max(1));
+            }
+            i = j;
+        }
+        cfg.progress
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+    }
+    Ok(st)
 }
 
 /// One connection's share of a group: requests arrive in trace order per key.
@@ -991,6 +1112,8 @@ pub struct GroupReport {
     /// `I/N` if the group replays one of N key partitions of its trace.
     pub split: Option<String>,
     pub connections: usize,
+    /// Requests in flight per connection (`--pipeline`).
+    pub pipeline: usize,
     pub miss_penalty_us: f64,
     pub requests: u64,
     pub gets: u64,
@@ -1089,6 +1212,7 @@ fn report(group: &Group, st: &Stats, seconds: f64, complete: bool) -> GroupRepor
         limit: group.limit,
         split: group.split.map(|(i, n)| format!("{i}/{n}")),
         connections: group.connections,
+        pipeline: group.pipeline,
         miss_penalty_us: group.penalty.as_secs_f64() * 1e6,
         requests: st.requests,
         gets: st.gets,
@@ -1163,8 +1287,13 @@ async fn replay_group(
             deadline: deadline.clone(),
         };
         let stop = stop.clone();
+        let depth = group.pipeline;
         tasks.push(tokio::spawn(async move {
-            let r = run_conn(conn, cfg, rx).await;
+            let r = if depth > 1 {
+                run_conn_pipelined(conn, cfg, rx, depth).await
+            } else {
+                run_conn(conn, cfg, rx).await
+            };
             if r.is_err() {
                 stop.store(true, Ordering::Relaxed);
             }

@@ -246,6 +246,54 @@ fn compulsory_misses_only_then_all_hits() {
     assert_eq!(u(&g[0], "hits"), 1_000 - distinct_in_first_1000);
 }
 
+/// `--pipeline 16`: windows of distinct keys keep each key's requests in trace order,
+/// so the counts are exactly those of one request in flight, and every miss is filled
+/// (after the penalty) by the window's batch of SETs.
+#[test]
+fn pipelined_replay_counts_exactly_like_one_in_flight() {
+    let Some(redis) = Redis::start(&[]) else {
+        return;
+    };
+    let cpp = trace("lirs_cpp");
+    let cpp = cpp.to_str().unwrap();
+    let addr = redis.addr();
+    let args = |prefix: &'static str| {
+        [
+            cpp,
+            "--addr",
+            addr.as_str(),
+            "--connections",
+            "3",
+            "--pipeline",
+            "16",
+            "--miss-penalty",
+            "50us",
+            "--key-prefix",
+            prefix,
+        ]
+    };
+    let g = replay_json(&args("p:"));
+    assert_eq!(u(&g[0], "pipeline"), 16);
+    assert_eq!(u(&g[0], "requests"), 9_047);
+    assert_eq!(u(&g[0], "gets"), 9_047);
+    assert_eq!(u(&g[0], "hits"), 9_047 - 1_223);
+    assert_eq!(u(&g[0], "fills"), 1_223);
+    assert_eq!(u(&g[0], "errors"), 0);
+    // Every miss waited the penalty: at least 1,223 requests took 50 us or more.
+    assert!(g[0]["latency_us"]["max"].as_f64().unwrap() >= 50.0);
+    let keys = redis.command(None, &["KEYS", "p:*"]);
+    assert!(
+        keys.starts_with("*1223\r\n"),
+        "{}",
+        &keys[..keys.len().min(40)]
+    );
+    assert_eq!(redis.command(None, &["GET", "p:0"]), "$1\r\na");
+    // A second pass hits everything.
+    let g = replay_json(&args("p:"));
+    assert_eq!(u(&g[0], "hits"), 9_047);
+    assert_eq!(u(&g[0], "fills"), 0);
+}
+
 #[test]
 fn concurrent_tenant_groups_with_auth_and_penalties() {
     // redis-server joins the words after `--user` into one ACL rule.
@@ -388,6 +436,29 @@ fn csv_trace_with_sets_and_deletes() {
     assert_eq!(redis.command(None, &["STRLEN", "k:2"]).trim(), ":20");
     let hashed = format!("k:{}", augur_trace::key_hash(b"user:7"));
     assert_eq!(redis.command(None, &["STRLEN", &hashed]).trim(), ":50");
+    // Pipelined, on one connection: windows end at a repeated key, so GET, GET, DELETE,
+    // GET of one key still see each other's effects in order.
+    let g = replay_json(&[
+        path.to_str().unwrap(),
+        "--addr",
+        &redis.addr(),
+        "--format",
+        "csv:op=0,key=1,size=2,header",
+        "--connections",
+        "1",
+        "--pipeline",
+        "8",
+        "--key-prefix",
+        "pl:",
+    ]);
+    let counts: Vec<u64> = [
+        "requests", "gets", "hits", "fills", "sets", "deletes", "errors",
+    ]
+    .iter()
+    .map(|f| u(&g[0], f))
+    .collect();
+    assert_eq!(counts, vec![7, 5, 2, 3, 1, 1, 0]);
+    assert_eq!(redis.command(None, &["STRLEN", "pl:1"]).trim(), ":10");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
