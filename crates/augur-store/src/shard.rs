@@ -48,6 +48,9 @@
 
 mod keyops;
 mod wallclock;
+
+/// A shard's logical clock before its first access (which gets `CLOCK_BASE + 1`).
+const CLOCK_BASE: u64 = 1 << 16;
 pub use keyops::{ObjectInfo, Relocated, Relocation};
 
 use crate::defrag::{self, DefragStats};
@@ -1278,14 +1281,16 @@ impl Shard {
         let s = Shard {
             config,
             parts: Vec::new(),
-            clock: 0,
+            // Accesses count from CLOCK_BASE: the values below are markers for keys
+            // RESTOREd as idle longer than every access (`WallClock::clock_for_idle`).
+            clock: CLOCK_BASE,
             published,
             shared_pool: EvictionPool::new(),
             shared_pool_policy: policy,
             rng: SmallRng::seed_from_u64(seed),
             touched: 0,
             pinned: None,
-            wall: Default::default(),
+            wall: wallclock::WallClock::new(CLOCK_BASE + 1),
         };
         s.published.used.store(0, Ordering::Relaxed);
         s

@@ -181,6 +181,14 @@ async fn restore_idletime_dates_the_key_for_object_idletime_and_eviction() {
             .await
             .unwrap();
     }
+    // Every restored key reads as 1000 s idle (1001 if a second passed), also on shards
+    // whose first wall-clock observation came after the plain keys were written.
+    for i in 0..300 {
+        let n: i64 = q(&mut c, &["OBJECT", "IDLETIME", &format!("idle:{i}")])
+            .await
+            .unwrap();
+        assert!((1000..=1001).contains(&n), "idle:{i} reads {n}");
+    }
     let info: String = q(&mut c, &["INFO", "memory"]).await.unwrap();
     let used = info_field(&info, "used_memory");
     let _: () = q(

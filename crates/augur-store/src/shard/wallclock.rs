@@ -21,17 +21,28 @@ use std::collections::VecDeque;
 /// Observations kept per shard (16 bytes each).
 const MAX_POINTS: usize = 512;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct WallClock {
     /// (clock, unix second), both strictly increasing.
     points: VecDeque<(u64, u64)>,
+    /// The lowest clock value an access can have; values below it are markers for keys
+    /// backdated past every access (see [`clock_for_idle`](Self::clock_for_idle)).
+    base: u64,
 }
 
 impl WallClock {
+    /// A wall clock for a logical clock whose accesses are numbered from `base` up.
+    pub(crate) fn new(base: u64) -> WallClock {
+        WallClock {
+            points: VecDeque::new(),
+            base,
+        }
+    }
+
     /// Records that by second `sec` the clock had reached `clock`.
     pub(crate) fn note(&mut self, clock: u64, sec: u64) {
-        // No access has clock value 0 (the clock counts from 1); `clock_for_idle` uses it.
-        if clock == 0 {
+        // Below `base` no access happened yet: nothing to date.
+        if clock < self.base {
             return;
         }
         match self.points.back_mut() {
@@ -69,30 +80,45 @@ impl WallClock {
     /// A clock value whose [`idle_secs`](Self::idle_secs) at `now_sec` is at most
     /// `idle` seconds and as close to it as the observations allow: what RESTORE ...
     /// IDLETIME gives a key (Redis's `objectSetLRUOrLFU`), so eviction ranks it among
-    /// the keys last used then. The first observation made by second `now_sec - idle` or
-    /// later names it. An idle time older than every observation gets clock value 0 (no
-    /// access has it: the clock counts from 1) dated by an observation `(0, second)` put
-    /// in front; if one is there already with a later second, it stands (the new key is
-    /// dated later than asked, never earlier).
+    /// the keys last used then.
+    ///
+    /// - Within the observations (one before the target second): the first observation
+    ///   made by second `now_sec - idle` or later names it (dated later than asked by
+    ///   less than the observations' spacing).
+    /// - Older than every access: a *marker*, a clock value below the first access
+    ///   (`base`) between its neighbours' values, with an observation `(marker, target)`
+    ///   that dates it exactly. Markers keep their order by second, so keys restored as
+    ///   idle for different times rank among themselves by those times and all rank
+    ///   older than every access, even on a fresh shard whose first observation came
+    ///   after its first accesses. Bisecting `[0, base)` leaves room for ~log2(base)
+    ///   insertions between two neighbours; when there is none, the next observation
+    ///   dates the key (later than asked, never earlier).
     pub(crate) fn clock_for_idle(&mut self, idle: u64, now_sec: u64, clock_now: u64) -> u64 {
         let target = now_sec.saturating_sub(idle);
+        if target >= now_sec {
+            return clock_now;
+        }
         let i = self.points.partition_point(|&(_, s)| s < target);
-        match self.points.get(i) {
-            Some(&(c, s)) if i > 0 || c == 0 || s == target => c,
-            // Older than every observation.
-            Some(_) => {
-                self.points.push_front((0, target));
-                0
-            }
-            // Later than every observation: accessed within the last cycle.
-            None if target >= now_sec || !self.points.is_empty() => clock_now,
-            // Nothing observed yet: `target` dates clock 0 and this second the present.
-            None => {
-                self.points.push_back((0, target));
-                self.points.push_back((clock_now, now_sec));
-                0
+        let next = self.points.get(i).copied();
+        if let Some((c, s)) = next {
+            if s == target {
+                return c;
             }
         }
+        let prev = i.checked_sub(1).map(|j| self.points[j].0);
+        // Later than every observation: accessed within the last cycle.
+        let later = next.map_or(clock_now, |(c, _)| c);
+        if prev.is_some_and(|c| c >= self.base) {
+            return later;
+        }
+        let lo = prev.map_or(0, |c| c + 1);
+        let hi = next.map_or(self.base, |(c, _)| c.min(self.base));
+        if lo >= hi {
+            return later;
+        }
+        let marker = lo + (hi - lo) / 2;
+        self.points.insert(i, (marker, target));
+        marker
     }
 
     /// Whole seconds since the access at clock value `atime`, at `now_sec`. An access
@@ -112,7 +138,7 @@ mod tests {
 
     #[test]
     fn accesses_are_dated_to_the_second_they_were_observed_by() {
-        let mut w = WallClock::default();
+        let mut w = WallClock::new(1);
         // Clock 0..=10 by second 100, 11..=30 by second 101, nothing until 105.
         w.note(10, 100);
         w.note(30, 101);
@@ -132,14 +158,14 @@ mod tests {
     #[test]
     fn a_clock_for_an_idle_time_dates_it_exactly_or_later() {
         // Nothing observed yet: 1000 s back gets clock 0, dated by a front observation.
-        let mut w = WallClock::default();
+        let mut w = WallClock::new(1);
         let c = w.clock_for_idle(1000, 5000, 7);
         assert_eq!(c, 0);
         assert_eq!(w.idle_secs(c, 5000), 1000);
         assert_eq!(w.idle_secs(5, 5000), 0, "earlier accesses are dated now");
         assert_eq!(w.idle_secs(c, 5010), 1010);
         // Within the observations: the first one at or after the target second.
-        let mut w = WallClock::default();
+        let mut w = WallClock::new(1);
         for s in 100..200u64 {
             w.note(s * 10, s);
         }
@@ -160,8 +186,40 @@ mod tests {
     }
 
     #[test]
+    fn keys_backdated_past_every_access_keep_their_order_and_dates() {
+        // A fresh shard: accesses 1001..=1300 happen before its first observation (as
+        // when writes arrive before the first active expiry cycle), then keys are
+        // restored as idle for 5000, 1000, 3000, 1000, 2000 and 4000 s over two seconds.
+        let base = 1001;
+        let mut w = WallClock::new(base);
+        w.note(1300, 100_000);
+        let mut got = Vec::new();
+        for (idle, now) in [(5000, 100_000), (1000, 100_000), (3000, 100_001)] {
+            got.push((idle + 100_001 - now, w.clock_for_idle(idle, now, 1300)));
+        }
+        for idle in [1000, 2000, 4000] {
+            got.push((idle, w.clock_for_idle(idle, 100_001, 1300)));
+        }
+        for &(idle, c) in &got {
+            assert!(c < base, "{c} ranks among the accesses");
+            assert_eq!(w.idle_secs(c, 100_001), idle);
+        }
+        // Longer idle time, smaller clock value: eviction ranks them in that order.
+        got.sort();
+        assert!(got.windows(2).all(|p| p[0].1 >= p[1].1), "{got:?}");
+        // The accesses' dates are untouched.
+        assert_eq!(w.idle_secs(1001, 100_001), 1);
+        // No room left between two markers: the later one dates the key (never earlier).
+        let mut w = WallClock::new(2);
+        assert_eq!(w.clock_for_idle(100, 1000, 5), 1);
+        assert_eq!(w.clock_for_idle(200, 1000, 5), 0);
+        assert_eq!(w.clock_for_idle(150, 1000, 5), 1);
+        assert_eq!(w.idle_secs(1, 1000), 100);
+    }
+
+    #[test]
     fn bounded_and_never_overstates_idle_time() {
-        let mut w = WallClock::default();
+        let mut w = WallClock::new(1);
         for s in 0..10_000u64 {
             w.note(s * 10 + 10, s);
         }
