@@ -137,6 +137,9 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
                 z.z_filter_false_positives
             );
             line!("z_zone_tail_appends:{}", z.z_tail_appends);
+            line!("z_zone_block_writes:{}", z.z_block_writes);
+            line!("z_zone_splits:{}", z.z_splits);
+            line!("z_zone_merges:{}", z.z_merges);
             line!("n_zone_share:{share:.4}");
             line!("n_zone_target_share:{:.4}", z.n_share);
             line!("n_zone_served_fraction:{:.4}", z.last_window_n_fraction);

@@ -223,6 +223,10 @@ pub struct ZoneStats {
     pub z_filter_false_positives: u64,
     /// Demotions appended to a block's tail rather than rewriting the block.
     pub z_tail_appends: u64,
+    /// Blocks compressed whole, and the leaf splits and merges among the reasons.
+    pub z_block_writes: u64,
+    pub z_splits: u64,
+    pub z_merges: u64,
     /// The N-zone's locality benchmark (logical time), 0 before the first sample.
     pub benchmark: u64,
     /// The N-zone's current target share of the part's memory.
@@ -253,6 +257,9 @@ impl ZoneStats {
         self.z_filter_negatives += o.z_filter_negatives;
         self.z_filter_false_positives += o.z_filter_false_positives;
         self.z_tail_appends += o.z_tail_appends;
+        self.z_block_writes += o.z_block_writes;
+        self.z_splits += o.z_splits;
+        self.z_merges += o.z_merges;
         if o.zones > 0 {
             let (a, b) = (self.zones as f64, o.zones as f64);
             let mean = |x: f64, y: f64| (x * a + y * b) / (a + b);
@@ -567,6 +574,9 @@ impl PartZone {
             z_filter_negatives: s.filter_negatives,
             z_filter_false_positives: s.filter_false_positives,
             z_tail_appends: s.tail_appends,
+            z_block_writes: s.block_writes,
+            z_splits: s.splits,
+            z_merges: s.merges,
             benchmark: self.benchmark(),
             n_share: self.n_share,
             last_window_n_fraction: self.last_fraction,

@@ -14,6 +14,17 @@
 //! exactly from the block's items every time the block is rewritten, so removals leave
 //! no stale bits.
 
+/// Block capacity one Content Filter serves: a larger block gets one filter per this
+/// many bytes (see [`part`]), so each holds about as many items as the paper's 2 KB block.
+pub const CONTENT_FILTER_SPAN: usize = 2048;
+
+/// Which of a block's `parts` Content Filters second hash `h2` belongs to (its top 8
+/// bits, scaled: independent of the probe bits 0..56).
+#[inline]
+pub fn part(h2: u64, parts: usize) -> usize {
+    ((h2 >> 56) as usize * parts) >> 8
+}
+
 /// Bits per filter.
 pub const FILTER_BITS: u32 = 128;
 /// Probes per item.
