@@ -14,6 +14,13 @@ fn meta(ttl: Option<u64>, flags: u8) -> ZMeta {
     }
 }
 
+/// Inserts `{prefix}:{i}` -> `record(i, size)` in db 0 for each `i` of `ids`.
+fn insert_records(z: &mut ZZone, prefix: &str, ids: std::ops::Range<u64>, size: usize, m: ZMeta) {
+    for i in ids {
+        z.insert(0, format!("{prefix}:{i}").as_bytes(), &record(i, size), m);
+    }
+}
+
 /// A record-like value (compressible), `n` bytes, varied by `seed`.
 fn record(seed: u64, n: usize) -> Vec<u8> {
     let mut s = String::new();
@@ -433,14 +440,7 @@ fn content_filter_false_positive_rate_at(block_capacity: usize) -> f64 {
     };
     let mut z = ZZone::with_seed(cfg, 7);
     let n = 20_000u64;
-    for i in 0..n {
-        z.insert(
-            0,
-            format!("present:{i}").as_bytes(),
-            &record(i, 100),
-            meta(None, 0),
-        );
-    }
+    insert_records(&mut z, "present", 0..n, 100, meta(None, 0));
     // Items per (block, filter).
     let parts = z.content_parts;
     let mut counts: HashMap<(u32, usize), usize> = HashMap::new();
@@ -569,22 +569,8 @@ fn scan_is_stable_under_churn() {
         },
         3,
     );
-    for i in 0..2000u64 {
-        z.insert(
-            0,
-            format!("stay:{i}").as_bytes(),
-            &record(i, 50),
-            meta(None, 0),
-        );
-    }
-    for i in 0..500u64 {
-        z.insert(
-            0,
-            format!("go:{i}").as_bytes(),
-            &record(i, 50),
-            meta(None, 0),
-        );
-    }
+    insert_records(&mut z, "stay", 0..2000, 50, meta(None, 0));
+    insert_records(&mut z, "go", 0..500, 50, meta(None, 0));
     let mut seen: HashMap<Vec<u8>, u32> = HashMap::new();
     let mut c = 0;
     let mut step = 0u64;
@@ -847,14 +833,7 @@ fn active_expiry_visits_only_blocks_with_expiring_items() {
         dict_size: 4096,
     });
     // Enough items without a TTL for a dictionary (tails need one) and many blocks.
-    for i in 0..20_000u64 {
-        z.insert(
-            0,
-            format!("plain:{i}").as_bytes(),
-            &record(i, 100),
-            meta(None, 0),
-        );
-    }
+    insert_records(&mut z, "plain", 0..20_000, 100, meta(None, 0));
     let blocks = z.blocks.len();
     let before = z.stats().decompressions;
     assert_eq!(
@@ -868,14 +847,7 @@ fn active_expiry_visits_only_blocks_with_expiring_items() {
     );
     // A few items with a TTL, most of them appended to tails.
     let appends = z.stats().tail_appends;
-    for i in 0..200u64 {
-        z.insert(
-            0,
-            format!("ttl:{i}").as_bytes(),
-            &record(i, 100),
-            meta(Some(50), 0),
-        );
-    }
+    insert_records(&mut z, "ttl", 0..200, 100, meta(Some(50), 0));
     assert!(z.stats().tail_appends > appends + 50, "{:?}", z.stats());
     let mut gone = HashSet::new();
     let blocks = z.blocks.len();
