@@ -237,4 +237,51 @@ mod tests {
             }
         }
     }
+
+    proptest::proptest! {
+        /// Any interleaving of accesses, observations and RESTORE ... IDLETIME backdates:
+        /// observations stay strictly increasing in clock and second; a backdated key is
+        /// never dated earlier than asked; keys backdated further rank no newer; and
+        /// backdates never move the dates of accesses.
+        #[test]
+        fn backdates_keep_order_and_never_overstate(
+            ops in proptest::collection::vec((0u8..3, 0u64..5000, 0u64..3), 1..200)
+        ) {
+            let base = 1000;
+            let mut w = WallClock::new(base);
+            let (mut clock, mut sec) = (base - 1, 1_000_000u64);
+            let mut accesses: Vec<u64> = Vec::new();
+            // (absolute target second, clock given)
+            let mut backdated: Vec<(u64, u64)> = Vec::new();
+            for (op, x, dt) in ops {
+                sec += dt;
+                match op {
+                    0 => {
+                        clock += 1 + x % 7;
+                        accesses.push(clock);
+                    }
+                    1 => w.note(clock, sec),
+                    _ => {
+                        let dates: Vec<u64> = accesses.iter().map(|&a| w.idle_secs(a, sec)).collect();
+                        let c = w.clock_for_idle(x, sec, clock);
+                        proptest::prop_assert!(w.idle_secs(c, sec) <= x, "dated earlier than asked");
+                        let after: Vec<u64> = accesses.iter().map(|&a| w.idle_secs(a, sec)).collect();
+                        proptest::prop_assert_eq!(dates, after);
+                        if x > 0 {
+                            backdated.push((sec - x, c));
+                        }
+                    }
+                }
+                let p = &w.points;
+                proptest::prop_assert!(p.iter().zip(p.iter().skip(1)).all(|(a, b)| a.0 < b.0 && a.1 < b.1), "{:?}", p);
+            }
+            for &(t1, c1) in &backdated {
+                for &(t2, c2) in &backdated {
+                    if t1 < t2 {
+                        proptest::prop_assert!(c1 <= c2, "{t1}->{c1} vs {t2}->{c2}");
+                    }
+                }
+            }
+        }
+    }
 }
