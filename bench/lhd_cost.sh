@@ -4,7 +4,10 @@
 #   redis-benchmark -t set,get -d 100 -r 1000000 -n N -c 50, at -P 1 and -P 16,
 # with MAXMEM small enough (default 64mb, ~450 000 keys) that the SETs evict all along.
 # Prints every run and the median lhd/lru ratios of rps and p99 (target: <= 3 % slower).
-# Usage: bench/lhd_cost.sh [N=1000000] [PAIRS=3]
+# POLICY (default allkeys-lhd) is the second server's policy: POLICY=auto measures the
+# automatic policy choice (issue 9 item 3) against allkeys-lru the same way; "lhd" in the
+# output then names that server.
+# Usage: [POLICY=auto] bench/lhd_cost.sh [N=1000000] [PAIRS=3]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 N=${1:-1000000}
@@ -13,8 +16,9 @@ MAXMEM=${MAXMEM:-64mb}
 PORT=${PORT:-7121}
 build_augur
 start_augur $PORT --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru
-start_augur $((PORT + 1)) --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lhd
-echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS maxmemory=$MAXMEM"
+POLICY=${POLICY:-allkeys-lhd}
+start_augur $((PORT + 1)) --maxmemory "$MAXMEM" --maxmemory-policy "$POLICY"
+echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS maxmemory=$MAXMEM  second server: $POLICY"
 OUT=$(mktemp)
 for pair in $(seq 1 "$PAIRS"); do
   for P in 1 16; do
