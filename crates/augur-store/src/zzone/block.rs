@@ -30,7 +30,7 @@
 //! trie hash. Not in the paper: a demotion into a block that needs no split and holds no
 //! copy of the key appends one entry (one small compression, no decompression) instead
 //! of rewriting the whole block, and the next full rewrite merges the tail back in; the
-//! zone bounds the tail's length (`super::TAIL_MAX`). A read checks the tail's tags
+//! zone bounds the tail's length (`super::tail_max`). A read checks the tail's tags
 //! first and decompresses only an entry whose tag matches, so an item in the tail costs
 //! one record's decompression and an item in the main frame no more than before.
 //! Tail frames use the main frame's dictionary.

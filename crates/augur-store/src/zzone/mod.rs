@@ -188,7 +188,7 @@ struct Block {
     count: u32,
     /// Depth of its leaf; [`FREE`] for an unused slot.
     depth: u8,
-    /// Records in its data's tail ([`block::put_tail`]), at most [`TAIL_MAX`].
+    /// Records in its data's tail ([`block::put_tail`]), at most [`tail_max`] of the codec.
     tail: u8,
     /// Whether any of its items may carry an expiry time (set when one is written,
     /// recomputed when the block is rewritten): active expiry decodes only such blocks.
@@ -196,11 +196,21 @@ struct Block {
 }
 
 /// Most records a block's tail holds before an insert rewrites the whole block (see
-/// [`ZZone::insert`]): an appended record costs one small compression instead of a
-/// block's decompression and recompression, but compresses less well on its own than
-/// inside the block, so the tail is bounded (and by the block's capacity). Measured with
-/// `zzone_bench` (LZ4, 4 KB dictionary, 2 KB blocks).
-pub(crate) const TAIL_MAX: u8 = 8;
+/// [`ZZone::insert`]), by the zone's codec: an appended record costs one small LZ4
+/// compression instead of a block's decompression and recompression, but compresses
+/// less well on its own than inside the block, so the tail is bounded (and by the
+/// block's capacity). The bound trades demotion CPU against items held; measured in the
+/// server, 256 MB filled with 4M records (BENCHMARKS.md, "Tail entries"): under LZ4 /
+/// 2 KB, 4 instead of 8 held 0.3 % more items for 5 % more fill CPU (8 kept); under
+/// zstd / 4 KB, whose blocks compress a record far better than a lone LZ4 entry does,
+/// 4.9 % more items for 15 % more CPU (4 kept: zstd is the capacity setting).
+pub(crate) const fn tail_max(codec: Codec) -> u8 {
+    match codec {
+        // The largest bound (`check` relies on it).
+        Codec::Lz4 => 8,
+        Codec::Zstd { .. } => 4,
+    }
+}
 
 /// The tag a tail entry carries for a record of trie hash `h` (its top 16 bits): a read
 /// decompresses only the entries whose tag matches.
@@ -490,7 +500,7 @@ impl ZZone {
         meta: ZMeta,
     ) -> bool {
         let b = &self.blocks[bid as usize];
-        if b.count == 0 || b.tail >= TAIL_MAX || self.has_content(bid, mix64(h)) {
+        if b.count == 0 || b.tail >= tail_max(self.cfg.codec) || self.has_content(bid, mix64(h)) {
             return false;
         }
         let data = self.arena.get(b.data);
@@ -1773,6 +1783,17 @@ impl ZZone {
                 dict_frames[i] += 1;
             }
             compressed += b.data.len() as u64;
+            let entries = match block::split_tail(frame) {
+                Ok((_, Some(tail))) => block::tail_entries(tail).count(),
+                _ => 0,
+            };
+            // (The bound of any codec: the codec can change while tails stand.)
+            if entries != b.tail as usize || b.tail > tail_max(Codec::Lz4) {
+                return Err(format!(
+                    "block {bid}: tail of {entries} entries, counted {}",
+                    b.tail
+                ));
+            }
             if b.count == 0 {
                 if !b.data.is_empty() {
                     return Err(format!("empty block {bid} has data"));

@@ -864,3 +864,28 @@ fn active_expiry_visits_only_blocks_with_expiring_items() {
     assert_eq!(z.stats().decompressions, before);
     z.check().unwrap();
 }
+
+/// Tails grow to the codec's bound and no further: under LZ4 8 entries, under zstd 4
+/// (zstd blocks compress a record much better than a lone LZ4 entry does, so long tails
+/// cost zstd zones items), and `check` counts every block's entries.
+#[test]
+fn tails_stop_at_the_codec_bound() {
+    for (codec, bound) in [(Codec::Lz4, 8), (Codec::Zstd { level: 1 }, 4)] {
+        let mut z = ZZone::new(ZConfig {
+            block_capacity: 4096,
+            codec,
+            dict_size: 4096,
+        });
+        insert_records(&mut z, "rec", 0..30_000, 100, meta(None, 0));
+        z.check().unwrap();
+        let longest = z
+            .blocks
+            .iter()
+            .filter(|b| b.depth != FREE)
+            .map(|b| b.tail)
+            .max()
+            .unwrap();
+        assert_eq!(longest, bound, "{codec:?}");
+        assert!(z.stats().tail_appends > 1000, "{codec:?}: {:?}", z.stats());
+    }
+}
