@@ -463,9 +463,13 @@ impl PartZone {
         self.pays
     }
 
-    /// A victim with idle age `age` was demoted: count it (served in Z, §3.3.1), take
-    /// every `MARKER_EVERY`-th age as a benchmark sample, and every `PAY_CHECK_EVERY`-th
-    /// compare bytes per item with the N-zone's (`n_bytes` for `n_items`).
+    /// A victim with idle age `age` was demoted: count it, take every `MARKER_EVERY`-th
+    /// age as a benchmark sample, and every `PAY_CHECK_EVERY`-th compare bytes per item
+    /// with the N-zone's (`n_bytes` for `n_items`). A demotion is not a request, so the
+    /// split's window (§3.3.1: "the fraction of requests serviced at the N-zone") does
+    /// not count it: counted as served in Z, a write-heavy phase (every SET past the
+    /// limit demotes one item) read as "the N-zone serves nothing" and grew the N-zone by
+    /// 3 % a window, shrinking the zone's capacity while nothing was being read.
     pub(crate) fn note_demotion(&mut self, age: u32, n_bytes: u64, n_items: u64) {
         self.demotions += 1;
         if self.demotions.is_multiple_of(PAY_CHECK_EVERY) && self.z.len() >= 256 && n_items > 0 {
@@ -477,7 +481,6 @@ impl PartZone {
             let n_per_item = n_bytes as f64 / n_items as f64;
             self.pays = z_per_item < PAY_MARGIN * n_per_item;
         }
-        self.window_z += 1;
         if self.demotions % MARKER_EVERY == 1 {
             self.marker_samples = [age as u64, self.marker_samples[0], self.marker_samples[1]];
             self.markers_taken += 1;
@@ -583,5 +586,38 @@ impl PartZone {
             zones: 1,
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// §3.3.1 counts requests: demotions alone (a pure write load past the limit) leave
+    /// the split where it is, while reads served in the Z-zone move it.
+    #[test]
+    fn demotions_are_not_requests_for_the_split() {
+        let settings = ZoneSettings::new(&ZoneConfig {
+            enabled: true,
+            ..Default::default()
+        });
+        settings.set_window_ms(100);
+        let mut z = PartZone::new(&settings, 1);
+        let n_bytes = 1 << 20;
+        z.tick(1_000, n_bytes, &settings);
+        for w in 1..=5u64 {
+            for _ in 0..1_000 {
+                z.note_demotion(10, n_bytes, 10_000);
+            }
+            z.tick(1_000 + 100 * w, n_bytes, &settings);
+        }
+        assert_eq!(z.n_share, INITIAL_N_SHARE);
+        for w in 6..=8u64 {
+            for _ in 0..1_000 {
+                z.served_in_z();
+            }
+            z.tick(1_000 + 100 * w, n_bytes, &settings);
+        }
+        assert!(z.n_share > INITIAL_N_SHARE + 0.05, "{}", z.n_share);
     }
 }
