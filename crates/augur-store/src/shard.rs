@@ -48,9 +48,6 @@
 
 mod keyops;
 mod wallclock;
-
-/// A shard's logical clock before its first access (which gets `CLOCK_BASE + 1`).
-const CLOCK_BASE: u64 = 1 << 16;
 pub use keyops::{ObjectInfo, Relocated, Relocation};
 
 use crate::defrag::{self, DefragStats};
@@ -70,6 +67,11 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// A shard's logical clock before its first access (which gets `CLOCK_BASE + 1`): the
+/// values below are markers for keys RESTOREd as idle longer than every access
+/// (`WallClock::clock_for_idle`).
+const CLOCK_BASE: u64 = 1 << 16;
 
 /// How a write treats the key's time to live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1281,8 +1283,6 @@ impl Shard {
         let s = Shard {
             config,
             parts: Vec::new(),
-            // Accesses count from CLOCK_BASE: the values below are markers for keys
-            // RESTOREd as idle longer than every access (`WallClock::clock_for_idle`).
             clock: CLOCK_BASE,
             published,
             shared_pool: EvictionPool::new(),

@@ -787,24 +787,29 @@ impl ZZone {
         Ok(v)
     }
 
-    /// Block `bid`'s Content Filter for second hash `h2` (module doc: one per 2 KB).
+    /// Where block `bid`'s Content Filter for second hash `h2` is (module doc: one per
+    /// 2 KB of capacity): the block's own (`None`), or its index in `content_ext`.
     #[inline]
-    fn content(&self, bid: u32, h2: u64) -> &Bloom {
+    fn content_ext_at(&self, bid: u32, h2: u64) -> Option<usize> {
+        let ext = self.content_parts - 1;
         match filter::part(h2, self.content_parts) {
-            0 => &self.blocks[bid as usize].content,
-            i => &self.content_ext[bid as usize * (self.content_parts - 1) + i - 1],
+            0 => None,
+            i => Some(bid as usize * ext + i - 1),
         }
     }
 
     #[inline]
     fn has_content(&self, bid: u32, h2: u64) -> bool {
-        self.content(bid, h2).has_content(h2)
+        match self.content_ext_at(bid, h2) {
+            None => self.blocks[bid as usize].content.has_content(h2),
+            Some(i) => self.content_ext[i].has_content(h2),
+        }
     }
 
     fn add_content(&mut self, bid: u32, h2: u64) {
-        match filter::part(h2, self.content_parts) {
-            0 => self.blocks[bid as usize].content.add_content(h2),
-            i => self.content_ext[bid as usize * (self.content_parts - 1) + i - 1].add_content(h2),
+        match self.content_ext_at(bid, h2) {
+            None => self.blocks[bid as usize].content.add_content(h2),
+            Some(i) => self.content_ext[i].add_content(h2),
         }
     }
 
@@ -821,6 +826,11 @@ impl ZZone {
         }
     }
 
+    /// The block slots in use (leaves).
+    fn live_blocks(&self) -> impl Iterator<Item = &Block> {
+        self.blocks.iter().filter(|b| b.depth != FREE)
+    }
+
     fn alloc_block(&mut self, depth: u8) -> u32 {
         let b = Block {
             data: FrameRef::EMPTY,
@@ -834,12 +844,9 @@ impl ZZone {
         };
         let ext = self.content_parts - 1;
         match self.free_blocks.pop() {
+            // `free_block` cleared the slot's Content Filters.
             Some(i) => {
                 self.blocks[i as usize] = b;
-                let at = i as usize * ext;
-                self.content_ext[at..at + ext]
-                    .iter_mut()
-                    .for_each(Bloom::clear);
                 i
             }
             None => {
@@ -1857,13 +1864,7 @@ impl ZZone {
                 return Err(format!("{what}: kept {kept}, counted {counted}"));
             }
         }
-        let deepest = self
-            .blocks
-            .iter()
-            .filter(|b| b.depth != FREE)
-            .map(|b| b.depth)
-            .max()
-            .unwrap_or(0);
+        let deepest = self.live_blocks().map(|b| b.depth).max().unwrap_or(0);
         if deepest != self.trie.depth() {
             return Err(format!(
                 "trie depth {} vs deepest leaf {deepest}",

@@ -878,13 +878,7 @@ fn tails_stop_at_the_codec_bound() {
         });
         insert_records(&mut z, "rec", 0..30_000, 100, meta(None, 0));
         z.check().unwrap();
-        let longest = z
-            .blocks
-            .iter()
-            .filter(|b| b.depth != FREE)
-            .map(|b| b.tail)
-            .max()
-            .unwrap();
+        let longest = z.live_blocks().map(|b| b.tail).max().unwrap();
         assert_eq!(longest, bound, "{codec:?}");
         assert!(z.stats().tail_appends > 1000, "{codec:?}: {:?}", z.stats());
     }
