@@ -115,7 +115,10 @@ impl MiniSim {
         let k = match spec {
             PolicySpec::RedisLru { k } | PolicySpec::KLru { k } => Some(k as u32),
             PolicySpec::Random => Some(1),
-            PolicySpec::Lru | PolicySpec::Fifo | PolicySpec::Lhd { .. } => None,
+            PolicySpec::Lru
+            | PolicySpec::Fifo
+            | PolicySpec::Lhd { .. }
+            | PolicySpec::S3Fifo { .. } => None,
         };
         let rate = self.rate();
         self.add_policy(format!("minisim-{spec}"), k, |c| {

@@ -74,6 +74,7 @@ pub fn spec_code(p: PolicySpec) -> u64 {
         PolicySpec::RedisLru { k } => 0x100 | k as u64,
         PolicySpec::KLru { k } => 0x200 | k as u64,
         PolicySpec::Lhd { k } => 0x300 | k as u64,
+        PolicySpec::S3Fifo { k } => 0x400 | k as u64,
     }
 }
 

@@ -27,6 +27,7 @@ pub mod list;
 pub mod policy;
 mod prefetch;
 pub mod run;
+pub mod s3fifo;
 pub mod sampled;
 pub mod spec;
 pub mod switching;

@@ -266,6 +266,13 @@ pub fn simulate_with_progress<R: SimRequest>(
             unit,
             progress,
         ),
+        PolicySpec::S3Fifo { .. } => simulate_cache(
+            &mut crate::spec::build(policy, size, unit, seed),
+            trace,
+            policy,
+            unit,
+            progress,
+        ),
     }
 }
 

@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use crate::lhd::{LhdCache, LhdConfig};
 use crate::list::{ListCache, ListOrder};
+use crate::s3fifo::{S3FifoCache, S3FifoConfig};
 use crate::sampled::{SampledCache, Sampling};
 use crate::CacheSim;
 
@@ -54,6 +55,8 @@ impl fmt::Display for Unit {
 /// | `redis-lru:K` (alias `klru-pool:K`) | Redis's approximated LRU: K samples per round merged into the 16-entry eviction pool (`allkeys-lru` with `maxmemory-samples K`) |
 /// | `klru:K` | plain K-LRU of the KRR paper (§2.2, Eq. 1): evict the oldest of K fresh samples, no pool |
 /// | `lhd:A` | LHD, least hit density ([`LhdCache`]): evict the lowest hit density among A samples (default 64) |
+/// | `s3fifo` | S3-FIFO (SOSP'23, [`S3FifoCache`]) with exact FIFO queues |
+/// | `s3fifo:K` | S3-FIFO with sampled queues: the main queue's oldest of K samples, a uniform sample of the small queue |
 ///
 /// `redis-lru` and `klru` without `:K` use K = 5, Redis's default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -71,6 +74,10 @@ pub enum PolicySpec {
     },
     /// LHD with `k` samples (associativity) per eviction and the paper's other defaults.
     Lhd {
+        k: usize,
+    },
+    /// S3-FIFO: exact FIFO queues with `k` = 0, else both queues sampled with `k`.
+    S3Fifo {
         k: usize,
     },
 }
@@ -94,6 +101,8 @@ impl fmt::Display for PolicySpec {
             PolicySpec::RedisLru { k } => write!(f, "redis-lru:{k}"),
             PolicySpec::KLru { k } => write!(f, "klru:{k}"),
             PolicySpec::Lhd { k } => write!(f, "lhd:{k}"),
+            PolicySpec::S3Fifo { k: 0 } => f.write_str("s3fifo"),
+            PolicySpec::S3Fifo { k } => write!(f, "s3fifo:{k}"),
         }
     }
 }
@@ -145,6 +154,12 @@ impl FromStr for PolicySpec {
             "random" => no_k(PolicySpec::Random),
             "redis-lru" | "klru-pool" => Ok(PolicySpec::RedisLru { k: samples(k)? }),
             "klru" => Ok(PolicySpec::KLru { k: samples(k)? }),
+            "s3fifo" | "s3-fifo" => Ok(PolicySpec::S3Fifo {
+                k: match k {
+                    None => 0,
+                    Some(_) => samples(k)?,
+                },
+            }),
             "lhd" => Ok(PolicySpec::Lhd {
                 k: match k {
                     None => DEFAULT_LHD_SAMPLES,
@@ -152,7 +167,7 @@ impl FromStr for PolicySpec {
                 },
             }),
             _ => Err(ParsePolicyError(format!(
-                "unknown policy {s:?}: expected lru, fifo, random, redis-lru:K (klru-pool:K), klru:K or lhd:A"
+                "unknown policy {s:?}: expected lru, fifo, random, redis-lru:K (klru-pool:K), klru:K, lhd:A, s3fifo or s3fifo:K"
             ))),
         }
     }
@@ -173,6 +188,12 @@ pub fn build(policy: PolicySpec, capacity: u64, unit: Unit, seed: u64) -> Box<dy
         )),
         PolicySpec::KLru { k } => Box::new(SampledCache::new(
             Sampling::Fresh { k },
+            capacity,
+            unit,
+            seed,
+        )),
+        PolicySpec::S3Fifo { k } => Box::new(S3FifoCache::new(
+            S3FifoConfig::sampled(k),
             capacity,
             unit,
             seed,
@@ -228,6 +249,8 @@ mod tests {
             PolicySpec::RedisLru { k: 5 },
             PolicySpec::KLru { k: 16 },
             PolicySpec::Lhd { k: 64 },
+            PolicySpec::S3Fifo { k: 0 },
+            PolicySpec::S3Fifo { k: 8 },
         ] {
             assert_eq!(p.to_string().parse::<PolicySpec>(), Ok(p));
         }
@@ -235,6 +258,7 @@ mod tests {
         assert_eq!(" Redis-LRU ".parse(), Ok(PolicySpec::RedisLru { k: 5 }));
         assert_eq!("klru".parse(), Ok(PolicySpec::KLru { k: 5 }));
         assert_eq!("LHD".parse(), Ok(PolicySpec::Lhd { k: 64 }));
+        assert_eq!("S3-FIFO".parse(), Ok(PolicySpec::S3Fifo { k: 0 }));
     }
 
     #[test]
@@ -248,6 +272,7 @@ mod tests {
             "redis-lru:",
             "random:2",
             "lhd:0",
+            "s3fifo:0",
         ] {
             assert!(bad.parse::<PolicySpec>().is_err(), "{bad:?} parsed");
         }
@@ -255,7 +280,16 @@ mod tests {
 
     #[test]
     fn build_honours_capacity_and_unit() {
-        for p in ["lru", "fifo", "random", "redis-lru:5", "klru:5", "lhd:16"] {
+        for p in [
+            "lru",
+            "fifo",
+            "random",
+            "redis-lru:5",
+            "klru:5",
+            "lhd:16",
+            "s3fifo",
+            "s3fifo:8",
+        ] {
             let mut sim = build(p.parse().unwrap(), 1000, Unit::Bytes, 1);
             assert_eq!(sim.capacity(), 1000);
             for key in 0..100u64 {

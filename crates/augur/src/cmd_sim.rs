@@ -49,7 +49,9 @@ pub struct Args {
 
     /// Eviction policies: lru, fifo, random, redis-lru:K (Redis's 16-entry pool,
     /// alias klru-pool:K), klru:K (oldest of K fresh samples, KRR Eq. 1), lhd[:A]
-    /// (least hit density among A samples, default 64). Repeatable or comma-separated.
+    /// (least hit density among A samples, default 64), s3fifo (S3-FIFO, SOSP'23) and
+    /// s3fifo:K (its queues sampled: the main queue's oldest of K samples, as a store
+    /// that evicts by sampling would run it). Repeatable or comma-separated.
     /// `auto` runs `maxmemory-policy auto`'s chooser (see the module documentation).
     #[arg(long = "policy", short = 'p', value_delimiter = ',', required = true)]
     pub policies: Vec<SimPolicy>,
