@@ -521,7 +521,7 @@ impl ServerConfig {
                 self.maxmemory_policy_auto = true;
             }
             "maxmemory-policy" => {
-                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction, allkeys-lhd, volatile-lhd, auto".to_string())?;
+                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction, allkeys-lhd, volatile-lhd, allkeys-s3fifo, volatile-s3fifo, auto".to_string())?;
                 self.maxmemory_policy_auto = false;
             }
             "lhd-samples" => {

@@ -192,6 +192,21 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
                     );
                 }
             }
+            // S3-FIFO (augur_store::s3fifo): per tenant with queues, summed over shards.
+            for (t, q) in shared.store.s3fifo_stats().iter().enumerate() {
+                if q.shards > 0 && (tenant == 0 || t == tenant as usize) {
+                    line!(
+                        "s3fifo_tenant{t}:moved_to_main={},reinserted={},small_evictions={},main_evictions={},ghost_hits={},small_share={:.3},ghost_bytes={}",
+                        q.moved_to_main,
+                        q.reinserted,
+                        q.small_evictions,
+                        q.main_evictions,
+                        q.ghost_hits,
+                        q.small_share_permille as f64 / 1000.0,
+                        q.ghost_bytes
+                    );
+                }
+            }
             m.write_tail(o);
             let s = &shared.scripting;
             let lua = s.lua_memory.load(std::sync::atomic::Ordering::Relaxed);

@@ -84,6 +84,29 @@ impl S3FifoConfig {
     }
 }
 
+/// The highest hit count an object keeps (S3-FIFO's 2-bit counter).
+pub const MAX_FREQ: u8 = 3;
+
+/// A hit: the object's count after it (capped at [`MAX_FREQ`]; nothing moves).
+#[inline]
+pub fn hit_freq(freq: u8) -> u8 {
+    freq.saturating_add(1).min(MAX_FREQ)
+}
+
+/// The main queue's oldest object, hit `freq` times: `Some(count)` to reinsert it with
+/// that count (a 2-bit CLOCK's second chance), `None` to evict it.
+#[inline]
+pub fn main_reinsert(freq: u8) -> Option<u8> {
+    (freq >= 1).then(|| freq.min(MAX_FREQ) - 1)
+}
+
+/// Whether the small queue's oldest object, hit `freq` times, moves to the main queue
+/// (else it is dropped and its key remembered in the ghost).
+#[inline]
+pub fn moves_to_main(cfg: &S3FifoConfig, freq: u8) -> bool {
+    freq >= cfg.move_threshold
+}
+
 const SMALL: usize = 0;
 const MAIN: usize = 1;
 
@@ -242,17 +265,16 @@ impl S3FifoCache {
             loop {
                 let i = self.oldest(MAIN);
                 let s = self.take(MAIN, i);
-                if s.freq >= 1 {
-                    self.push(MAIN, s.key, s.cost, s.freq.min(3) - 1);
-                } else {
-                    return;
+                match main_reinsert(s.freq) {
+                    Some(freq) => self.push(MAIN, s.key, s.cost, freq),
+                    None => return,
                 }
             }
         }
         loop {
             let i = self.oldest(SMALL);
             let s = self.take(SMALL, i);
-            if s.freq >= self.cfg.move_threshold {
+            if moves_to_main(&self.cfg, s.freq) {
                 self.push(MAIN, s.key, s.cost, 0);
                 if self.queues[SMALL].slots.is_empty() {
                     // Everything moved: the eviction has to come from the main queue.
@@ -270,7 +292,7 @@ impl CacheSim for S3FifoCache {
     fn access(&mut self, key: u64, size: u32) -> bool {
         if let Some(&(q, i)) = self.index.get(&key) {
             let s = &mut self.queues[q as usize].slots[i as usize];
-            s.freq = s.freq.saturating_add(1).min(3);
+            s.freq = hit_freq(s.freq);
             return true;
         }
         let cost = self.unit.cost(size);

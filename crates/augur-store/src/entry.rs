@@ -13,7 +13,8 @@
 //! 4   u32  value_len
 //! 8   u16  key_len    (0xFFFF: the real length is the u32 in the LONG_KEY block)
 //! 10  u8   db
-//! 11  u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, hash, set) | RAW_STRING
+//! 11  u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, hash, set) | LHD_FORMAT |
+//!                 LHD_EXPLORER | S3_FORMAT | RAW_STRING
 //! 12  [u64 expire_at_ms, u32 volatile_index]   only with HAS_TTL
 //!     [u32 key_len]                             only with LONG_KEY
 //!     key bytes, then value bytes
@@ -66,6 +67,14 @@ const LHD_FORMAT: u8 = 0x10;
 /// LHD's explorer mark (§3.5), meaningful only with [`LHD_FORMAT`].
 const LHD_EXPLORER: u8 = 0x20;
 const LHD_BITS: u8 = LHD_FORMAT | LHD_EXPLORER;
+/// The `atime` word is in S3-FIFO's format (see `crate::s3fifo`): 24 bits of clock (the
+/// time the entry entered its queue), 2 bits of hit count and the small-queue bit.
+/// Set only by [`Entry::set_s3`]; an LRU touch or an LHD tag clears it.
+const S3_FORMAT: u8 = 0x40;
+/// Every bit that says which policy's format `atime` is in.
+const POLICY_BITS: u8 = LHD_BITS | S3_FORMAT;
+/// Formats whose `atime` keeps only [`LHD_CLOCK_MASK`]'s 24 clock bits.
+const CLOCK24_FORMATS: u8 = LHD_FORMAT | S3_FORMAT;
 /// Clock bits an LHD-format `atime` keeps.
 pub(crate) const LHD_CLOCK_MASK: u32 = (1 << 24) - 1;
 /// Flag bits that describe the block's layout (recomputed whenever a block is rebuilt);
@@ -257,13 +266,13 @@ impl Entry {
         self.read_u32(0)
     }
 
-    /// An LRU touch: the 32-bit clock, dropping any LHD tag.
+    /// An LRU touch: the 32-bit clock, dropping any LHD or S3-FIFO tag.
     #[inline]
     pub fn set_atime(&self, t: u32) {
         self.write_u32(0, t);
         let f = self.flags();
-        if f & LHD_BITS != 0 {
-            self.write_u8(11, f & !LHD_BITS);
+        if f & POLICY_BITS != 0 {
+            self.write_u8(11, f & !POLICY_BITS);
         }
     }
 
@@ -272,7 +281,7 @@ impl Entry {
     #[inline]
     pub fn idle(&self, clock: u32) -> u32 {
         let d = clock.wrapping_sub(self.atime());
-        if self.flags() & LHD_FORMAT != 0 {
+        if self.flags() & CLOCK24_FORMATS != 0 {
             d & LHD_CLOCK_MASK
         } else {
             d
@@ -295,15 +304,30 @@ impl Entry {
     #[inline]
     pub fn set_lhd(&self, word: u32, explorer: bool) {
         self.write_u32(0, word);
-        let f = self.flags() & !LHD_BITS;
+        let f = self.flags() & !POLICY_BITS;
         self.write_u8(11, f | LHD_FORMAT | if explorer { LHD_EXPLORER } else { 0 });
     }
 
-    /// Gives this entry `other`'s recency (its `atime` word in either format).
+    /// The S3-FIFO word (24 clock bits, hit count in bits 24-25, small-queue bit 26),
+    /// if `atime` is in S3-FIFO's format.
+    #[inline]
+    pub fn s3(&self) -> Option<u32> {
+        (self.flags() & S3_FORMAT != 0).then(|| self.atime())
+    }
+
+    /// Stores an S3-FIFO word (see `crate::s3fifo`).
+    #[inline]
+    pub fn set_s3(&self, word: u32) {
+        self.write_u32(0, word);
+        let f = self.flags() & !POLICY_BITS;
+        self.write_u8(11, f | S3_FORMAT);
+    }
+
+    /// Gives this entry `other`'s recency (its `atime` word in any format).
     pub fn copy_recency_from(&self, other: &Entry) {
         self.write_u32(0, other.atime());
-        let f = self.flags() & !LHD_BITS;
-        self.write_u8(11, f | (other.flags() & LHD_BITS));
+        let f = self.flags() & !POLICY_BITS;
+        self.write_u8(11, f | (other.flags() & POLICY_BITS));
     }
 
     /// The entry's size for ranking: header, key and value bytes plus a hash's or set's

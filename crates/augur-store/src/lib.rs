@@ -14,6 +14,7 @@ mod lhd;
 pub mod notify;
 mod object;
 mod policy_name;
+mod s3fifo;
 mod shard;
 mod store;
 mod tenant;
@@ -28,6 +29,7 @@ pub use object::{
     parse_canonical_i64, Hash, HashIter, Kind, Limits as EncodingLimits, Object, Set, SetIter,
 };
 pub use policy_name::EvictionPolicy;
+pub use s3fifo::S3FifoStats;
 pub use shard::{
     charged_bytes, Detached, EntryInfo, ObjectInfo, Relocated, Relocation, SetTtl, Shard, TtlState,
     Value, WriteError, WrongType, PROFILE_INDEX_BYTES,
@@ -53,5 +55,7 @@ mod tests_defrag;
 mod tests_keyops;
 #[cfg(test)]
 mod tests_lhd;
+#[cfg(test)]
+mod tests_s3fifo;
 #[cfg(test)]
 mod tests_zone;

@@ -23,10 +23,16 @@ pub enum EvictionPolicy {
     AllKeysLhd,
     /// LHD among keys with a TTL.
     VolatileLhd,
+    /// S3-FIFO (Yang et al., SOSP'23) over all keys, its queues sampled: a small
+    /// probationary queue, a main queue with 2-bit reinsertion and a ghost of keys
+    /// dropped from probation (see `crate::s3fifo`).
+    AllKeysS3Fifo,
+    /// S3-FIFO among keys with a TTL.
+    VolatileS3Fifo,
 }
 
 impl EvictionPolicy {
-    pub const ALL: [EvictionPolicy; 8] = [
+    pub const ALL: [EvictionPolicy; 10] = [
         EvictionPolicy::NoEviction,
         EvictionPolicy::AllKeysLru,
         EvictionPolicy::AllKeysRandom,
@@ -35,6 +41,8 @@ impl EvictionPolicy {
         EvictionPolicy::VolatileTtl,
         EvictionPolicy::AllKeysLhd,
         EvictionPolicy::VolatileLhd,
+        EvictionPolicy::AllKeysS3Fifo,
+        EvictionPolicy::VolatileS3Fifo,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +55,8 @@ impl EvictionPolicy {
             EvictionPolicy::VolatileTtl => "volatile-ttl",
             EvictionPolicy::AllKeysLhd => "allkeys-lhd",
             EvictionPolicy::VolatileLhd => "volatile-lhd",
+            EvictionPolicy::AllKeysS3Fifo => "allkeys-s3fifo",
+            EvictionPolicy::VolatileS3Fifo => "volatile-s3fifo",
         }
     }
 
@@ -58,6 +68,7 @@ impl EvictionPolicy {
                 | EvictionPolicy::VolatileRandom
                 | EvictionPolicy::VolatileTtl
                 | EvictionPolicy::VolatileLhd
+                | EvictionPolicy::VolatileS3Fifo
         )
     }
 
@@ -66,6 +77,14 @@ impl EvictionPolicy {
         matches!(
             self,
             EvictionPolicy::AllKeysLhd | EvictionPolicy::VolatileLhd
+        )
+    }
+
+    /// Whether eviction is S3-FIFO's (entries then carry S3-FIFO words).
+    pub fn is_s3fifo(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::AllKeysS3Fifo | EvictionPolicy::VolatileS3Fifo
         )
     }
 }

@@ -56,6 +56,7 @@ use crate::index::{self, Table};
 use crate::lhd::PartLhd;
 use crate::notify::KeyEvent;
 use crate::object::{Kind, Object};
+use crate::s3fifo::PartS3;
 use crate::store::{key_hash, Published, SharedConfig};
 use crate::tenant::{mix64, Ns, Partitioning, RefKind, Reference, TenantId, SAMPLE_MODULUS};
 use crate::watch::{WatchFlag, WatchTable};
@@ -201,6 +202,8 @@ pub(crate) struct Part {
     /// LHD's model and candidates while the policy is LHD (`crate::lhd`); None under
     /// other policies, so that they pay nothing for it.
     lhd: Option<Box<PartLhd>>,
+    /// S3-FIFO's ghost and counters while the policy is S3-FIFO (`crate::s3fifo`).
+    s3: Option<Box<PartS3>>,
     /// The compressed Z-zone while `compressed-zone` is on (`crate::zone`); None
     /// otherwise, so that the request path pays one branch for it.
     zone: Option<Box<PartZone>>,
@@ -239,6 +242,7 @@ impl Part {
             cfg,
             tenant,
             lhd: None,
+            s3: None,
             zone: None,
             faulted: false,
             clock_hint: 0,
@@ -259,6 +263,15 @@ impl Part {
             self.lhd = Some(PartLhd::new(shards, limit, 0x1bd0 ^ self.tenant as u64));
         }
         self.lhd.as_deref_mut()
+    }
+
+    /// This part's S3-FIFO state if the policy is S3-FIFO now (created on first use).
+    #[inline]
+    fn s3(&mut self) -> Option<&mut PartS3> {
+        if !self.cfg.tenant_policy(self.tenant).is_s3fifo() {
+            return None;
+        }
+        Some(self.s3.get_or_insert_with(PartS3::new))
     }
 
     /// One access of this tenant at shard clock `clock`: LHD counts it toward its
@@ -293,8 +306,11 @@ impl Part {
     /// `e` was read or rewritten: LRU's touch, or an LHD hit.
     #[inline]
     fn referenced(&mut self, e: Entry, clock: u64) {
-        match self.lhd() {
-            Some(l) => l.hit(e, clock),
+        if let Some(l) = self.lhd() {
+            return l.hit(e, clock);
+        }
+        match self.s3() {
+            Some(s) => s.hit(e, clock),
             None => e.set_atime(clock as u32),
         }
     }
@@ -302,8 +318,12 @@ impl Part {
     /// `e` (index hash `h`) is new here: LRU's touch, or LHD's admission.
     #[inline]
     fn admitted(&mut self, e: Entry, h: u64, clock: u64) {
-        match self.lhd() {
-            Some(l) => l.admit(e, h, clock),
+        if let Some(l) = self.lhd() {
+            return l.admit(e, h, clock);
+        }
+        let limit = self.cfg.shard_limit();
+        match self.s3() {
+            Some(s) => s.admit(e, h, clock, limit),
             None => e.set_atime(clock as u32),
         }
     }
@@ -337,7 +357,9 @@ impl Part {
 
     /// Heap bytes held by this tenant here: entries' usable sizes plus index capacity.
     pub(crate) fn used(&self) -> u64 {
-        self.n_used() + self.zone.as_deref().map_or(0, PartZone::bytes)
+        self.n_used()
+            + self.zone.as_deref().map_or(0, PartZone::bytes)
+            + self.s3.as_deref().map_or(0, PartS3::heap_bytes)
     }
 
     /// Bytes of the N-zone alone (the uncompressed entries and their index).
@@ -362,6 +384,10 @@ impl Part {
     /// The LHD state, if this part has one.
     pub(crate) fn lhd_state(&self) -> Option<&PartLhd> {
         self.lhd.as_deref()
+    }
+
+    pub(crate) fn s3_state(&self) -> Option<&PartS3> {
+        self.s3.as_deref()
     }
 
     #[inline]
@@ -714,6 +740,7 @@ impl Part {
         self.expires_per_db.iter_mut().for_each(|c| *c = 0);
         self.pool.clear();
         self.lhd = None;
+        self.s3 = None;
         self.zone = None;
     }
 
@@ -779,6 +806,9 @@ impl Part {
         }
         if !policy.is_lhd() {
             self.lhd = None;
+        }
+        if !policy.is_s3fifo() {
+            self.s3 = None;
         }
         self.follow_zone_setting();
         if self
@@ -864,7 +894,46 @@ impl Part {
                         self.position_of(e)
                     })
             }
+            EvictionPolicy::AllKeysS3Fifo | EvictionPolicy::VolatileS3Fifo => self
+                .s3_victim(policy.volatile_only(), pinned, clock, k, rng)
+                .map(|e| self.position_of(e)),
         }
+    }
+
+    /// S3-FIFO's victim among this part's entries (its TTL list's with
+    /// `from_volatile`), never `pinned`; K = `k` draws for the main queue.
+    fn s3_victim(
+        &mut self,
+        from_volatile: bool,
+        pinned: Option<Entry>,
+        clock: u64,
+        k: usize,
+        rng: &mut SmallRng,
+    ) -> Option<Entry> {
+        self.s3()?;
+        let Part {
+            table,
+            volatile,
+            s3,
+            ..
+        } = self;
+        let s3 = s3.as_deref_mut()?;
+        let len = if from_volatile {
+            volatile.len()
+        } else {
+            table.len()
+        };
+        let mut draw = || -> Option<Entry> {
+            if from_volatile {
+                if volatile.is_empty() {
+                    return None;
+                }
+                Some(volatile[rng.gen_range(0..volatile.len())])
+            } else {
+                table.random_occupied(rng).and_then(|pos| table.at(pos))
+            }
+        };
+        s3.victim(&mut draw, pinned, clock, k, len, &entry_hash)
     }
 }
 
@@ -2499,6 +2568,9 @@ impl Shard {
             if !policy.is_lhd() {
                 self.parts.iter_mut().for_each(|p| p.lhd = None);
             }
+            if !policy.is_s3fifo() {
+                self.parts.iter_mut().for_each(|p| p.s3 = None);
+            }
         }
         let from_volatile = policy.volatile_only();
         let weight = |p: &Part| {
@@ -2551,6 +2623,21 @@ impl Shard {
             }
             EvictionPolicy::AllKeysLhd | EvictionPolicy::VolatileLhd => {
                 self.lhd_victim_shared(from_volatile)
+            }
+            // Free competition: the tenant drawn in proportion to its entries (as the
+            // first uniform draw over all of them would be), then its own queues, each
+            // tenant keeping its own ghost and small-queue share.
+            EvictionPolicy::AllKeysS3Fifo | EvictionPolicy::VolatileS3Fifo => {
+                let total: usize = self.parts.iter().map(weight).sum();
+                if total == 0 {
+                    None
+                } else {
+                    let t = pick_weighted(&self.parts, &weight, self.rng.gen_range(0..total));
+                    let (clock, pinned, k) = (self.clock, self.pinned, self.config.samples());
+                    let p = &mut self.parts[t];
+                    p.s3_victim(from_volatile, pinned, clock, k, &mut self.rng)
+                        .map(|e| (t, p.position_of(e)))
+                }
             }
         };
         match victim {

@@ -484,6 +484,34 @@ impl Store {
         out
     }
 
+    /// Each tenant's S3-FIFO state summed over the shards (indexed by tenant id; default
+    /// entries for tenants without one).
+    pub fn s3fifo_stats(&self) -> Vec<crate::s3fifo::S3FifoStats> {
+        let mut out: Vec<crate::s3fifo::S3FifoStats> = Vec::new();
+        for s in self.shards.iter() {
+            let g = s.0.lock();
+            for (t, p) in g.parts().iter().enumerate() {
+                let Some(q) = p.s3_state() else { continue };
+                if out.len() <= t {
+                    out.resize(t + 1, Default::default());
+                }
+                let (o, x) = (&mut out[t], q.stats());
+                o.shards += 1;
+                o.moved_to_main += x.moved_to_main;
+                o.reinserted += x.reinserted;
+                o.small_evictions += x.small_evictions;
+                o.main_evictions += x.main_evictions;
+                o.ghost_hits += x.ghost_hits;
+                o.small_share_permille += x.small_share_permille;
+                o.ghost_bytes += x.ghost_bytes;
+            }
+        }
+        for o in &mut out {
+            o.small_share_permille /= o.shards.max(1);
+        }
+        out
+    }
+
     /// `lhd-samples`: candidates ranked per LHD eviction.
     pub fn lhd_samples(&self) -> usize {
         self.config.lhd_samples()

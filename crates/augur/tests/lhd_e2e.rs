@@ -54,6 +54,8 @@ async fn policy_switches_under_concurrent_load_lose_no_key() {
         "allkeys-lhd",
         "allkeys-random",
         "volatile-lru",
+        "allkeys-s3fifo",
+        "volatile-s3fifo",
         "noeviction",
     ];
     let stop = Arc::new(AtomicBool::new(false));
@@ -101,7 +103,7 @@ async fn policy_switches_under_concurrent_load_lose_no_key() {
     srv.stop().await;
 }
 
-/// With a limit, the same switching (LRU and LHD, all keys and volatile) keeps memory
+/// With a limit, the same switching (LRU, LHD and S3-FIFO, all keys and volatile) keeps memory
 /// within the limit, every read answers the value written or nothing, no write is
 /// refused, and INFO memory names the policy and LHD's per-tenant state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -112,7 +114,14 @@ async fn policy_switches_under_memory_pressure_keep_evicting_correctly() {
         ..ServerConfig::default()
     })
     .await;
-    const POLICIES: &[&str] = &["allkeys-lru", "allkeys-lhd", "volatile-lhd", "allkeys-lhd"];
+    const POLICIES: &[&str] = &[
+        "allkeys-lru",
+        "allkeys-lhd",
+        "volatile-lhd",
+        "allkeys-s3fifo",
+        "allkeys-lhd",
+        "volatile-s3fifo",
+    ];
     let stop = Arc::new(AtomicBool::new(false));
     let sw = tokio::spawn(switcher(srv.con().await, POLICIES, stop.clone()));
     let mut workers = Vec::new();

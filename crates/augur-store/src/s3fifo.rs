@@ -1,0 +1,433 @@
+//! S3-FIFO eviction in the store (`maxmemory-policy allkeys-s3fifo` / `volatile-s3fifo`;
+//! Yang et al., "FIFO queues are all you need for cache eviction", SOSP'23): the glue
+//! between shards' entries and the rules in [`augur_sim::s3fifo`], which
+//! `augur sim --policy s3fifo:K` runs with the same sampled queues.
+//!
+//! # Queues without queues
+//!
+//! S3-FIFO keeps a small probationary FIFO (10 % of the cache), a main FIFO with 2-bit
+//! reinsertion and a ghost FIFO of keys dropped from probation. A store that evicts by
+//! sampling its hash table has no FIFO to pop, so, as Redis's approximated LRU stands in
+//! for the LRU tail with the oldest of K samples:
+//! - an entry's queue, hit count and the time it entered its queue live in its 32-bit
+//!   `atime` word (24 clock bits, 2 count bits, the small-queue bit; entry.rs:
+//!   `S3_FORMAT`), so memory per key is the same as under LRU;
+//! - the main queue's "oldest" is the oldest-entered of K uniform draws that are in it
+//!   (K = `maxmemory-samples`), the small queue's is one uniform draw that is in it
+//!   (`augur_sim::s3fifo`'s module docs measure both choices against exact queues);
+//! - which queue gives is decided by the small queue's share of the part's entries,
+//!   estimated from the eviction draws themselves (an EWMA over the first draw of each
+//!   round: a draw is a uniform sample of the part, so no counter has to follow every
+//!   write, delete, rename and expiry; only first draws, because the later ones of a
+//!   round stop at the first entry of the wanted queue, and an estimate fed those is
+//!   biased toward it), against S3-FIFO's 10 %;
+//! - the ghost is a table of 16-bit key fingerprints with coarse insertion stamps, 8 to
+//!   a bucket, remembering about as many keys as 90 % of the part's entries: 4 bytes a
+//!   remembered key, ~3.6 bytes per cached key, charged to the tenant like its index.
+//!
+//! A draw that finds nothing of the wanted queue falls back to the other; a run of
+//! reinsertions and moves is bounded ([`MAX_ROUNDS`]), after which the last candidate
+//! is evicted whatever its count, so an eviction's cost is bounded.
+//!
+//! # Switching policies live
+//!
+//! An entry last touched under LRU or LHD reads as a main-queue entry that entered the
+//! queue when it was last touched, never hit since; LRU and LHD read an S3-FIFO entry's
+//! 24 clock bits as its last access (the time it entered its queue). No key is
+//! rewritten at a switch.
+
+use crate::entry::{Entry, LHD_CLOCK_MASK};
+use augur_sim::s3fifo::{hit_freq, main_reinsert, moves_to_main, S3FifoConfig};
+
+/// Rounds of moves and reinsertions one eviction may make before it evicts its last
+/// candidate anyway.
+pub const MAX_ROUNDS: usize = 64;
+/// Uniform draws one look for a small-queue entry may make.
+const SMALL_DRAWS: usize = 32;
+/// Weight of one draw in the small queue's estimated share.
+const SHARE_ALPHA: f32 = 1.0 / 64.0;
+
+const FREQ_SHIFT: u32 = 24;
+const SMALL_BIT: u32 = 1 << 26;
+
+fn word(clock: u64, freq: u8, small: bool) -> u32 {
+    (clock as u32 & LHD_CLOCK_MASK)
+        | (u32::from(freq) << FREQ_SHIFT)
+        | if small { SMALL_BIT } else { 0 }
+}
+
+/// (hit count, in the small queue) of an entry in any format: one last touched under
+/// another policy is a main-queue entry never hit.
+#[inline]
+pub(crate) fn state(e: Entry) -> (u8, bool) {
+    match e.s3() {
+        Some(w) => (((w >> FREQ_SHIFT) & 3) as u8, w & SMALL_BIT != 0),
+        None => (0, false),
+    }
+}
+
+/// One tenant's S3-FIFO state summed over the shards, for INFO.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct S3FifoStats {
+    /// Shards where the tenant has S3-FIFO state.
+    pub shards: u64,
+    /// Entries moved from the small queue to the main queue.
+    pub moved_to_main: u64,
+    /// Main-queue entries given another round for their hits.
+    pub reinserted: u64,
+    /// Evictions from the small queue (their keys go to the ghost).
+    pub small_evictions: u64,
+    /// Evictions from the main queue.
+    pub main_evictions: u64,
+    /// Inserts admitted straight to the main queue because the ghost remembered the key.
+    pub ghost_hits: u64,
+    /// The small queue's estimated share of the entries, in thousandths (the mean over
+    /// the shards).
+    pub small_share_permille: u64,
+    /// Heap bytes of the ghosts.
+    pub ghost_bytes: u64,
+}
+
+/// Fingerprints of keys recently dropped from the small queue (see the module docs).
+struct Ghost {
+    /// Buckets of [`BUCKET`] slots: `fingerprint << 16 | stamp`, 0 when empty.
+    slots: Vec<u32>,
+    /// Keys it should remember (the FIFO's length).
+    capacity: u64,
+    /// Keys added so far.
+    added: u64,
+    /// Stamps count units of `2^shift` additions, so that `capacity` spans < 2^15 units.
+    shift: u32,
+}
+
+const BUCKET: usize = 8;
+
+impl Ghost {
+    fn new() -> Ghost {
+        Ghost {
+            slots: Vec::new(),
+            capacity: 0,
+            added: 0,
+            shift: 0,
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        self.slots.capacity() as u64 * 4
+    }
+
+    /// Remembers about `capacity` keys from now on; a change of more than a quarter
+    /// rebuilds the table empty (fingerprints cannot be rehashed).
+    fn resize(&mut self, capacity: u64) {
+        let (lo, hi) = (
+            self.capacity - self.capacity / 4,
+            self.capacity + self.capacity / 4,
+        );
+        if !self.slots.is_empty() && capacity >= lo && capacity <= hi {
+            return;
+        }
+        let buckets = (capacity as usize).div_ceil(BUCKET).max(1);
+        self.slots = vec![0; buckets * BUCKET];
+        self.capacity = capacity;
+        self.shift = 0;
+        while capacity >> self.shift >= 1 << 15 {
+            self.shift += 1;
+        }
+    }
+
+    fn bucket(&self, h: u64) -> std::ops::Range<usize> {
+        let buckets = (self.slots.len() / BUCKET) as u64;
+        let b = (((h as u32) as u64 * buckets) >> 32) as usize;
+        b * BUCKET..(b + 1) * BUCKET
+    }
+
+    fn fingerprint(h: u64) -> u32 {
+        ((h >> 48) as u32).max(1)
+    }
+
+    fn now(&self) -> u32 {
+        ((self.added >> self.shift) & 0xFFFF) as u32
+    }
+
+    /// Additions since `slot` was written, in stamp units; None for an empty slot or
+    /// one older than the FIFO's length.
+    fn age(&self, slot: u32) -> Option<u32> {
+        if slot == 0 {
+            return None;
+        }
+        let age = self.now().wrapping_sub(slot & 0xFFFF) & 0xFFFF;
+        (u64::from(age) <= self.capacity >> self.shift).then_some(age)
+    }
+
+    fn add(&mut self, h: u64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let fp = Self::fingerprint(h);
+        let range = self.bucket(h);
+        let mut victim = range.start;
+        let mut victim_age = 0;
+        for i in range {
+            let slot = self.slots[i];
+            match self.age(slot) {
+                // Already remembered: a FIFO keeps its place.
+                Some(_) if slot >> 16 == fp => return,
+                Some(age) if age >= victim_age => (victim, victim_age) = (i, age),
+                Some(_) => {}
+                None => {
+                    (victim, victim_age) = (i, u32::MAX);
+                }
+            }
+        }
+        self.slots[victim] = fp << 16 | self.now();
+        self.added += 1;
+    }
+
+    /// Whether the key of hash `h` is remembered; forgets it if so.
+    fn take(&mut self, h: u64) -> bool {
+        if self.slots.is_empty() {
+            return false;
+        }
+        let fp = Self::fingerprint(h);
+        for i in self.bucket(h) {
+            let slot = self.slots[i];
+            if slot >> 16 == fp && self.age(slot).is_some() {
+                self.slots[i] = 0;
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// One part's S3-FIFO state.
+pub(crate) struct PartS3 {
+    cfg: S3FifoConfig,
+    ghost: Ghost,
+    /// The small queue's share of the entries, estimated from uniform draws.
+    small_share: f32,
+    /// Bytes admitted to the small queue before the first eviction (libCacheSim's
+    /// warm-up rule: once probation is full, the first fill goes to the main queue).
+    warm_small_bytes: u64,
+    has_evicted: bool,
+    stats: S3FifoStats,
+}
+
+impl PartS3 {
+    pub(crate) fn new() -> Box<PartS3> {
+        Box::new(PartS3 {
+            cfg: S3FifoConfig::default(),
+            ghost: Ghost::new(),
+            small_share: 0.0,
+            warm_small_bytes: 0,
+            has_evicted: false,
+            stats: S3FifoStats::default(),
+        })
+    }
+
+    /// `e` (index hash `h`) was just added at shard clock `clock`, to a part that may
+    /// hold `limit` bytes (0: no limit).
+    pub(crate) fn admit(&mut self, e: Entry, h: u64, clock: u64, limit: u64) {
+        let main = if self.ghost.take(h) {
+            self.stats.ghost_hits += 1;
+            true
+        } else if self.has_evicted {
+            false
+        } else {
+            let full =
+                limit > 0 && self.warm_small_bytes as f64 >= limit as f64 * self.cfg.small_ratio;
+            if !full {
+                self.warm_small_bytes += e.rank_size();
+            }
+            full
+        };
+        e.set_s3(word(clock, 0, !main));
+    }
+
+    /// A hit (read or overwrite) of `e` at shard clock `clock`.
+    #[inline]
+    pub(crate) fn hit(&mut self, e: Entry, clock: u64) {
+        match e.s3() {
+            Some(w) => {
+                let freq = hit_freq(((w >> FREQ_SHIFT) & 3) as u8);
+                e.set_s3((w & !(3 << FREQ_SHIFT)) | u32::from(freq) << FREQ_SHIFT);
+            }
+            // Last touched under another policy: a main-queue entry since then, hit now.
+            None => e.set_s3(word(
+                clock.wrapping_sub(u64::from(e.idle(clock as u32))),
+                1,
+                false,
+            )),
+        }
+    }
+
+    fn note_draw(&mut self, small: bool) {
+        let x = if small { 1.0 } else { 0.0 };
+        self.small_share += SHARE_ALPHA * (x - self.small_share);
+    }
+
+    /// The victim among the part's entries (`draw` gives uniform draws of them, None
+    /// when there is nothing to draw), never `pinned`; moves and reinserts on the way
+    /// (S3-FIFO §4). `parts_len` sizes the ghost; `k` is the main queue's sample count.
+    pub(crate) fn victim(
+        &mut self,
+        draw: &mut dyn FnMut() -> Option<Entry>,
+        pinned: Option<Entry>,
+        clock: u64,
+        k: usize,
+        part_len: usize,
+        hash_of: &dyn Fn(Entry) -> u64,
+    ) -> Option<Entry> {
+        self.has_evicted = true;
+        self.ghost
+            .resize((part_len as f64 * self.cfg.ghost_ratio).ceil() as u64);
+        let k = k.max(1);
+        let mut last = None;
+        for _ in 0..MAX_ROUNDS {
+            if f64::from(self.small_share) >= self.cfg.small_ratio {
+                let mut found = None;
+                for i in 0..SMALL_DRAWS {
+                    let e = draw()?;
+                    let (freq, small) = state(e);
+                    if i == 0 {
+                        self.note_draw(small);
+                    }
+                    if Some(e) == pinned {
+                        continue;
+                    }
+                    last = Some(e);
+                    if small {
+                        found = Some((e, freq));
+                        break;
+                    }
+                }
+                if let Some((e, freq)) = found {
+                    if moves_to_main(&self.cfg, freq) {
+                        e.set_s3(word(clock, 0, false));
+                        self.stats.moved_to_main += 1;
+                        continue;
+                    }
+                    self.ghost.add(hash_of(e));
+                    self.stats.small_evictions += 1;
+                    return Some(e);
+                }
+            }
+            // The main queue: the oldest-entered of k draws in it.
+            let mut best: Option<(Entry, u32, u8)> = None;
+            let mut seen = 0;
+            for i in 0..4 * k {
+                let e = draw()?;
+                let (freq, small) = state(e);
+                if i == 0 {
+                    self.note_draw(small);
+                }
+                if Some(e) == pinned {
+                    continue;
+                }
+                last = Some(e);
+                if small {
+                    continue;
+                }
+                let idle = e.idle(clock as u32);
+                if best.is_none_or(|(_, b, _)| idle > b) {
+                    best = Some((e, idle, freq));
+                }
+                seen += 1;
+                if seen == k {
+                    break;
+                }
+            }
+            let Some((e, _, freq)) = best else {
+                // Nothing of the main queue among the draws: the small queue gives.
+                let e = last?;
+                if state(e).1 {
+                    self.ghost.add(hash_of(e));
+                    self.stats.small_evictions += 1;
+                } else {
+                    self.stats.main_evictions += 1;
+                }
+                return Some(e);
+            };
+            match main_reinsert(freq) {
+                Some(f) => {
+                    e.set_s3(word(clock, f, false));
+                    self.stats.reinserted += 1;
+                }
+                None => {
+                    self.stats.main_evictions += 1;
+                    return Some(e);
+                }
+            }
+        }
+        // Every candidate earned another round: evict the last one anyway.
+        if let Some(e) = last {
+            if state(e).1 {
+                self.stats.small_evictions += 1;
+            } else {
+                self.stats.main_evictions += 1;
+            }
+        }
+        last
+    }
+
+    /// Heap bytes: the ghost and this state.
+    pub(crate) fn heap_bytes(&self) -> u64 {
+        self.ghost.bytes() + std::mem::size_of::<PartS3>() as u64
+    }
+
+    pub(crate) fn stats(&self) -> S3FifoStats {
+        S3FifoStats {
+            small_share_permille: (self.small_share * 1000.0).round() as u64,
+            ghost_bytes: self.ghost.bytes(),
+            ..self.stats.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ghost_remembers_about_its_capacity_in_fifo_order() {
+        let mut g = Ghost::new();
+        g.resize(1000);
+        let hash = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i << 7);
+        for i in 0..3000u64 {
+            g.add(hash(i));
+        }
+        // The last ~1000 are remembered (bucket collisions lose a few), older ones not.
+        let recent = (2000..3000).filter(|&i| g.take(hash(i))).count();
+        let old = (0..1900).filter(|&i| g.take(hash(i))).count();
+        assert!(recent > 850, "{recent}");
+        assert!(old < 20, "{old}");
+        // Taken keys are forgotten.
+        assert!(!g.take(hash(2999)));
+        assert_eq!(g.bytes(), 1000 * 4);
+    }
+
+    #[test]
+    fn the_ghost_spans_large_capacities_with_coarse_stamps() {
+        let mut g = Ghost::new();
+        g.resize(200_000);
+        assert!(g.shift > 0);
+        let hash = |i: u64| i.wrapping_mul(0xD6E8_FEB8_6659_FD93).rotate_left(17);
+        for i in 0..400_000u64 {
+            g.add(hash(i));
+        }
+        let recent = (300_000..400_000).filter(|&i| g.take(hash(i))).count();
+        let old = (0..180_000).filter(|&i| g.take(hash(i))).count();
+        assert!(recent > 85_000, "{recent}");
+        assert!(old < 2_000, "{old}");
+    }
+
+    #[test]
+    fn words_round_trip() {
+        for (clock, freq, small) in [(0u64, 0u8, false), (5, 3, true), (1 << 30, 2, false)] {
+            let w = word(clock, freq, small);
+            assert_eq!(w & LHD_CLOCK_MASK, clock as u32 & LHD_CLOCK_MASK);
+            assert_eq!(((w >> FREQ_SHIFT) & 3) as u8, freq);
+            assert_eq!(w & SMALL_BIT != 0, small);
+        }
+    }
+}
