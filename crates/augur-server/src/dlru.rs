@@ -109,6 +109,8 @@ pub struct Overhead {
     /// `allkeys-lhd`'s, measured the same way (0 until measured; `maxmemory-policy
     /// auto` weighs LHD's misses with it, crate::autopolicy).
     pub lhd_us: f64,
+    /// `allkeys-s3fifo`'s (with `maxmemory-samples` 8), measured with LHD's.
+    pub s3fifo_us: f64,
 }
 
 impl Overhead {
@@ -128,10 +130,12 @@ impl Overhead {
         Overhead {
             per_k_us: ks.iter().map(|&k| (k, 0.0)).collect(),
             lhd_us: 0.0,
+            s3fifo_us: 0.0,
         }
     }
 
-    /// [`Overhead::calibrate`], plus `allkeys-lhd` (with `lhd-samples` 64) when `lhd`.
+    /// [`Overhead::calibrate`], plus `allkeys-lhd` (with `lhd-samples` 64) and
+    /// `allkeys-s3fifo` (with K = 8) when `lhd` (the other candidates of `auto`).
     pub fn calibrate_policies(ks: &[u32], lhd: bool) -> Overhead {
         const FILL: usize = 10_000;
         const MEASURE: usize = 10_000;
@@ -156,6 +160,10 @@ impl Overhead {
             .iter()
             .map(|&k| (k, EvictionPolicy::AllKeysLru))
             .chain(lhd.then_some((0, EvictionPolicy::AllKeysLhd)))
+            .chain(lhd.then_some((
+                crate::autopolicy::S3FIFO_SAMPLES as u32,
+                EvictionPolicy::AllKeysS3Fifo,
+            )))
             .collect();
         let ns = Ns::new(0, 0);
         let put = |s: &Store, k: &[u8]| {
@@ -203,14 +211,16 @@ impl Overhead {
             .zip(&evictions)
             .map(|(&t, &n)| ((t - base) / n as f64).max(0.0))
             .collect();
-        let lhd_us = if lhd {
-            per_run.pop().unwrap_or(0.0)
+        let (s3fifo_us, lhd_us) = if lhd {
+            let s3 = per_run.pop().unwrap_or(0.0);
+            (s3, per_run.pop().unwrap_or(0.0))
         } else {
-            0.0
+            (0.0, 0.0)
         };
         Overhead {
             per_k_us: ks.iter().copied().zip(per_run).collect(),
             lhd_us,
+            s3fifo_us,
         }
     }
 
@@ -218,6 +228,7 @@ impl Overhead {
     pub fn at_policy(&self, p: PolicySpec) -> f64 {
         match p {
             PolicySpec::Lhd { .. } => self.lhd_us,
+            PolicySpec::S3Fifo { .. } => self.s3fifo_us,
             PolicySpec::RedisLru { k } | PolicySpec::KLru { k } => self.at(k as u32),
             _ => 0.0,
         }
@@ -710,6 +721,7 @@ pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
             .map(|(k, v)| format!("k{k}={v:.4}"))
             .collect();
         parts.push(format!("lhd={:.4}", oh.lhd_us));
+        parts.push(format!("s3fifo={:.4}", oh.s3fifo_us));
         let _ = write!(o, "dlru_overhead_us:{}\r\n", parts.join(","));
     }
     for d in shared.profiler.dlru.lock().iter() {
@@ -738,13 +750,16 @@ pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
         // `maxmemory-policy auto` (crate::autopolicy): LHD's figures, the interval's
         // least-cost candidate, the policy run from now on and the switches so far.
         for i in d.ks.len()..d.candidates.len() {
-            if let PolicySpec::Lhd { .. } = d.candidates[i] {
-                let _ = write!(
-                    line,
-                    ",misses_lhd={:.0},oh_lhd={:.4},cost_lhd={:.0}",
-                    d.misses[i], d.oh_us[i], d.cost_us[i]
-                );
-            }
+            let name = match d.candidates[i] {
+                PolicySpec::Lhd { .. } => "lhd",
+                PolicySpec::S3Fifo { .. } => "s3fifo",
+                _ => continue,
+            };
+            let _ = write!(
+                line,
+                ",misses_{name}={:.0},oh_{name}={:.4},cost_{name}={:.0}",
+                d.misses[i], d.oh_us[i], d.cost_us[i]
+            );
         }
         if d.candidates.len() > d.ks.len() {
             let _ = write!(

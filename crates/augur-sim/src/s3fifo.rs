@@ -114,8 +114,11 @@ const MAIN: usize = 1;
 struct Slot {
     key: u64,
     cost: u64,
-    /// When the object entered its current queue (the cache's insertion counter).
+    /// When the object entered its current queue (the cache's insertion counter:
+    /// unique, so it orders the queue).
     inserted: u64,
+    /// The same moment on the access clock (for a cache that switches policy).
+    entered_at: u64,
     freq: u8,
 }
 
@@ -142,6 +145,8 @@ pub struct S3FifoCache {
     ghost_stamp: HashMap<u64, u64>,
     ghost_used: u64,
     stamp: u64,
+    /// Accesses so far.
+    now: u64,
     /// Whether anything was evicted yet: until then, once the small queue is full, new
     /// objects go straight to the main queue (libCacheSim's S3FIFO.c does the same: the
     /// first fill does not all pass through probation).
@@ -161,9 +166,49 @@ impl S3FifoCache {
             ghost_stamp: HashMap::new(),
             ghost_used: 0,
             stamp: 0,
+            now: 0,
             has_evicted: false,
             rng: SmallRng::seed_from_u64(seed),
         }
+    }
+
+    /// Every cached entry as (key, cost in the cache's unit, accesses since it entered
+    /// its queue), for a cache that switches policy (`crate::switching`).
+    pub fn entries(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.queues
+            .iter()
+            .flat_map(|q| &q.slots)
+            .map(|s| (s.key, s.cost, self.now.saturating_sub(s.entered_at)))
+    }
+
+    /// The access clock: requests seen so far.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// The access clock (set before [`S3FifoCache::insert_aged`]: the clock of the
+    /// cache the contents come from).
+    pub fn set_now(&mut self, now: u64) {
+        self.now = now;
+    }
+
+    /// Moves in another cache's contents as (key, cost, age in accesses), without
+    /// evicting: each a main-queue object never hit, entered `age` accesses ago, in
+    /// FIFO order oldest first (as the store reads an entry last touched under
+    /// another policy).
+    pub fn insert_aged(&mut self, entries: impl IntoIterator<Item = (u64, u64, u64)>) {
+        let mut all: Vec<(u64, u64, u64)> = entries
+            .into_iter()
+            .filter(|(k, _, _)| !self.index.contains_key(k))
+            .collect();
+        all.sort_by_key(|&(_, _, age)| std::cmp::Reverse(age));
+        let now = self.now;
+        for (key, cost, age) in all {
+            self.now = now.saturating_sub(age);
+            self.push(MAIN, key, cost, 0);
+        }
+        self.now = now;
+        self.has_evicted = true;
     }
 
     fn small_capacity(&self) -> u64 {
@@ -178,6 +223,7 @@ impl S3FifoCache {
             key,
             cost,
             inserted: self.stamp,
+            entered_at: self.now,
             freq,
         });
         let exact = if q == SMALL {
@@ -290,6 +336,7 @@ impl S3FifoCache {
 
 impl CacheSim for S3FifoCache {
     fn access(&mut self, key: u64, size: u32) -> bool {
+        self.now += 1;
         if let Some(&(q, i)) = self.index.get(&key) {
             let s = &mut self.queues[q as usize].slots[i as usize];
             s.freq = hit_freq(s.freq);
@@ -329,6 +376,14 @@ impl CacheSim for S3FifoCache {
 
     fn capacity(&self) -> u64 {
         self.capacity
+    }
+
+    fn set_capacity(&mut self, capacity: u64) -> bool {
+        self.capacity = capacity;
+        while self.used() > capacity {
+            self.evict_one();
+        }
+        true
     }
 }
 
@@ -414,6 +469,26 @@ mod tests {
         c.access(0, 1);
         assert_eq!(c.index[&0].0 as usize, MAIN);
         assert!(!c.ghost_stamp.contains_key(&0));
+    }
+
+    #[test]
+    fn contents_move_in_oldest_first_and_capacity_shrinks_by_eviction() {
+        for cfg in configs() {
+            let mut c = S3FifoCache::new(cfg, 100, Unit::Objects, 1);
+            c.set_now(1_000);
+            c.insert_aged((0..100u64).map(|k| (k, 1, k * 3)));
+            assert_eq!(c.len(), 100);
+            let ages: Vec<u64> = (0..100)
+                .map(|k| c.entries().find(|e| e.0 == k).unwrap().2)
+                .collect();
+            assert_eq!(ages, (0..100).map(|k| k * 3).collect::<Vec<_>>());
+            // Exact FIFO evicts the oldest first: keys 99, 98, ... (the largest ages).
+            assert!(c.set_capacity(90));
+            assert_eq!(c.len(), 90);
+            if cfg.main_samples == 0 {
+                assert!((90..100).all(|k| !c.index.contains_key(&k)));
+            }
+        }
     }
 
     #[test]

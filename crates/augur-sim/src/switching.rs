@@ -16,6 +16,7 @@
 //! The clock carries over (both count accesses), so ages compare across switches.
 
 use crate::lhd::{LhdCache, LhdConfig};
+use crate::s3fifo::{S3FifoCache, S3FifoConfig};
 use crate::sampled::{SampledCache, Sampling};
 use crate::spec::{PolicySpec, Unit};
 use crate::CacheSim;
@@ -23,6 +24,7 @@ use crate::CacheSim;
 enum Inner {
     Sampled(SampledCache),
     Lhd(Box<LhdCache>),
+    S3Fifo(Box<S3FifoCache>),
 }
 
 /// A cache that runs `redis-lru:K` or `lhd:A` and can switch between them live.
@@ -50,7 +52,9 @@ impl SwitchingCache {
 
     fn supported(policy: PolicySpec) -> PolicySpec {
         match policy {
-            PolicySpec::RedisLru { .. } | PolicySpec::Lhd { .. } => policy,
+            PolicySpec::RedisLru { .. } | PolicySpec::Lhd { .. } | PolicySpec::S3Fifo { .. } => {
+                policy
+            }
             _ => PolicySpec::RedisLru {
                 k: crate::spec::DEFAULT_SAMPLES,
             },
@@ -74,6 +78,12 @@ impl SwitchingCache {
                 unit,
                 seed,
             )),
+            PolicySpec::S3Fifo { k } => Inner::S3Fifo(Box::new(S3FifoCache::new(
+                S3FifoConfig::sampled(k),
+                capacity,
+                unit,
+                seed,
+            ))),
             _ => unreachable!("SwitchingCache::supported filters the policies"),
         }
     }
@@ -104,6 +114,24 @@ impl SwitchingCache {
         }
         let seed = self.seed ^ self.switches.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let mut next = Self::make(policy, capacity, self.unit, seed);
+        if let Inner::S3Fifo(to) = &mut next {
+            // Everything moves in as main-queue entries, oldest first.
+            let (now, contents): (u64, Vec<(u64, u64, u64)>) = match &self.inner {
+                Inner::Sampled(from) => (
+                    from.now(),
+                    from.entries()
+                        .map(|(k, size, idle)| (k, self.unit.cost(size), idle))
+                        .collect(),
+                ),
+                Inner::Lhd(from) => (from.model().now(), from.entries().collect()),
+                Inner::S3Fifo(from) => (from.now(), from.entries().collect()),
+            };
+            to.set_now(now);
+            to.insert_aged(contents);
+            self.inner = next;
+            self.policy = policy;
+            return;
+        }
         match (&self.inner, &mut next) {
             (Inner::Sampled(from), Inner::Lhd(to)) => {
                 to.set_now(from.now());
@@ -126,7 +154,20 @@ impl SwitchingCache {
                     to.insert_aged(key, cost, age);
                 }
             }
+            (Inner::S3Fifo(from), Inner::Sampled(to)) => {
+                to.set_now(from.now());
+                for (key, cost, age) in from.entries() {
+                    to.insert_idle(key, u32::try_from(cost).unwrap_or(u32::MAX), age);
+                }
+            }
+            (Inner::S3Fifo(from), Inner::Lhd(to)) => {
+                to.set_now(from.now());
+                for (key, cost, age) in from.entries() {
+                    to.insert_aged(key, cost, age);
+                }
+            }
             (Inner::Sampled(_), Inner::Sampled(_)) => unreachable!("handled above"),
+            (_, Inner::S3Fifo(_)) => unreachable!("handled above"),
         }
         self.inner = next;
         self.policy = policy;
@@ -136,6 +177,7 @@ impl SwitchingCache {
         match &self.inner {
             Inner::Sampled(c) => c,
             Inner::Lhd(c) => c.as_ref(),
+            Inner::S3Fifo(c) => c.as_ref(),
         }
     }
 }
@@ -145,12 +187,14 @@ impl CacheSim for SwitchingCache {
         match &mut self.inner {
             Inner::Sampled(c) => c.access(key, size),
             Inner::Lhd(c) => c.access(key, size),
+            Inner::S3Fifo(c) => c.access(key, size),
         }
     }
     fn remove(&mut self, key: u64) {
         match &mut self.inner {
             Inner::Sampled(c) => c.remove(key),
             Inner::Lhd(c) => c.remove(key),
+            Inner::S3Fifo(c) => c.remove(key),
         }
     }
     fn len(&self) -> usize {

@@ -258,11 +258,16 @@ impl Part {
         if !self.cfg.tenant_policy(self.tenant).is_lhd() {
             return None;
         }
-        if self.lhd.is_none() {
-            let (shards, limit) = (self.cfg.shards, self.cfg.shard_limit());
-            self.lhd = Some(PartLhd::new(shards, limit, 0x1bd0 ^ self.tenant as u64));
-        }
-        self.lhd.as_deref_mut()
+        Some(self.lhd_model())
+    }
+
+    /// This part's LHD state, created if missing, whatever the policy reads now (for an
+    /// eviction already decided to be LHD's, which a concurrent CONFIG SET must not
+    /// turn into "nothing to evict").
+    fn lhd_model(&mut self) -> &mut PartLhd {
+        let (shards, limit, tenant) = (self.cfg.shards, self.cfg.shard_limit(), self.tenant);
+        self.lhd
+            .get_or_insert_with(|| PartLhd::new(shards, limit, 0x1bd0 ^ tenant as u64))
     }
 
     /// This part's S3-FIFO state if the policy is S3-FIFO now (created on first use).
@@ -756,7 +761,7 @@ impl Part {
         samples: usize,
     ) -> Option<(Entry, f32)> {
         let limit = self.cfg.shard_limit();
-        let l = self.lhd()?;
+        let l = self.lhd_model();
         l.set_capacity(limit);
         l.model.set_time(clock);
         // The sampler reads the part; the model's generator comes back after it.
@@ -910,7 +915,10 @@ impl Part {
         k: usize,
         rng: &mut SmallRng,
     ) -> Option<Entry> {
-        self.s3()?;
+        // Created here whatever the tenant's policy reads now: the caller evicts by
+        // S3-FIFO, and a concurrent CONFIG SET must not turn that into "nothing to
+        // evict" (an OOM for a write that had a victim).
+        self.s3.get_or_insert_with(PartS3::new);
         let Part {
             table,
             volatile,
@@ -2670,10 +2678,9 @@ impl Shard {
         let pinned = self.pinned;
         let limit = self.config.shard_limit();
         for p in &mut self.parts {
-            if let Some(l) = p.lhd() {
-                l.model.set_time(clock);
-                l.set_capacity(limit);
-            }
+            let l = p.lhd_model();
+            l.model.set_time(clock);
+            l.set_capacity(limit);
         }
         let samples = self.config.lhd_samples();
         let mut best = lhd_sample(

@@ -71,8 +71,8 @@ pub struct Args {
     #[arg(long)]
     pub auto_verbose: bool,
 
-    /// `--policy auto`: the policy run until the chooser has evidence (redis-lru:K or
-    /// lhd:A; default the server's, `augur_server::autopolicy::INITIAL_POLICY`).
+    /// `--policy auto`: the policy run until the chooser has evidence (redis-lru:K,
+    /// lhd:A or s3fifo:K; default the server's, `augur_server::autopolicy::INITIAL_POLICY`).
     #[arg(long)]
     pub auto_initial: Option<PolicySpec>,
 
