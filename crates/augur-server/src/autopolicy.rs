@@ -19,8 +19,8 @@
 //! - **Choice with hysteresis** ([`Hysteresis`]). Candidates fall in three families,
 //!   K-LRU, LHD and S3-FIFO. Within the running family the least-cost member is taken at once
 //!   (a new K costs nothing: the store only reads another `maxmemory-samples`, as
-//!   DLRU does every interval). A switch of family needs the best of the other
-//!   families to cost at least [`MARGIN`] (2 %) less than the running family's best in
+//!   DLRU does every interval). A switch of family needs the best of one other
+//!   family to cost at least [`MARGIN`] (2 %) less than the running family's best in
 //!   [`CONFIRM`] (3) consecutive intervals: a family switch has a price the miniatures
 //!   do not see (the store drops LHD's learned model when LRU runs, and LHD restarts
 //!   from empty histograms, S3-FIFO's queues restart as one main queue), and three
@@ -46,11 +46,11 @@ use augur_store::{EvictionPolicy, Partitioning, Store};
 
 /// A family switch needs the other family to cost this much less (relative).
 pub const MARGIN: f64 = 0.02;
-/// ... in this many consecutive intervals (2 with two families; with S3-FIFO as a third,
-/// 3: on the shared traces 40 of 42 cells within 0.005 of the best fixed policy instead
-/// of 39, mean 1.013 of the best libCacheSim policy instead of 1.015; BENCHMARKS.md
-/// "Miss ratio table"; averaging each candidate's cost over intervals instead changed
-/// nothing there).
+/// ... in this many consecutive intervals, won by the same family (2 with two families;
+/// with S3-FIFO as a third, 3: on the shared traces 39 of 42 cells within 0.005 of the
+/// best fixed policy, the 3 others within 0.0058, mean 1.014 of the best libCacheSim
+/// policy; with 2: also 39 of 42 but misses of up to 0.063 from switching back and forth,
+/// mean 1.016; BENCHMARKS.md "S3-FIFO in the server and as `auto`'s third family").
 pub const CONFIRM: u32 = 3;
 /// What a scope runs until the miniatures show another family cheaper: S3-FIFO, whose
 /// miss ratio on the shared traces is the lowest of Augur's fixed policies in 26 of 42
@@ -127,8 +127,10 @@ fn best_where(
 pub struct Hysteresis {
     /// What the scope runs now.
     pub running: PolicySpec,
-    /// Consecutive intervals in which the other family won by [`MARGIN`].
+    /// Consecutive intervals in which the same other family won by [`MARGIN`].
     pub streak: u32,
+    /// That family ([`family`]).
+    pub streak_family: u8,
     /// Family switches so far.
     pub switches: u64,
 }
@@ -145,6 +147,7 @@ impl Hysteresis {
         Self {
             running: p,
             streak: 0,
+            streak_family: 0,
             switches: 0,
         }
     }
@@ -184,6 +187,12 @@ impl Hysteresis {
             }
             (Some((s, sc)), Some((o, oc))) => {
                 if oc < sc * (1.0 - MARGIN) {
+                    // A streak is one family's: K-LRU winning one interval and S3-FIFO
+                    // the next is no evidence for either.
+                    if self.streak > 0 && self.streak_family != family(o) {
+                        self.streak = 0;
+                    }
+                    self.streak_family = family(o);
                     self.streak += 1;
                     if self.streak >= CONFIRM {
                         self.streak = 0;
@@ -455,6 +464,15 @@ mod tests {
         confirm(&mut h, &costs3(100.0, 120.0, 95.0), k5, s3);
         // Both others better than S3-FIFO by the margin, LHD the best: to LHD.
         confirm(&mut h, &costs3(90.0, 80.0, 100.0), s3, lhd);
+        // K-LRU and S3-FIFO taking turns at beating LHD: no family has a streak.
+        for i in 0..2 * CONFIRM {
+            let cost = if i % 2 == 0 {
+                costs3(90.0, 100.0, 120.0)
+            } else {
+                costs3(120.0, 100.0, 90.0)
+            };
+            assert_eq!(h.decide(None, &c(), &cost, 1000), lhd);
+        }
         // S3-FIFO only 1 % better than LHD: LHD stays.
         for _ in 0..4 {
             assert_eq!(h.decide(None, &c(), &costs3(120.0, 100.0, 99.0), 1000), lhd);
