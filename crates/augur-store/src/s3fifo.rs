@@ -88,6 +88,21 @@ pub struct S3FifoStats {
     pub ghost_bytes: u64,
 }
 
+impl S3FifoStats {
+    /// Adds one shard's state (`shards` counts it; the small-queue shares add up, for
+    /// the caller to divide by `shards`).
+    pub(crate) fn add(&mut self, x: &S3FifoStats) {
+        self.shards += 1;
+        self.moved_to_main += x.moved_to_main;
+        self.reinserted += x.reinserted;
+        self.small_evictions += x.small_evictions;
+        self.main_evictions += x.main_evictions;
+        self.ghost_hits += x.ghost_hits;
+        self.small_share_permille += x.small_share_permille;
+        self.ghost_bytes += x.ghost_bytes;
+    }
+}
+
 /// Fingerprints of keys recently dropped from the small queue (see the module docs).
 struct Ghost {
     /// Buckets of [`BUCKET`] slots: `fingerprint << 16 | stamp`, 0 when empty.
@@ -307,9 +322,7 @@ impl PartS3 {
                         self.stats.moved_to_main += 1;
                         continue;
                     }
-                    self.ghost.add(hash_of(e));
-                    self.stats.small_evictions += 1;
-                    return Some(e);
+                    return Some(self.evict(e, hash_of));
                 }
             }
             // The main queue: the oldest-entered of k draws in it.
@@ -339,35 +352,30 @@ impl PartS3 {
             }
             let Some((e, _, freq)) = best else {
                 // Nothing of the main queue among the draws: the small queue gives.
-                let e = last?;
-                if state(e).1 {
-                    self.ghost.add(hash_of(e));
-                    self.stats.small_evictions += 1;
-                } else {
-                    self.stats.main_evictions += 1;
-                }
-                return Some(e);
+                return last.map(|e| self.evict(e, hash_of));
             };
             match main_reinsert(freq) {
                 Some(f) => {
                     e.set_s3(word(clock, f, false));
                     self.stats.reinserted += 1;
                 }
-                None => {
-                    self.stats.main_evictions += 1;
-                    return Some(e);
-                }
+                None => return Some(self.evict(e, hash_of)),
             }
         }
         // Every candidate earned another round: evict the last one anyway.
-        if let Some(e) = last {
-            if state(e).1 {
-                self.stats.small_evictions += 1;
-            } else {
-                self.stats.main_evictions += 1;
-            }
+        last.map(|e| self.evict(e, hash_of))
+    }
+
+    /// `e` is the victim: counted by its queue, and remembered in the ghost if it leaves
+    /// from the small queue (whichever way the eviction found it).
+    fn evict(&mut self, e: Entry, hash_of: &dyn Fn(Entry) -> u64) -> Entry {
+        if state(e).1 {
+            self.ghost.add(hash_of(e));
+            self.stats.small_evictions += 1;
+        } else {
+            self.stats.main_evictions += 1;
         }
-        last
+        e
     }
 
     /// Heap bytes: the ghost and this state.

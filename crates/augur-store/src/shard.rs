@@ -270,15 +270,6 @@ impl Part {
             .get_or_insert_with(|| PartLhd::new(shards, limit, 0x1bd0 ^ tenant as u64))
     }
 
-    /// This part's S3-FIFO state if the policy is S3-FIFO now (created on first use).
-    #[inline]
-    fn s3(&mut self) -> Option<&mut PartS3> {
-        if !self.cfg.tenant_policy(self.tenant).is_s3fifo() {
-            return None;
-        }
-        Some(self.s3.get_or_insert_with(PartS3::new))
-    }
-
     /// One access of this tenant at shard clock `clock`: LHD counts it toward its
     /// next reconfiguration.
     #[inline]
@@ -308,29 +299,37 @@ impl Part {
         }
     }
 
-    /// `e` was read or rewritten: LRU's touch, or an LHD hit.
+    /// `e` was read or rewritten: LRU's touch, an LHD hit or an S3-FIFO hit (the
+    /// tenant's policy read once).
     #[inline]
     fn referenced(&mut self, e: Entry, clock: u64) {
-        if let Some(l) = self.lhd() {
-            return l.hit(e, clock);
-        }
-        match self.s3() {
-            Some(s) => s.hit(e, clock),
-            None => e.set_atime(clock as u32),
+        let policy = self.cfg.tenant_policy(self.tenant);
+        if policy.is_lhd() {
+            self.lhd_model().hit(e, clock);
+        } else if policy.is_s3fifo() {
+            self.s3_state_mut().hit(e, clock);
+        } else {
+            e.set_atime(clock as u32);
         }
     }
 
-    /// `e` (index hash `h`) is new here: LRU's touch, or LHD's admission.
+    /// `e` (index hash `h`) is new here: LRU's touch, or LHD's or S3-FIFO's admission.
     #[inline]
     fn admitted(&mut self, e: Entry, h: u64, clock: u64) {
-        if let Some(l) = self.lhd() {
-            return l.admit(e, h, clock);
+        let policy = self.cfg.tenant_policy(self.tenant);
+        if policy.is_lhd() {
+            self.lhd_model().admit(e, h, clock);
+        } else if policy.is_s3fifo() {
+            let limit = self.cfg.shard_limit();
+            self.s3_state_mut().admit(e, h, clock, limit);
+        } else {
+            e.set_atime(clock as u32);
         }
-        let limit = self.cfg.shard_limit();
-        match self.s3() {
-            Some(s) => s.admit(e, h, clock, limit),
-            None => e.set_atime(clock as u32),
-        }
+    }
+
+    /// This part's S3-FIFO state, created if missing (as [`Self::lhd_model`]).
+    fn s3_state_mut(&mut self) -> &mut PartS3 {
+        self.s3.get_or_insert_with(PartS3::new)
     }
 
     /// Publishes store event `ev` for (db, key) if its class is on (notify.c; see
@@ -918,7 +917,7 @@ impl Part {
         // Created here whatever the tenant's policy reads now: the caller evicts by
         // S3-FIFO, and a concurrent CONFIG SET must not turn that into "nothing to
         // evict" (an OOM for a write that had a victim).
-        self.s3.get_or_insert_with(PartS3::new);
+        self.s3_state_mut();
         let Part {
             table,
             volatile,

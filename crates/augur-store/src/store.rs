@@ -462,50 +462,46 @@ impl Store {
         self.config.samples.store(k.clamp(1, 64), Ordering::Relaxed);
     }
 
-    /// Each tenant's LHD models summed over the shards (indexed by tenant id; empty
-    /// entries for tenants without one).
-    pub fn lhd_stats(&self) -> Vec<crate::lhd::LhdStats> {
-        let mut out: Vec<crate::lhd::LhdStats> = Vec::new();
+    /// `add(part, its tenant's total)` for every tenant part of every shard, one shard
+    /// lock at a time; the totals indexed by tenant id.
+    fn per_tenant<T: Default + Clone>(
+        &self,
+        mut add: impl FnMut(&crate::shard::Part, &mut T),
+    ) -> Vec<T> {
+        let mut out: Vec<T> = Vec::new();
         for s in self.shards.iter() {
             let g = s.0.lock();
             for (t, p) in g.parts().iter().enumerate() {
-                let Some(l) = p.lhd_state() else { continue };
                 if out.len() <= t {
-                    out.resize(t + 1, Default::default());
+                    out.resize(t + 1, T::default());
                 }
-                let o = &mut out[t];
-                o.models += 1;
-                o.reconfigurations += l.model.reconfigurations();
-                o.age_shift = o.age_shift.max(l.model.age_shift());
-                o.overflows += l.model.overflows();
-                o.bytes += l.heap_bytes();
+                add(p, &mut out[t]);
             }
         }
         out
     }
 
+    /// Each tenant's LHD models summed over the shards (indexed by tenant id; empty
+    /// entries for tenants without one).
+    pub fn lhd_stats(&self) -> Vec<crate::lhd::LhdStats> {
+        self.per_tenant(|p, o: &mut crate::lhd::LhdStats| {
+            let Some(l) = p.lhd_state() else { return };
+            o.models += 1;
+            o.reconfigurations += l.model.reconfigurations();
+            o.age_shift = o.age_shift.max(l.model.age_shift());
+            o.overflows += l.model.overflows();
+            o.bytes += l.heap_bytes();
+        })
+    }
+
     /// Each tenant's S3-FIFO state summed over the shards (indexed by tenant id; default
     /// entries for tenants without one).
     pub fn s3fifo_stats(&self) -> Vec<crate::s3fifo::S3FifoStats> {
-        let mut out: Vec<crate::s3fifo::S3FifoStats> = Vec::new();
-        for s in self.shards.iter() {
-            let g = s.0.lock();
-            for (t, p) in g.parts().iter().enumerate() {
-                let Some(q) = p.s3_state() else { continue };
-                if out.len() <= t {
-                    out.resize(t + 1, Default::default());
-                }
-                let (o, x) = (&mut out[t], q.stats());
-                o.shards += 1;
-                o.moved_to_main += x.moved_to_main;
-                o.reinserted += x.reinserted;
-                o.small_evictions += x.small_evictions;
-                o.main_evictions += x.main_evictions;
-                o.ghost_hits += x.ghost_hits;
-                o.small_share_permille += x.small_share_permille;
-                o.ghost_bytes += x.ghost_bytes;
+        let mut out = self.per_tenant(|p, o: &mut crate::s3fifo::S3FifoStats| {
+            if let Some(q) = p.s3_state() {
+                o.add(&q.stats());
             }
-        }
+        });
         for o in &mut out {
             o.small_share_permille /= o.shards.max(1);
         }
