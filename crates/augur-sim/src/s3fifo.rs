@@ -211,12 +211,22 @@ impl S3FifoCache {
         self.has_evicted = true;
     }
 
+    /// Samples per pick from queue `q` (0: its exact FIFO).
+    fn samples(&self, q: usize) -> usize {
+        if q == SMALL {
+            self.cfg.small_samples
+        } else {
+            self.cfg.main_samples
+        }
+    }
+
     fn small_capacity(&self) -> u64 {
         (self.capacity as f64 * self.cfg.small_ratio) as u64
     }
 
     fn push(&mut self, q: usize, key: u64, cost: u64, freq: u8) {
         self.stamp += 1;
+        let exact = self.samples(q) == 0;
         let queue = &mut self.queues[q];
         let i = u32::try_from(queue.slots.len()).expect("at most u32::MAX entries");
         queue.slots.push(Slot {
@@ -226,11 +236,6 @@ impl S3FifoCache {
             entered_at: self.now,
             freq,
         });
-        let exact = if q == SMALL {
-            self.cfg.small_samples == 0
-        } else {
-            self.cfg.main_samples == 0
-        };
         if exact {
             queue.order.push_back((key, self.stamp));
         }
@@ -254,11 +259,7 @@ impl S3FifoCache {
     /// Position of the queue's "oldest" object: the FIFO head, or the oldest-inserted
     /// of `k` samples.
     fn oldest(&mut self, q: usize) -> usize {
-        let k = if q == SMALL {
-            self.cfg.small_samples
-        } else {
-            self.cfg.main_samples
-        };
+        let k = self.samples(q);
         let queue = &mut self.queues[q];
         if k == 0 {
             loop {

@@ -28,6 +28,49 @@ enum Inner {
 }
 
 /// A cache that runs `redis-lru:K` or `lhd:A` and can switch between them live.
+impl Inner {
+    /// The clock and every entry as (key, cost in the cache's unit, age in accesses).
+    fn contents(&self, unit: Unit) -> (u64, Vec<(u64, u64, u64)>) {
+        match self {
+            Inner::Sampled(c) => (
+                c.now(),
+                c.entries()
+                    .map(|(key, size, idle)| (key, unit.cost(size), idle))
+                    .collect(),
+            ),
+            Inner::Lhd(c) => (c.model().now(), c.entries().collect()),
+            Inner::S3Fifo(c) => (c.now(), c.entries().collect()),
+        }
+    }
+
+    /// Moves in another cache's [`Inner::contents`], without evicting: a sampled LRU
+    /// reads them as idle for their age, LHD as new objects of their age (another
+    /// associativity: a fresh model, as a switch in the store), S3-FIFO as main-queue
+    /// entries, oldest first.
+    fn load(&mut self, now: u64, contents: Vec<(u64, u64, u64)>) {
+        match self {
+            Inner::Sampled(c) => {
+                c.set_now(now);
+                for (key, cost, age) in contents {
+                    // In object mode every entry costs 1 whatever its size; in byte mode
+                    // its cost is its size.
+                    c.insert_idle(key, u32::try_from(cost).unwrap_or(u32::MAX), age);
+                }
+            }
+            Inner::Lhd(c) => {
+                c.set_now(now);
+                for (key, cost, age) in contents {
+                    c.insert_aged(key, cost, age);
+                }
+            }
+            Inner::S3Fifo(c) => {
+                c.set_now(now);
+                c.insert_aged(contents);
+            }
+        }
+    }
+}
+
 pub struct SwitchingCache {
     inner: Inner,
     policy: PolicySpec,
@@ -114,61 +157,8 @@ impl SwitchingCache {
         }
         let seed = self.seed ^ self.switches.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let mut next = Self::make(policy, capacity, self.unit, seed);
-        if let Inner::S3Fifo(to) = &mut next {
-            // Everything moves in as main-queue entries, oldest first.
-            let (now, contents): (u64, Vec<(u64, u64, u64)>) = match &self.inner {
-                Inner::Sampled(from) => (
-                    from.now(),
-                    from.entries()
-                        .map(|(k, size, idle)| (k, self.unit.cost(size), idle))
-                        .collect(),
-                ),
-                Inner::Lhd(from) => (from.model().now(), from.entries().collect()),
-                Inner::S3Fifo(from) => (from.now(), from.entries().collect()),
-            };
-            to.set_now(now);
-            to.insert_aged(contents);
-            self.inner = next;
-            self.policy = policy;
-            return;
-        }
-        match (&self.inner, &mut next) {
-            (Inner::Sampled(from), Inner::Lhd(to)) => {
-                to.set_now(from.now());
-                for (key, size, idle) in from.entries() {
-                    to.insert_aged(key, self.unit.cost(size), idle);
-                }
-            }
-            (Inner::Lhd(from), Inner::Sampled(to)) => {
-                to.set_now(from.model().now());
-                for (key, cost, age) in from.entries() {
-                    // In object mode every entry costs 1 whatever its size; in byte mode
-                    // its cost is its size.
-                    to.insert_idle(key, u32::try_from(cost).unwrap_or(u32::MAX), age);
-                }
-            }
-            (Inner::Lhd(from), Inner::Lhd(to)) => {
-                // Another associativity: a fresh model, as a switch in the store.
-                to.set_now(from.model().now());
-                for (key, cost, age) in from.entries() {
-                    to.insert_aged(key, cost, age);
-                }
-            }
-            (Inner::S3Fifo(from), Inner::Sampled(to)) => {
-                to.set_now(from.now());
-                for (key, cost, age) in from.entries() {
-                    to.insert_idle(key, u32::try_from(cost).unwrap_or(u32::MAX), age);
-                }
-            }
-            (Inner::S3Fifo(from), Inner::Lhd(to)) => {
-                to.set_now(from.now());
-                for (key, cost, age) in from.entries() {
-                    to.insert_aged(key, cost, age);
-                }
-            }
-            (Inner::Sampled(_), Inner::Sampled(_)) => unreachable!("handled above"),
-            (_, Inner::S3Fifo(_)) => unreachable!("handled above"),
-        }
+        let (now, contents) = self.inner.contents(self.unit);
+        next.load(now, contents);
         self.inner = next;
         self.policy = policy;
     }

@@ -15,6 +15,31 @@ pub(crate) fn store(maxmemory: u64, policy: EvictionPolicy, shards: usize) -> St
         zone: Default::default(),
     })
 }
+/// SET of `k` to `v` in tenant 0, db 0.
+pub(crate) fn set(s: &Store, k: &str, v: &[u8]) -> Result<(), WriteError> {
+    s.lock_key(k.as_bytes())
+        .set(Ns::new(0, 0), k.as_bytes(), v, SetTtl::Clear, 0)
+}
+
+/// GET, and SET on a miss (a cache's read path), in tenant 0, db 0; true on a hit.
+pub(crate) fn access(s: &Store, k: &str, v: &[u8]) -> bool {
+    let ns = Ns::new(0, 0);
+    let mut g = s.lock_key(k.as_bytes());
+    if g.get(ns, k.as_bytes(), 0).unwrap().is_some() {
+        return true;
+    }
+    g.set(ns, k.as_bytes(), v, SetTtl::Clear, 0).unwrap();
+    false
+}
+
+/// The memory `n` keys like `k{i}` with `v` take, measured on an unlimited store.
+pub(crate) fn memory_for(n: u32, v: &[u8], shards: usize) -> u64 {
+    let probe = store(0, EvictionPolicy::NoEviction, shards);
+    for i in 0..n {
+        set(&probe, &format!("k{i}"), v).unwrap();
+    }
+    probe.used_memory()
+}
 
 pub(crate) fn check_all(s: &Store) {
     for i in 0..s.shard_count() {

@@ -2,34 +2,10 @@
 //! charged, what S3-FIFO keeps that LRU cannot, volatile-s3fifo's scope, live policy
 //! switches that keep every key, and free competition between tenants.
 
-use crate::tests::{check_all, store};
+use crate::tests::{access, check_all, memory_for, set, store};
 use crate::*;
 
 const NS: Ns = Ns::new(0, 0);
-
-fn set(s: &Store, k: &str, v: &[u8]) -> Result<(), WriteError> {
-    s.lock_key(k.as_bytes())
-        .set(NS, k.as_bytes(), v, SetTtl::Clear, 0)
-}
-
-/// GET, and SET on a miss (a cache's read path); true on a hit.
-fn access(s: &Store, k: &str, v: &[u8]) -> bool {
-    let mut g = s.lock_key(k.as_bytes());
-    if g.get(NS, k.as_bytes(), 0).unwrap().is_some() {
-        return true;
-    }
-    g.set(NS, k.as_bytes(), v, SetTtl::Clear, 0).unwrap();
-    false
-}
-
-/// The memory `n` keys like `k{i}` with `v` take, measured on an unlimited store.
-fn memory_for(n: u32, v: &[u8], shards: usize) -> u64 {
-    let probe = store(0, EvictionPolicy::NoEviction, shards);
-    for i in 0..n {
-        set(&probe, &format!("k{i}"), v).unwrap();
-    }
-    probe.used_memory()
-}
 
 #[test]
 fn s3fifo_evicts_within_the_limit_with_its_ghost_charged() {

@@ -8,7 +8,7 @@ mod traces;
 
 use augur_server::ServerConfig;
 use augur_sim::{simulate, PolicySpec, Unit};
-use common::{info_field, q, TestServer};
+use common::{info_field, q, replay_misses, TestServer};
 use redis::aio::MultiplexedConnection;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -218,16 +218,7 @@ async fn server_lhd_miss_ratio_follows_the_simulator() {
     })
     .await;
     let mut con = srv.con().await;
-    let value = "x".repeat(100);
-    let mut misses = 0u64;
-    for &(key, _) in &trace {
-        let k = format!("k:{key}");
-        let got: Option<Vec<u8>> = q(&mut con, &["GET", &k]).await.unwrap();
-        if got.is_none() {
-            misses += 1;
-            let _: () = q(&mut con, &["SET", &k, &value]).await.unwrap();
-        }
-    }
+    let misses = replay_misses(&mut con, &trace, &"x".repeat(100)).await;
     let keys: u64 = q(&mut con, &["DBSIZE"]).await.unwrap();
     srv.stop().await;
     let server = misses as f64 / trace.len() as f64;

@@ -11,22 +11,16 @@ mod traces;
 use augur_server::ServerConfig;
 use augur_sim::{simulate, PolicySpec, Unit};
 use augur_store::EvictionPolicy;
-use common::{info_field, q, TestServer};
+use common::{get_or_set, info_field, q, replay_misses, TestServer};
 use redis::aio::MultiplexedConnection;
 
-/// GET, and SET on a miss; true on a hit.
+/// GET, and SET on a miss; true on a hit (of the value written).
 async fn access(con: &mut MultiplexedConnection, k: &str, v: &str) -> bool {
-    let got: Option<String> = q(con, &["GET", k]).await.unwrap();
-    match got {
-        Some(g) => {
-            assert_eq!(g, v, "{k}");
-            true
-        }
-        None => {
-            let _: () = q(con, &["SET", k, v]).await.unwrap();
-            false
-        }
+    let got = get_or_set(con, k, v).await;
+    if let Some(g) = &got {
+        assert_eq!(g, v, "{k}");
     }
+    got.is_some()
 }
 
 /// A loop over 800 keys, each followed by a key never seen again, in ~1 000 keys of
@@ -124,16 +118,7 @@ async fn server_s3fifo_miss_ratio_follows_the_simulator() {
     })
     .await;
     let mut con = srv.con().await;
-    let value = "x".repeat(100);
-    let mut misses = 0u64;
-    for &(key, _) in &trace {
-        let k = format!("k:{key}");
-        let got: Option<Vec<u8>> = q(&mut con, &["GET", &k]).await.unwrap();
-        if got.is_none() {
-            misses += 1;
-            let _: () = q(&mut con, &["SET", &k, &value]).await.unwrap();
-        }
-    }
+    let misses = replay_misses(&mut con, &trace, &"x".repeat(100)).await;
     let keys: u64 = q(&mut con, &["DBSIZE"]).await.unwrap();
     srv.stop().await;
     let server = misses as f64 / trace.len() as f64;

@@ -135,12 +135,29 @@ pub async fn wait_dlru_interval(
     }
 }
 
-/// GET, and SET on a miss (a cache-aside client).
-pub async fn get_or_set(con: &mut MultiplexedConnection, key: &str, value: &str) {
+/// GET, and SET on a miss (a cache-aside client); what the GET read.
+pub async fn get_or_set(con: &mut MultiplexedConnection, key: &str, value: &str) -> Option<String> {
     let v: Option<String> = q(con, &["GET", key]).await.unwrap();
     if v.is_none() {
         let _: () = q(con, &["SET", key, value]).await.unwrap();
     }
+    v
+}
+
+/// Replays `trace` as a cache-aside client (GET `k:KEY`, SET `value` on a miss) on one
+/// connection; the misses.
+pub async fn replay_misses(
+    con: &mut MultiplexedConnection,
+    trace: &[(u64, u32)],
+    value: &str,
+) -> u64 {
+    let mut misses = 0;
+    for &(key, _) in trace {
+        if get_or_set(con, &format!("k:{key}"), value).await.is_none() {
+            misses += 1;
+        }
+    }
+    misses
 }
 
 /// Sets `maxmemory` to what `n` keys of `value` are charged (measured: SET them, read
