@@ -56,7 +56,7 @@
 
 use hashbrown::HashMap;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 
 use crate::spec::Unit;
 use crate::CacheSim;
@@ -128,6 +128,33 @@ pub struct LhdTag {
     pub app: u8,
     /// Never evicted before it overflows the maximum age (§3.5).
     pub explorer: bool,
+}
+
+/// [`LhdTag`] in 8 bytes, for a cache that keeps many and samples them at random
+/// ([`LhdCache`]): what ranking and the next hit need, nothing else.
+/// - `stamp`: the low 32 bits of the timestamp. Ages are exact while below 2^32 accesses;
+///   the owner clamps stamps older than 2^31 accesses to that age at least once every
+///   2^30 accesses ([`LhdCache`]), so no stamp wraps.
+/// - `code`: the class (bits 0-14; it changes only on a hit, so it is computed then,
+///   not at every ranking) and the explorer flag (bit 15).
+/// - `last_hit_age`: the next hit's class is that of the sum of its age and this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactTag {
+    pub stamp: u32,
+    pub code: u16,
+    pub last_hit_age: u16,
+}
+
+impl CompactTag {
+    #[inline]
+    fn class(self) -> usize {
+        usize::from(self.code & 0x7fff)
+    }
+
+    #[inline]
+    fn explorer(self) -> bool {
+        self.code & 0x8000 != 0
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -247,22 +274,71 @@ impl LhdModel {
     fn class_of(&self, tag: &LhdTag) -> usize {
         let sum = tag.last_hit_age as usize + tag.last_last_hit_age as usize;
         let by_hit_age = self.class_by_sum[sum.min(self.class_by_sum.len() - 1)] as usize;
-        (tag.app as usize % self.cfg.app_classes) * self.cfg.hit_age_classes + by_hit_age
+        // Tags made by `on_insert` hold an app id already below `app_classes`: no
+        // division on the ranking path for them.
+        let app = tag.app as usize;
+        let app = if app < self.cfg.app_classes {
+            app
+        } else {
+            app % self.cfg.app_classes
+        };
+        app * self.cfg.hit_age_classes + by_hit_age
     }
 
     /// Hit density of an object (higher is more worth keeping); `size` in the cache's
     /// cost unit. An object past the maximum age ranks below everything.
     pub fn rank(&self, tag: &LhdTag, size: u64) -> f32 {
-        let age = self.age(tag);
+        self.density_at(self.age(tag), self.class_of(tag), tag.explorer, size)
+    }
+
+    /// [`LhdModel::rank`] of an object of coarsened `age`, `class` and explorer flag.
+    #[inline]
+    fn density_at(&self, age: usize, class: usize, explorer: bool, size: u64) -> f32 {
         if age == self.cfg.max_age - 1 {
             return f32::MIN;
         }
-        let density = self.classes[self.class_of(tag)].density[age] / size.max(1) as f32;
-        if tag.explorer {
+        let density = self.classes[class].density[age];
+        // Objects mode ranks objects of size 1: no division (the same value).
+        let density = if size <= 1 {
+            density
+        } else {
+            density / size as f32
+        };
+        if explorer {
             density + 1.0
         } else {
             density
         }
+    }
+
+    /// The compact form of `tag` ([`CompactTag`]).
+    pub fn compact(&self, tag: &LhdTag) -> CompactTag {
+        CompactTag {
+            stamp: tag.timestamp as u32,
+            code: self.class_of(tag) as u16 | (u16::from(tag.explorer) << 15),
+            last_hit_age: tag.last_hit_age,
+        }
+    }
+
+    /// Coarsened age of a [`CompactTag`], capped at `max_age - 1`: exact while its true
+    /// age is below 2^32 accesses (its owner clamps older stamps, see [`CompactTag`]).
+    #[inline]
+    fn compact_age(&self, tag: CompactTag) -> usize {
+        let age = u64::from((self.timestamp as u32).wrapping_sub(tag.stamp)) >> self.shift;
+        (age as usize).min(self.cfg.max_age - 1)
+    }
+
+    /// [`LhdModel::rank`] of a [`CompactTag`]: the same density as the full tag's.
+    #[inline]
+    pub fn rank_compact(&self, tag: CompactTag, size: u64) -> f32 {
+        self.density_at(self.compact_age(tag), tag.class(), tag.explorer(), size)
+    }
+
+    /// [`LhdModel::prefetch_rank`] of a [`CompactTag`].
+    #[inline]
+    pub fn prefetch_rank_compact(&self, tag: CompactTag) {
+        let density = &self.classes[tag.class()].density;
+        crate::prefetch::prefetch(density.as_ptr().wrapping_add(self.compact_age(tag)));
     }
 
     /// Prefetches what [`LhdModel::rank`] of `tag` will read (its entry of the density
@@ -320,24 +396,53 @@ impl LhdModel {
     /// then makes it young again.
     pub fn on_hit(&mut self, tag: &mut LhdTag, size: u64, rng: &mut impl Rng) {
         let age = self.age(tag);
-        let class = self.class_of(tag);
-        self.classes[class].hits[age] += 1.0;
-        if tag.explorer {
-            self.return_explorer_budget(size);
-        }
+        self.count_hit(age, self.class_of(tag), tag.explorer, size);
         tag.last_last_hit_age = tag.last_hit_age;
         tag.last_hit_age = age as u16;
         tag.timestamp = self.timestamp;
         tag.explorer = self.maybe_explorer(size, rng);
     }
 
+    /// [`LhdModel::on_hit`] of a [`CompactTag`]. Its class after the hit comes from
+    /// the sum of this hit's age and the last one's, as the full tag's would.
+    pub fn on_hit_compact(&mut self, tag: &mut CompactTag, size: u64, rng: &mut impl Rng) {
+        let age = self.compact_age(*tag);
+        let class = tag.class();
+        self.count_hit(age, class, tag.explorer(), size);
+        let app = class / self.cfg.hit_age_classes;
+        let sum = age + usize::from(tag.last_hit_age);
+        let by_hit_age = self.class_by_sum[sum.min(self.class_by_sum.len() - 1)] as usize;
+        let explorer = self.maybe_explorer(size, rng);
+        *tag = CompactTag {
+            stamp: self.timestamp as u32,
+            code: (app * self.cfg.hit_age_classes + by_hit_age) as u16
+                | (u16::from(explorer) << 15),
+            last_hit_age: age as u16,
+        };
+    }
+
+    fn count_hit(&mut self, age: usize, class: usize, explorer: bool, size: u64) {
+        self.classes[class].hits[age] += 1.0;
+        if explorer {
+            self.return_explorer_budget(size);
+        }
+    }
+
     /// The object of `tag` is evicted, having ranked `rank`: counts the eviction at its
     /// age in its class.
     pub fn on_evict(&mut self, tag: &LhdTag, size: u64, rank: f32) {
-        let age = self.age(tag);
-        let class = self.class_of(tag);
+        self.count_eviction(self.age(tag), self.class_of(tag), tag.explorer, size, rank);
+    }
+
+    /// [`LhdModel::on_evict`] of a [`CompactTag`].
+    pub fn on_evict_compact(&mut self, tag: CompactTag, size: u64, rank: f32) {
+        let age = self.compact_age(tag);
+        self.count_eviction(age, tag.class(), tag.explorer(), size, rank);
+    }
+
+    fn count_eviction(&mut self, age: usize, class: usize, explorer: bool, size: u64, rank: f32) {
         self.classes[class].evictions[age] += 1.0;
-        if tag.explorer {
+        if explorer {
             self.return_explorer_budget(size);
         }
         if rank > f32::MIN {
@@ -352,6 +457,13 @@ impl LhdModel {
     /// eviction, so the histograms do not learn from it.
     pub fn on_remove(&mut self, tag: &LhdTag, size: u64) {
         if tag.explorer {
+            self.return_explorer_budget(size);
+        }
+    }
+
+    /// [`LhdModel::on_remove`] of a [`CompactTag`].
+    pub fn on_remove_compact(&mut self, tag: CompactTag, size: u64) {
+        if tag.explorer() {
             self.return_explorer_budget(size);
         }
     }
@@ -493,13 +605,38 @@ fn rescale(h: &mut [f32], delta: i64, max: usize) {
 }
 
 /// An LHD cache simulator: exact capacity in objects or bytes, LHD eviction by
-/// [`LhdModel`] among `associativity` uniform samples (with replacement) of a dense slot
-/// array, plus the recently admitted low-density objects.
+/// [`LhdModel`] among `associativity` uniform samples (with replacement) of the cached
+/// objects, plus the recently admitted low-density objects.
+///
+/// # Layout
+///
+/// Eviction is most of the simulator's time: every miss of a full cache ranks 64
+/// random slots, each a cache miss once the slots outgrow L2, so the number of cache
+/// lines in flight bounds the speed. So the slot array holds only what ranking and hits
+/// read, a [`CompactTag`] of 8 bytes (190 000 objects: 1.5 MB, within L2); the keys are
+/// in a parallel array read only for the victim, and costs in a third one only in
+/// bytes mode (in objects mode every object costs 1).
+///
+/// A freed slot stays where it is and the next admission takes it (a full cache
+/// evicts, then admits), so no other slot moves and no index entry is rewritten per
+/// eviction. A draw that lands on a hole is redrawn (uniform over the cached objects);
+/// holes are compacted away when they pass a quarter of the slots.
+///
+/// The recently admitted candidates are kept as (slot, stamp) and stay candidates while
+/// that slot holds the object admitted at that stamp: one hit since no longer counts
+/// (its rank is then no longer an admission's; RankCache keeps it as a candidate, where
+/// its fresh rank makes it an unlikely victim).
 pub struct LhdCache {
     model: LhdModel,
-    slots: Vec<Slot>,
+    tags: Vec<CompactTag>,
+    keys: Vec<u64>,
+    /// Costs per slot, in bytes mode only.
+    costs: Vec<u32>,
+    /// Free slots (holes).
+    free: Vec<u32>,
     index: HashMap<u64, u32>,
-    recent: Vec<u64>,
+    /// Recent low-density admissions as (slot, stamp at admission).
+    recent: Vec<(u32, u32)>,
     recent_head: usize,
     /// Scratch for [`LhdCache::evict_one`]'s candidates (kept to not allocate per miss).
     candidates: Vec<u32>,
@@ -507,21 +644,27 @@ pub struct LhdCache {
     capacity: u64,
     unit: Unit,
     rng: SmallRng,
+    /// Accesses until the next stamp clamp ([`CompactTag`]).
+    until_clamp: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    key: u64,
-    cost: u64,
-    tag: LhdTag,
-}
+/// The code of a hole (no class code has all bits set: classes are below 2^12).
+const FREE: u16 = u16::MAX;
+
+/// Stamps are clamped to at most this age ...
+const CLAMP_AGE: u64 = 1 << 31;
+/// ... once every this many accesses, so that none reaches 2^32 ([`CompactTag`]).
+const CLAMP_EVERY: u64 = 1 << 30;
 
 impl LhdCache {
     pub fn new(cfg: LhdConfig, capacity: u64, unit: Unit, seed: u64) -> LhdCache {
-        let recent = vec![u64::MAX; cfg.admissions];
+        let recent = vec![(u32::MAX, 0); cfg.admissions];
         LhdCache {
             model: LhdModel::new(cfg, capacity),
-            slots: Vec::new(),
+            tags: Vec::new(),
+            keys: Vec::new(),
+            costs: Vec::new(),
+            free: Vec::new(),
             index: HashMap::new(),
             recent,
             recent_head: 0,
@@ -530,6 +673,7 @@ impl LhdCache {
             capacity,
             unit,
             rng: SmallRng::seed_from_u64(seed),
+            until_clamp: CLAMP_EVERY,
         }
     }
 
@@ -540,10 +684,13 @@ impl LhdCache {
     /// Every cached entry as (key, cost in the cache's unit, age in accesses), for a
     /// cache that switches policy and moves its contents (`crate::switching`).
     pub fn entries(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        let now = self.model.now();
-        self.slots
-            .iter()
-            .map(move |s| (s.key, s.cost, now.saturating_sub(s.tag.timestamp)))
+        let now = self.model.now() as u32;
+        (0..self.tags.len())
+            .filter(|&i| self.tags[i].code != FREE)
+            .map(move |i| {
+                let age = u64::from(now.wrapping_sub(self.tags[i].stamp));
+                (self.keys[i], self.cost_of(i), age)
+            })
     }
 
     /// Sets the model's clock (before [`LhdCache::insert_aged`]s: the clock of the cache
@@ -561,70 +708,201 @@ impl LhdCache {
             return;
         }
         let tag = LhdTag {
-            timestamp: self.model.now().saturating_sub(age),
+            timestamp: self.model.now().saturating_sub(age.min(CLAMP_AGE)),
             last_hit_age: 0,
             last_last_hit_age: self.model.cfg.max_age as u16,
             app: 0,
             explorer: false,
         };
-        let i = u32::try_from(self.slots.len()).expect("at most u32::MAX entries");
-        self.slots.push(Slot { key, cost, tag });
-        self.index.insert(key, i);
-        self.used += cost;
+        let tag = self.model.compact(&tag);
+        self.place(key, cost, tag);
     }
 
-    fn remove_slot(&mut self, i: usize) -> Slot {
-        let s = self.slots.swap_remove(i);
-        self.index.remove(&s.key);
-        if let Some(moved) = self.slots.get(i) {
-            self.index.insert(moved.key, i as u32);
+    #[inline]
+    fn cost_of(&self, i: usize) -> u64 {
+        match self.unit {
+            Unit::Objects => 1,
+            Unit::Bytes => u64::from(self.costs[i]),
         }
-        self.used -= s.cost;
-        s
     }
 
-    /// Evicts the lowest-ranked of `associativity` uniform samples and the recently
-    /// admitted low-density objects. The candidates are gathered first and their slots,
-    /// then their density-table entries, prefetched before any is ranked: the slots and
-    /// the table outgrow L2, and ranking them one by one would wait for each miss in turn
-    /// (same candidates, same order, same victim as ranking them as drawn).
+    /// Puts an object in a hole (or a new slot) and indexes it; returns its slot.
+    fn place(&mut self, key: u64, cost: u64, tag: CompactTag) -> u32 {
+        // Bytes mode: a cost is an object size (32 bits); objects mode: always 1.
+        let cost32 = u32::try_from(cost).unwrap_or(u32::MAX);
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.tags[i as usize] = tag;
+                self.keys[i as usize] = key;
+                if self.unit == Unit::Bytes {
+                    self.costs[i as usize] = cost32;
+                }
+                i
+            }
+            None => {
+                let i = u32::try_from(self.tags.len()).expect("at most u32::MAX entries");
+                self.tags.push(tag);
+                self.keys.push(key);
+                if self.unit == Unit::Bytes {
+                    self.costs.push(cost32);
+                }
+                i
+            }
+        };
+        self.index.insert(key, i);
+        self.used += self.cost_of(i as usize);
+        i
+    }
+
+    /// Frees slot `i` (which holds an object); returns its tag and cost.
+    fn free_slot(&mut self, i: usize) -> (CompactTag, u64) {
+        let tag = self.tags[i];
+        let cost = self.cost_of(i);
+        self.tags[i].code = FREE;
+        self.free.push(i as u32);
+        self.index.remove(&self.keys[i]);
+        self.used -= cost;
+        (tag, cost)
+    }
+
+    /// Removes the holes once they pass a quarter of the slots (after removals or a
+    /// shrink; a full cache's evict-then-admit leaves none for long) by moving the last
+    /// objects into them, so that sampling seldom redraws.
+    fn maybe_compact(&mut self) {
+        if self.free.len() < 16 || self.free.len() * 4 < self.tags.len() {
+            return;
+        }
+        let mut free = std::mem::take(&mut self.free);
+        free.sort_unstable();
+        for hole in free {
+            while self.tags.last().is_some_and(|t| t.code == FREE) {
+                self.pop_slot();
+            }
+            let hole = hole as usize;
+            if hole >= self.tags.len() {
+                break;
+            }
+            let last = self.tags.len() - 1;
+            self.tags.swap(hole, last);
+            self.keys.swap(hole, last);
+            if self.unit == Unit::Bytes {
+                self.costs.swap(hole, last);
+            }
+            self.pop_slot();
+            self.index.insert(self.keys[hole], hole as u32);
+        }
+        // Slots moved: the recent admissions' slots may no longer be theirs.
+        self.recent.iter_mut().for_each(|r| *r = (u32::MAX, 0));
+    }
+
+    fn pop_slot(&mut self) {
+        self.tags.pop();
+        self.keys.pop();
+        if self.unit == Unit::Bytes {
+            self.costs.pop();
+        }
+    }
+
+    /// Pushes `wanted` uniform draws over the slots onto `out`, prefetching each slot:
+    /// two draws per 64-bit random number (Lemire's multiply-shift with its exact
+    /// rejection threshold, so no slot is favoured), with the generator in a local so
+    /// its state stays in registers through the loop.
+    fn draw(&mut self, wanted: usize, out: &mut Vec<u32>) {
+        let n = u32::try_from(self.tags.len()).expect("at most u32::MAX entries");
+        let reject_below = n.wrapping_neg() % n;
+        let target = out.len() + wanted;
+        let mut rng = self.rng.clone();
+        while out.len() < target {
+            let x = rng.next_u64();
+            for half in [x as u32, (x >> 32) as u32] {
+                let m = u64::from(half) * u64::from(n);
+                if (m as u32) >= reject_below && out.len() < target {
+                    let i = (m >> 32) as usize;
+                    crate::prefetch::prefetch(self.tags.as_ptr().wrapping_add(i));
+                    out.push(i as u32);
+                }
+            }
+        }
+        self.rng = rng;
+    }
+
+    /// Evicts the lowest-ranked of `associativity` uniform samples of the cached objects
+    /// and the recently admitted low-density objects. The candidates are drawn first and
+    /// their slots, then their density-table entries, prefetched before any is ranked:
+    /// ranking them one by one would wait for each cache miss in turn.
     fn evict_one(&mut self) {
-        let n = self.slots.len();
+        if self.free.len() * 4 >= self.tags.len() {
+            self.maybe_compact();
+        }
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
-        for _ in 0..self.model.cfg.associativity {
-            let i = self.rng.gen_range(0..n);
-            crate::prefetch::prefetch(self.slots.as_ptr().wrapping_add(i));
-            candidates.push(i as u32);
+        let wanted = self.model.cfg.associativity;
+        self.draw(wanted, &mut candidates);
+        if !self.free.is_empty() {
+            // Draws on holes are redrawn until `wanted` land on objects.
+            loop {
+                candidates.retain(|&i| self.tags[i as usize].code != FREE);
+                if candidates.len() == wanted {
+                    break;
+                }
+                self.draw(wanted - candidates.len(), &mut candidates);
+            }
         }
-        candidates.extend(
-            self.recent
-                .iter()
-                .filter_map(|k| self.index.get(k).copied()),
-        );
+        for &(slot, stamp) in &self.recent {
+            if let Some(t) = self.tags.get(slot as usize) {
+                if t.code != FREE && t.stamp == stamp {
+                    candidates.push(slot);
+                }
+            }
+        }
         for &i in &candidates {
-            self.model.prefetch_rank(&self.slots[i as usize].tag);
+            self.model.prefetch_rank_compact(self.tags[i as usize]);
         }
         let (mut best, mut best_rank) = (usize::MAX, f32::MAX);
         for &i in &candidates {
-            let s = &self.slots[i as usize];
-            let r = self.model.rank(&s.tag, s.cost);
+            let i = i as usize;
+            let r = self.model.rank_compact(self.tags[i], self.cost_of(i));
             if r < best_rank {
-                (best, best_rank) = (i as usize, r);
+                (best, best_rank) = (i, r);
+                // The victim's key is read next (to unindex it): asking for it when a
+                // candidate becomes the best overlaps that miss with the rest of the loop.
+                crate::prefetch::prefetch(self.keys.as_ptr().wrapping_add(i));
             }
         }
         self.candidates = candidates;
-        let s = self.remove_slot(best);
-        self.model.on_evict(&s.tag, s.cost, best_rank);
+        let (tag, cost) = self.free_slot(best);
+        self.model.on_evict_compact(tag, cost, best_rank);
+    }
+
+    /// One access happened: the model's clock, and once every [`CLAMP_EVERY`]
+    /// accesses, stamps older than [`CLAMP_AGE`] are set to that age ([`CompactTag`]).
+    fn tick(&mut self) {
+        self.model.tick(self.len());
+        self.until_clamp -= 1;
+        if self.until_clamp == 0 {
+            self.until_clamp = CLAMP_EVERY;
+            self.clamp_stamps();
+        }
+    }
+
+    fn clamp_stamps(&mut self) {
+        let now = self.model.now() as u32;
+        for t in &mut self.tags {
+            if u64::from(now.wrapping_sub(t.stamp)) > CLAMP_AGE {
+                t.stamp = now.wrapping_sub(CLAMP_AGE as u32);
+            }
+        }
     }
 }
 
 impl CacheSim for LhdCache {
     fn access(&mut self, key: u64, size: u32) -> bool {
         if let Some(&i) = self.index.get(&key) {
-            let slot = &mut self.slots[i as usize];
-            self.model.on_hit(&mut slot.tag, slot.cost, &mut self.rng);
-            self.model.tick(self.slots.len());
+            let i = i as usize;
+            let cost = self.cost_of(i);
+            self.model
+                .on_hit_compact(&mut self.tags[i], cost, &mut self.rng);
+            self.tick();
             return true;
         }
         let cost = self.unit.cost(size);
@@ -633,29 +911,28 @@ impl CacheSim for LhdCache {
                 self.evict_one();
             }
             let tag = self.model.on_insert(0, cost, &mut self.rng);
-            if !self.recent.is_empty() && self.model.looks_like_victim(&tag, cost) {
+            let low = !self.recent.is_empty() && self.model.looks_like_victim(&tag, cost);
+            let i = self.place(key, cost, self.model.compact(&tag));
+            if low {
                 let n = self.recent.len();
-                self.recent[self.recent_head % n] = key;
+                self.recent[self.recent_head % n] = (i, tag.timestamp as u32);
                 self.recent_head = self.recent_head.wrapping_add(1);
             }
-            let i = u32::try_from(self.slots.len()).expect("at most u32::MAX entries");
-            self.slots.push(Slot { key, cost, tag });
-            self.index.insert(key, i);
-            self.used += cost;
         }
-        self.model.tick(self.slots.len());
+        self.tick();
         false
     }
 
     fn remove(&mut self, key: u64) {
         if let Some(&i) = self.index.get(&key) {
-            let s = self.remove_slot(i as usize);
-            self.model.on_remove(&s.tag, s.cost);
+            let (tag, cost) = self.free_slot(i as usize);
+            self.model.on_remove_compact(tag, cost);
+            self.maybe_compact();
         }
     }
 
     fn len(&self) -> usize {
-        self.slots.len()
+        self.tags.len() - self.free.len()
     }
 
     fn used(&self) -> u64 {
@@ -672,9 +949,10 @@ impl CacheSim for LhdCache {
     fn set_capacity(&mut self, capacity: u64) -> bool {
         self.capacity = capacity;
         self.model.set_capacity(capacity);
-        while self.used > self.capacity && !self.slots.is_empty() {
+        while self.used > self.capacity && self.len() > 0 {
             self.evict_one();
         }
+        self.maybe_compact();
         true
     }
 }
@@ -805,13 +1083,137 @@ mod tests {
                     lru.remove(k);
                 }
             }
-            let sum: u64 = c.slots.iter().map(|s| s.cost).sum();
+            let sum: u64 = c.entries().map(|(_, cost, _)| cost).sum();
             assert_eq!(sum, c.used());
-            assert_eq!(c.index.len(), c.slots.len());
+            assert_consistent(&c);
             // A hot set among one-off keys: LHD learns that the one-offs never hit.
             assert!(hits > lru_hits, "{unit}: LHD {hits} hits, LRU {lru_hits}");
             assert!(c.model().reconfigurations() >= 49);
         }
+    }
+
+    /// The slot arrays, the holes and the index agree: every indexed key sits in an
+    /// occupied slot holding it, every occupied slot is indexed, every hole is free.
+    fn assert_consistent(c: &LhdCache) {
+        assert_eq!(c.index.len(), c.len());
+        for (&k, &i) in &c.index {
+            assert_eq!(c.keys[i as usize], k);
+            assert_ne!(c.tags[i as usize].code, FREE);
+        }
+        for &i in &c.free {
+            assert_eq!(c.tags[i as usize].code, FREE);
+        }
+        assert_eq!(
+            c.tags.iter().filter(|t| t.code == FREE).count(),
+            c.free.len()
+        );
+    }
+
+    /// The compact tag ranks, ages and classes an object exactly as its full tag does,
+    /// through any history of hits and evictions (what lets [`LhdCache`] keep 8 bytes per
+    /// object): two models fed the same events, one through full tags and one through
+    /// compact ones, rank every object alike and learn the same histograms.
+    #[test]
+    fn compact_tags_rank_and_learn_as_full_tags() {
+        let cfg = LhdConfig {
+            reconfigure_every: 5_000,
+            app_classes: 4,
+            ..LhdConfig::default()
+        };
+        let (mut full_model, mut compact_model) =
+            (LhdModel::new(cfg.clone(), 1000), LhdModel::new(cfg, 1000));
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mut objects: Vec<(LhdTag, CompactTag, u64)> = Vec::new();
+        for step in 0..200_000u64 {
+            full_model.tick(objects.len());
+            compact_model.tick(objects.len());
+            // The same explorer rolls for both.
+            let (mut roll_full, mut roll_compact) =
+                (SmallRng::seed_from_u64(step), SmallRng::seed_from_u64(step));
+            match rng.gen_range(0..8) {
+                0 | 1 => {
+                    let (size, app) = (rng.gen_range(1..300), rng.gen_range(0..9));
+                    let full = full_model.on_insert(app, size, &mut roll_full);
+                    let twin = compact_model.on_insert(app, size, &mut roll_compact);
+                    objects.push((full, compact_model.compact(&twin), size));
+                }
+                2 if objects.len() > 100 => {
+                    let i = rng.gen_range(0..objects.len());
+                    let (full, compact, size) = objects.swap_remove(i);
+                    let rank = full_model.rank(&full, size);
+                    assert_eq!(rank, compact_model.rank_compact(compact, size));
+                    full_model.on_evict(&full, size, rank);
+                    compact_model.on_evict_compact(compact, size, rank);
+                }
+                _ if !objects.is_empty() => {
+                    let i = rng.gen_range(0..objects.len());
+                    let (ref mut full, ref mut compact, size) = objects[i];
+                    assert_eq!(
+                        full_model.rank(full, size),
+                        compact_model.rank_compact(*compact, size)
+                    );
+                    full_model.on_hit(full, size, &mut roll_full);
+                    compact_model.on_hit_compact(compact, size, &mut roll_compact);
+                    assert_eq!(full_model.compact(full), *compact, "step {step}");
+                }
+                _ => {}
+            }
+        }
+        assert!(full_model.reconfigurations() > 30);
+        for (full, compact, size) in &objects {
+            assert_eq!(
+                full_model.rank(full, *size),
+                compact_model.rank_compact(*compact, *size)
+            );
+        }
+    }
+
+    /// Removals leave holes that admissions fill and compaction clears; draws never
+    /// land on one; the index always agrees with the slots.
+    #[test]
+    fn holes_are_refilled_or_compacted_and_never_evicted() {
+        for unit in [Unit::Objects, Unit::Bytes] {
+            let mut c = LhdCache::new(LhdConfig::default(), 3000, unit, 5);
+            let mut rng = SmallRng::seed_from_u64(3);
+            for round in 0..20u64 {
+                for _ in 0..5000 {
+                    let key = rng.gen_range(0..20_000);
+                    c.access(key, rng.gen_range(1..5));
+                    assert!(c.used() <= c.capacity());
+                }
+                // Remove a random half of what is cached: many holes at once.
+                let keys: Vec<u64> = c.entries().map(|(k, _, _)| k).collect();
+                for k in keys.into_iter().filter(|_| rng.gen_range(0..2) == 0) {
+                    c.remove(k);
+                }
+                assert_consistent(&c);
+                assert!(c.free.len() * 4 <= c.tags.len() + 64, "round {round}");
+                if round % 5 == 4 {
+                    c.set_capacity(c.capacity() / 2 + 100);
+                    assert!(c.used() <= c.capacity());
+                    assert_consistent(&c);
+                }
+            }
+        }
+    }
+
+    /// Stamps older than 2^31 accesses are clamped to that age and younger ones kept:
+    /// run every 2^30 accesses, this keeps 32-bit stamps from wrapping.
+    #[test]
+    fn old_stamps_are_clamped_before_they_wrap() {
+        let mut c = LhdCache::new(LhdConfig::default(), 100, Unit::Objects, 1);
+        let start = 10u64 << 32;
+        c.set_now(start);
+        c.insert_aged(1, 1, 3 << 30);
+        c.insert_aged(2, 1, 5);
+        c.clamp_stamps();
+        // Another 2^30 accesses later (the next clamp), neither age has wrapped.
+        c.set_now(start + (1 << 30));
+        let ages: HashMap<u64, u64> = c.entries().map(|(k, _, a)| (k, a)).collect();
+        assert_eq!(ages[&1], CLAMP_AGE + (1 << 30));
+        assert_eq!(ages[&2], (1 << 30) + 5);
+        // Without the clamp, key 1's 32-bit age would have wrapped to 0 here.
+        assert_eq!(((3u64 << 30) + (1 << 30)) as u32, 0);
     }
 
     /// §3.2's example: a scan that fits in the cache, mixed with a long tail of one-off
