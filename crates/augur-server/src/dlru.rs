@@ -53,8 +53,10 @@ pub const DEFAULT_K: u32 = 5;
 /// K went 5, 10, 5, 5, 16, 1, 10, 5, 10, 16, 1, ... with K = 1 best in one interval of
 /// each 5-interval loop, and an interval evicting at random does damage that outlasts
 /// it, so `maxmemory-samples auto` hit 0.312 where every fixed K hit 0.324-0.343
-/// (BENCHMARKS.md, "DLRU in the server on a quiet machine"). With 0.5: 0.339, within 2 %
-/// of the best fixed K's throughput ("DLRU with smoothed misses"). `maxmemory-policy
+/// (BENCHMARKS.md, "DLRU in the server on a quiet machine"). With 0.5: 0.342, 1.0 % below
+/// the best fixed K's throughput at 30 % and 0.3 % above at 75 %; on the two-phase
+/// workload at 30 % it costs about an interval at each phase change (-2.1 % vs K = 1)
+/// ("DLRU with smoothed misses"). `maxmemory-policy
 /// auto` (crate::autopolicy) keeps each interval's costs: its family switches have
 /// their own hysteresis, and smoothing its costs missed one more cell of the miss table
 /// (38 of 42 within 0.005 instead of 39).
