@@ -273,7 +273,6 @@ impl LhdModel {
     #[inline]
     fn class_of(&self, tag: &LhdTag) -> usize {
         let sum = tag.last_hit_age as usize + tag.last_last_hit_age as usize;
-        let by_hit_age = self.class_by_sum[sum.min(self.class_by_sum.len() - 1)] as usize;
         // Tags made by `on_insert` hold an app id already below `app_classes`: no
         // division on the ranking path for them.
         let app = tag.app as usize;
@@ -282,6 +281,13 @@ impl LhdModel {
         } else {
             app % self.cfg.app_classes
         };
+        self.class_for(app, sum)
+    }
+
+    /// The class of app `app` (below `app_classes`) with last-two-hit-age sum `sum`.
+    #[inline]
+    fn class_for(&self, app: usize, sum: usize) -> usize {
+        let by_hit_age = self.class_by_sum[sum.min(self.class_by_sum.len() - 1)] as usize;
         app * self.cfg.hit_age_classes + by_hit_age
     }
 
@@ -337,8 +343,13 @@ impl LhdModel {
     /// [`LhdModel::prefetch_rank`] of a [`CompactTag`].
     #[inline]
     pub fn prefetch_rank_compact(&self, tag: CompactTag) {
-        let density = &self.classes[tag.class()].density;
-        crate::prefetch::prefetch(density.as_ptr().wrapping_add(self.compact_age(tag)));
+        self.prefetch_density(tag.class(), self.compact_age(tag));
+    }
+
+    #[inline]
+    fn prefetch_density(&self, class: usize, age: usize) {
+        let density = &self.classes[class].density;
+        crate::prefetch::prefetch(density.as_ptr().wrapping_add(age));
     }
 
     /// Prefetches what [`LhdModel::rank`] of `tag` will read (its entry of the density
@@ -346,8 +357,7 @@ impl LhdModel {
     /// many sampled candidates overlaps their cache misses.
     #[inline]
     pub fn prefetch_rank(&self, tag: &LhdTag) {
-        let density = &self.classes[self.class_of(tag)].density;
-        crate::prefetch::prefetch(density.as_ptr().wrapping_add(self.age(tag)));
+        self.prefetch_density(self.class_of(tag), self.age(tag));
     }
 
     /// An explorer of `size` is gone or no longer one. The budget never grows past its
@@ -410,13 +420,11 @@ impl LhdModel {
         let class = tag.class();
         self.count_hit(age, class, tag.explorer(), size);
         let app = class / self.cfg.hit_age_classes;
-        let sum = age + usize::from(tag.last_hit_age);
-        let by_hit_age = self.class_by_sum[sum.min(self.class_by_sum.len() - 1)] as usize;
+        let next_class = self.class_for(app, age + usize::from(tag.last_hit_age));
         let explorer = self.maybe_explorer(size, rng);
         *tag = CompactTag {
             stamp: self.timestamp as u32,
-            code: (app * self.cfg.hit_age_classes + by_hit_age) as u16
-                | (u16::from(explorer) << 15),
+            code: next_class as u16 | (u16::from(explorer) << 15),
             last_hit_age: age as u16,
         };
     }
@@ -831,9 +839,7 @@ impl LhdCache {
     /// their slots, then their density-table entries, prefetched before any is ranked:
     /// ranking them one by one would wait for each cache miss in turn.
     fn evict_one(&mut self) {
-        if self.free.len() * 4 >= self.tags.len() {
-            self.maybe_compact();
-        }
+        self.maybe_compact();
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
         let wanted = self.model.cfg.associativity;
