@@ -37,7 +37,7 @@ pub use lhd::{LhdCache, LhdConfig, LhdModel, LhdTag};
 pub use list::{ListCache, ListOrder};
 pub use run::{
     simulate, simulate_cache, simulate_grid, simulate_sizes, simulate_with_progress, working_set,
-    SimRequest, SimResult, TraceOp, WorkingSet, WorkingSetCounter,
+    PolicySimulation, SimRequest, SimResult, SimTally, TraceOp, WorkingSet, WorkingSetCounter,
 };
 pub use sampled::{SampledCache, Sampling};
 pub use spec::{build, build_miniature, ParsePolicyError, PolicySpec, Unit};

@@ -155,22 +155,26 @@ fn ratio(num: u64, den: u64) -> f64 {
     }
 }
 
-/// Feeds `trace` to `sim`, calling `progress(n)` every [`PROGRESS_EVERY`] trace
-/// entries and once at the end with the number of entries (DELETEs included) since the
-/// last call. A DELETE removes its key and is not counted. Generic so the hot loop is
-/// monomorphised per request and simulator type. Public for simulators built by the
-/// caller (e.g. the server's `maxmemory-policy auto` chooser driving a
-/// [`crate::SwitchingCache`]); `policy` only labels the result.
-pub fn simulate_cache<S: CacheSim, R: SimRequest>(
-    sim: &mut S,
-    trace: &[R],
-    policy: PolicySpec,
-    unit: Unit,
-    progress: &(dyn Fn(u64) + Sync),
-) -> SimResult {
-    let (mut hits, mut bytes_requested, mut bytes_missed) = (0u64, 0u64, 0u64);
-    let mut deletes = 0u64;
-    for chunk in trace.chunks(PROGRESS_EVERY) {
+/// The running totals of a simulation fed its trace in pieces ([`SimTally::feed`]):
+/// what [`simulate_cache`] keeps for a whole slice, and what a caller that streams a
+/// trace too large to hold in memory keeps between batches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimTally {
+    /// Trace entries fed, DELETEs included.
+    pub entries: u64,
+    pub deletes: u64,
+    pub hits: u64,
+    pub bytes_requested: u64,
+    pub bytes_missed: u64,
+}
+
+impl SimTally {
+    /// Feeds `chunk` to `sim`. A DELETE removes its key and is not counted as a request.
+    /// Generic so the hot loop is monomorphised per request and simulator type.
+    #[inline]
+    pub fn feed<S: CacheSim, R: SimRequest>(&mut self, sim: &mut S, chunk: &[R]) {
+        let (mut hits, mut bytes_requested, mut bytes_missed) = (0u64, 0u64, 0u64);
+        let mut deletes = 0u64;
         for r in chunk {
             let key = r.key();
             if r.is_delete() {
@@ -186,19 +190,129 @@ pub fn simulate_cache<S: CacheSim, R: SimRequest>(
                 bytes_missed += u64::from(size);
             }
         }
+        self.entries += chunk.len() as u64;
+        self.deletes += deletes;
+        self.hits += hits;
+        self.bytes_requested += bytes_requested;
+        self.bytes_missed += bytes_missed;
+    }
+
+    /// The result so far of a simulator of capacity `size` running `policy`.
+    pub fn result(&self, policy: PolicySpec, unit: Unit, size: u64) -> SimResult {
+        let requests = self.entries - self.deletes;
+        SimResult {
+            policy,
+            unit,
+            size,
+            requests,
+            hits: self.hits,
+            bytes_requested: self.bytes_requested,
+            bytes_missed: self.bytes_missed,
+            miss_ratio: ratio(requests - self.hits, requests),
+            byte_miss_ratio: ratio(self.bytes_missed, self.bytes_requested),
+        }
+    }
+}
+
+/// Feeds `trace` to `sim`, calling `progress(n)` every [`PROGRESS_EVERY`] trace
+/// entries and once at the end with the number of entries (DELETEs included) since the
+/// last call. A DELETE removes its key and is not counted. Generic so the hot loop is
+/// monomorphised per request and simulator type. Public for simulators built by the
+/// caller (e.g. the server's `maxmemory-policy auto` chooser driving a
+/// [`crate::SwitchingCache`]); `policy` only labels the result.
+pub fn simulate_cache<S: CacheSim, R: SimRequest>(
+    sim: &mut S,
+    trace: &[R],
+    policy: PolicySpec,
+    unit: Unit,
+    progress: &(dyn Fn(u64) + Sync),
+) -> SimResult {
+    let mut tally = SimTally::default();
+    for chunk in trace.chunks(PROGRESS_EVERY) {
+        tally.feed(sim, chunk);
         progress(chunk.len() as u64);
     }
-    let requests = trace.len() as u64 - deletes;
-    SimResult {
-        policy,
-        unit,
-        size: sim.capacity(),
-        requests,
-        hits,
-        bytes_requested,
-        bytes_missed,
-        miss_ratio: ratio(requests - hits, requests),
-        byte_miss_ratio: ratio(bytes_missed, bytes_requested),
+    tally.result(policy, unit, sim.capacity())
+}
+
+/// The simulator of a [`PolicySpec`] as a concrete type where one exists, so that
+/// [`PolicySimulation::feed`] dispatches once per chunk and the per-request loop has
+/// no virtual call (S3-FIFO goes through [`crate::spec::build`]'s box). One per
+/// simulation, so the variants' size difference costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+enum ConcreteSim {
+    List(ListCache),
+    Sampled(SampledCache),
+    Lhd(LhdCache),
+    Boxed(Box<dyn CacheSim>),
+}
+
+/// One policy at one size, fed a trace in chunks: [`simulate_with_progress`] over a
+/// slice, or `augur sim` streaming a trace it does not hold in memory (decoded batch by
+/// batch on the simulating thread, as libCacheSim does). The same simulator and seed as
+/// [`simulate`], so the result is the same as over the whole slice.
+pub struct PolicySimulation {
+    policy: PolicySpec,
+    unit: Unit,
+    sim: ConcreteSim,
+    tally: SimTally,
+}
+
+impl PolicySimulation {
+    pub fn new(policy: PolicySpec, size: u64, unit: Unit, seed: u64) -> PolicySimulation {
+        let sim = match policy {
+            PolicySpec::Lru => ConcreteSim::List(ListCache::new(ListOrder::Lru, size, unit)),
+            PolicySpec::Fifo => ConcreteSim::List(ListCache::new(ListOrder::Fifo, size, unit)),
+            PolicySpec::Random => {
+                ConcreteSim::Sampled(SampledCache::new(Sampling::Random, size, unit, seed))
+            }
+            PolicySpec::RedisLru { k } => {
+                ConcreteSim::Sampled(SampledCache::new(Sampling::Pooled { k }, size, unit, seed))
+            }
+            PolicySpec::KLru { k } => {
+                ConcreteSim::Sampled(SampledCache::new(Sampling::Fresh { k }, size, unit, seed))
+            }
+            PolicySpec::Lhd { k } => ConcreteSim::Lhd(LhdCache::new(
+                LhdConfig {
+                    associativity: k,
+                    ..LhdConfig::default()
+                },
+                size,
+                unit,
+                seed,
+            )),
+            PolicySpec::S3Fifo { .. } => {
+                ConcreteSim::Boxed(crate::spec::build(policy, size, unit, seed))
+            }
+        };
+        PolicySimulation {
+            policy,
+            unit,
+            sim,
+            tally: SimTally::default(),
+        }
+    }
+
+    /// Feeds the next `chunk` of the trace.
+    pub fn feed<R: SimRequest>(&mut self, chunk: &[R]) {
+        let tally = &mut self.tally;
+        match &mut self.sim {
+            ConcreteSim::List(s) => tally.feed(s, chunk),
+            ConcreteSim::Sampled(s) => tally.feed(s, chunk),
+            ConcreteSim::Lhd(s) => tally.feed(s, chunk),
+            ConcreteSim::Boxed(s) => tally.feed(s, chunk),
+        }
+    }
+
+    /// The result over everything fed so far.
+    pub fn result(&self) -> SimResult {
+        let capacity = match &self.sim {
+            ConcreteSim::List(s) => s.capacity(),
+            ConcreteSim::Sampled(s) => s.capacity(),
+            ConcreteSim::Lhd(s) => s.capacity(),
+            ConcreteSim::Boxed(s) => s.capacity(),
+        };
+        self.tally.result(self.policy, self.unit, capacity)
     }
 }
 
@@ -214,66 +328,12 @@ pub fn simulate_with_progress<R: SimRequest>(
     seed: u64,
     progress: &(dyn Fn(u64) + Sync),
 ) -> SimResult {
-    // Same simulators as `spec::build`, but concrete, so `access` is not a virtual call.
-    match policy {
-        PolicySpec::Lru => simulate_cache(
-            &mut ListCache::new(ListOrder::Lru, size, unit),
-            trace,
-            policy,
-            unit,
-            progress,
-        ),
-        PolicySpec::Fifo => simulate_cache(
-            &mut ListCache::new(ListOrder::Fifo, size, unit),
-            trace,
-            policy,
-            unit,
-            progress,
-        ),
-        PolicySpec::Random => simulate_cache(
-            &mut SampledCache::new(Sampling::Random, size, unit, seed),
-            trace,
-            policy,
-            unit,
-            progress,
-        ),
-        PolicySpec::RedisLru { k } => simulate_cache(
-            &mut SampledCache::new(Sampling::Pooled { k }, size, unit, seed),
-            trace,
-            policy,
-            unit,
-            progress,
-        ),
-        PolicySpec::KLru { k } => simulate_cache(
-            &mut SampledCache::new(Sampling::Fresh { k }, size, unit, seed),
-            trace,
-            policy,
-            unit,
-            progress,
-        ),
-        PolicySpec::Lhd { k } => simulate_cache(
-            &mut LhdCache::new(
-                LhdConfig {
-                    associativity: k,
-                    ..LhdConfig::default()
-                },
-                size,
-                unit,
-                seed,
-            ),
-            trace,
-            policy,
-            unit,
-            progress,
-        ),
-        PolicySpec::S3Fifo { .. } => simulate_cache(
-            &mut crate::spec::build(policy, size, unit, seed),
-            trace,
-            policy,
-            unit,
-            progress,
-        ),
+    let mut run = PolicySimulation::new(policy, size, unit, seed);
+    for chunk in trace.chunks(PROGRESS_EVERY) {
+        run.feed(chunk);
+        progress(chunk.len() as u64);
     }
+    run.result()
 }
 
 /// Simulates `policy` with capacity `size` (in `unit`) on a trace: `(key, size)`

@@ -30,7 +30,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use augur_server::autopolicy::{self, AutoSim};
 use augur_sim::{
-    simulate_cache, simulate_with_progress, working_set, PolicySpec, SimResult, Unit, WorkingSet,
+    simulate_cache, simulate_with_progress, working_set, PolicySimulation, PolicySpec, SimResult,
+    Unit, WorkingSet,
 };
 use rayon::prelude::*;
 use serde::Serialize;
@@ -79,6 +80,9 @@ pub struct Args {
     /// Cache sizes: N% of the working set (objects, or bytes with --bytes); a plain
     /// number of objects (bytes with --bytes); or a byte size such as 512kb, 64mb,
     /// 1.5gb (powers of 1024), which implies --bytes. Repeatable or comma-separated.
+    /// When every size is absolute and there is one simulation (or --threads 1), the
+    /// trace is streamed, never held in memory (traces larger than RAM work), and its
+    /// working set is not counted (the "of ws" column is "-").
     #[arg(long = "sizes", short = 's', value_delimiter = ',', required = true)]
     pub sizes: Vec<String>,
 
@@ -213,8 +217,9 @@ struct Row {
     policy: String,
     unit: String,
     size: u64,
-    /// Size as a fraction of the working set in the same unit.
-    ws_fraction: f64,
+    /// Size as a fraction of the working set in the same unit; absent when the trace
+    /// was streamed (absolute sizes: the working set is not counted).
+    ws_fraction: Option<f64>,
     requests: u64,
     hits: u64,
     miss_ratio: f64,
@@ -232,17 +237,15 @@ struct Row {
 }
 
 impl Row {
-    fn new(r: &SimResult, ws: &WorkingSet, seconds: f64) -> Row {
-        let wsu = ws.in_unit(r.unit);
+    fn new(r: &SimResult, ws: Option<&WorkingSet>, seconds: f64) -> Row {
         Row {
             policy: r.policy.to_string(),
             unit: r.unit.to_string(),
             size: r.size,
-            ws_fraction: if wsu == 0 {
-                0.0
-            } else {
-                r.size as f64 / wsu as f64
-            },
+            ws_fraction: ws.map(|ws| match ws.in_unit(r.unit) {
+                0 => 0.0,
+                wsu => r.size as f64 / wsu as f64,
+            }),
             requests: r.requests,
             hits: r.hits,
             miss_ratio: r.miss_ratio,
@@ -267,6 +270,10 @@ pub fn run(args: Args) -> Result<()> {
         .map(|s| parse_size(s))
         .collect::<Result<_>>()?;
     let unit = choose_unit(&specs, args.bytes)?;
+    if let Some(sizes) = streamable_sizes(&args, &specs) {
+        let rows = run_streaming(&args, &sizes, unit)?;
+        return print_rows(&args, &rows);
+    }
 
     let t0 = Instant::now();
     let (trace, deletes) = trace_input::load_for_simulation(&args.trace, args.format.as_deref())?;
@@ -369,7 +376,7 @@ pub fn run(args: Args) -> Result<()> {
     let rows: Vec<Row> = results
         .iter()
         .map(|(r, s, auto)| {
-            let mut row = Row::new(r, &ws, *s);
+            let mut row = Row::new(r, Some(&ws), *s);
             if let Some((intervals, switches, last)) = auto {
                 row.policy = "auto".into();
                 row.intervals = Some(*intervals);
@@ -382,19 +389,87 @@ pub fn run(args: Args) -> Result<()> {
     if args.policies.contains(&SimPolicy::Auto) {
         eprintln!("auto: miniature sample rate {auto_rate}, interval {auto_interval} requests");
     }
+    print_rows(&args, &rows)
+}
+
+/// The sizes, when the run can stream the trace instead of loading it: every size is
+/// absolute (no working set needed), no `auto` (its sample rate and interval depend on
+/// the working set and the trace's length), and one simulation or one thread (several
+/// simulations on several threads run faster over a trace held in memory).
+fn streamable_sizes(args: &Args, specs: &[SizeSpec]) -> Option<Vec<u64>> {
+    let sizes: Option<Vec<u64>> = specs
+        .iter()
+        .map(|s| match *s {
+            SizeSpec::Percent(_) => None,
+            SizeSpec::Count(n) | SizeSpec::Bytes(n) => Some(n),
+        })
+        .collect();
+    let sizes = sizes?;
+    let jobs = args.policies.len() * sizes.len();
+    let auto = args.policies.contains(&SimPolicy::Auto);
+    (!auto && (jobs == 1 || args.threads == Some(1))).then_some(sizes)
+}
+
+/// Simulates every (policy, size) while reading the trace, never holding it: memory
+/// stays that of the simulators, and with `--threads 1` decoding runs on the simulating
+/// thread (otherwise a decoder thread reads ahead). Each row's time is the time spent in
+/// its simulator, as in the in-memory path.
+fn run_streaming(args: &Args, sizes: &[u64], unit: Unit) -> Result<Vec<Row>> {
+    let mut runs: Vec<(PolicySimulation, f64)> = args
+        .policies
+        .iter()
+        .flat_map(|p| sizes.iter().map(move |&s| (p, s)))
+        .map(|(p, s)| match p {
+            SimPolicy::Fixed(policy) => (PolicySimulation::new(*policy, s, unit, args.seed), 0.0),
+            SimPolicy::Auto => unreachable!("streamable_sizes excludes auto"),
+        })
+        .collect();
+    let bar = crate::progress::bar(None, "simulating");
+    let wall = Instant::now();
+    let deletes = trace_input::stream_for_simulation(
+        &args.trace,
+        args.format.as_deref(),
+        args.threads == Some(1),
+        |chunk| {
+            for (run, seconds) in &mut runs {
+                let t = Instant::now();
+                run.feed(chunk);
+                *seconds += t.elapsed().as_secs_f64();
+            }
+            bar.inc(chunk.len() as u64);
+        },
+    )?;
+    bar.finish_and_clear();
+    let results: Vec<(SimResult, f64)> = runs.iter().map(|(r, s)| (r.result(), *s)).collect();
+    let requests = results.first().map_or(0, |(r, _)| r.requests);
+    if deletes > 0 {
+        eprintln!(
+            "trace has {deletes} DELETE requests; they remove the key and are not counted as requests"
+        );
+    }
+    eprintln!(
+        "{}: {requests} requests streamed (absolute sizes: working set not counted); {} simulations in {:.2}s, reading included",
+        args.trace.display(),
+        results.len(),
+        wall.elapsed().as_secs_f64()
+    );
+    Ok(results.iter().map(|(r, s)| Row::new(r, None, *s)).collect())
+}
+
+fn print_rows(args: &Args, rows: &[Row]) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
+        serde_json::to_writer_pretty(&mut out, rows)?;
         writeln!(out)?;
     } else if args.csv {
         let mut w = csv::Writer::from_writer(out);
-        for row in &rows {
+        for row in rows {
             w.serialize(row)?;
         }
         w.flush()?;
     } else {
-        print_table(&mut out, &rows)?;
+        print_table(&mut out, rows)?;
     }
     Ok(())
 }
@@ -417,12 +492,15 @@ fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
         } else {
             r.size.to_string()
         };
+        let of_ws = r
+            .ws_fraction
+            .map_or("-".to_string(), |f| format!("{:.1}%", f * 100.0));
         writeln!(
             out,
-            "{:<pw$}  {:>14} {:>6.1}%  {:>10}  {:>10.4}  {:>10.4}  {:>9.2}",
+            "{:<pw$}  {:>14} {:>7}  {:>10}  {:>10.4}  {:>10.4}  {:>9.2}",
             r.policy,
             size,
-            r.ws_fraction * 100.0,
+            of_ws,
             r.requests,
             r.miss_ratio,
             r.byte_miss_ratio,

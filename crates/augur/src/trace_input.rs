@@ -30,15 +30,65 @@ pub fn load_for_simulation(path: &Path, format: Option<&str>) -> Result<(Vec<Tra
     let mut deletes = 0u64;
     reader
         .for_each_batch(|batch| {
-            trace.extend(batch.iter().map(|r| match r.op {
-                Op::Get | Op::Set => TraceOp::get(r.key, r.size),
-                Op::Delete => {
-                    deletes += 1;
-                    TraceOp::delete(r.key)
-                }
-            }));
+            deletes += batch.iter().filter(|r| r.op == Op::Delete).count() as u64;
+            trace.extend(batch.iter().map(to_trace_op));
             Ok(())
         })
         .with_context(|| format!("reading {}", path.display()))?;
     Ok((trace, deletes))
+}
+
+/// Converts one trace request to the simulators' form (GET and SET are references).
+fn to_trace_op(r: &augur_trace::Request) -> TraceOp {
+    match r.op {
+        Op::Get | Op::Set => TraceOp::get(r.key, r.size),
+        Op::Delete => TraceOp::delete(r.key),
+    }
+}
+
+/// Entries per chunk handed to `f` by [`stream_for_simulation`] when decoding inline.
+const STREAM_CHUNK: usize = 1 << 16;
+
+/// Reads the trace without holding it: `f` gets it in order, chunk by chunk, in the
+/// simulators' form. `inline` decodes on the calling thread (one thread in all, as
+/// libCacheSim runs); otherwise a decoder thread reads ahead
+/// ([`TraceReader::for_each_batch`]). Returns the number of DELETEs.
+pub fn stream_for_simulation(
+    path: &Path,
+    format: Option<&str>,
+    inline: bool,
+    mut f: impl FnMut(&[TraceOp]),
+) -> Result<u64> {
+    let reader = open(path, format)?;
+    let mut deletes = 0u64;
+    let mut chunk: Vec<TraceOp> = Vec::with_capacity(STREAM_CHUNK);
+    let mut push = |r: &augur_trace::Request, chunk: &mut Vec<TraceOp>| {
+        deletes += u64::from(r.op == Op::Delete);
+        chunk.push(to_trace_op(r));
+    };
+    if inline {
+        for r in reader {
+            let r = r.with_context(|| format!("reading {}", path.display()))?;
+            push(&r, &mut chunk);
+            if chunk.len() == STREAM_CHUNK {
+                f(&chunk);
+                chunk.clear();
+            }
+        }
+    } else {
+        reader
+            .for_each_batch(|batch| {
+                for r in batch {
+                    push(r, &mut chunk);
+                }
+                f(&chunk);
+                chunk.clear();
+                Ok(())
+            })
+            .with_context(|| format!("reading {}", path.display()))?;
+    }
+    if !chunk.is_empty() {
+        f(&chunk);
+    }
+    Ok(deletes)
 }

@@ -119,3 +119,87 @@ fn sim_runs_the_auto_chooser() {
         assert_eq!(again[0][f], auto[f], "{f}");
     }
 }
+
+/// Runs `augur sim --json` with `args`; returns the rows.
+fn sim_rows(trace: &PathBuf, args: &[&str]) -> (Vec<Value>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_augur"))
+        .arg("sim")
+        .arg(trace)
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("running augur sim");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "augur sim failed: {stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    (v.as_array().expect("an array").clone(), stderr)
+}
+
+/// With absolute sizes and one simulation (or one thread) `augur sim` streams the trace
+/// instead of loading it: every policy's hits and byte counts equal those of the same
+/// simulation over the loaded trace (a percentage forces loading), on the decoder-thread
+/// path (one job) and the inline one (`--threads 1`, several jobs); the working set is
+/// then not counted.
+#[test]
+fn streamed_simulation_equals_the_loaded_one() {
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/traces/lirs_sprite.oracleGeneral.bin.zst");
+    let policies = "lru,klru:5,redis-lru:5,lhd:16,s3fifo";
+    let (loaded, stderr) = sim_rows(&trace, &["--policy", policies, "--sizes", "700,1%"]);
+    assert!(stderr.contains("objects"), "loaded: {stderr}");
+    let loaded: Vec<&Value> = loaded.iter().filter(|r| r["size"] == 700).collect();
+    assert_eq!(loaded.len(), 5);
+    let key = |r: &Value| {
+        (
+            r["policy"].as_str().unwrap().to_string(),
+            r["requests"].as_u64().unwrap(),
+            r["hits"].as_u64().unwrap(),
+            r["byte_miss_ratio"].as_f64().unwrap().to_bits(),
+        )
+    };
+
+    let (inline, stderr) = sim_rows(
+        &trace,
+        &["--policy", policies, "--sizes", "700", "--threads", "1"],
+    );
+    assert!(stderr.contains("streamed"), "inline: {stderr}");
+    assert_eq!(
+        inline.iter().map(key).collect::<Vec<_>>(),
+        loaded.iter().map(|r| key(r)).collect::<Vec<_>>()
+    );
+    assert!(inline
+        .iter()
+        .all(|r| r.get("ws_fraction") == Some(&Value::Null)));
+
+    for (i, policy) in policies.split(',').enumerate() {
+        let (one, stderr) = sim_rows(&trace, &["--policy", policy, "--sizes", "700"]);
+        assert!(stderr.contains("streamed"), "{policy}: {stderr}");
+        assert_eq!(key(&one[0]), key(loaded[i]), "{policy}");
+    }
+}
+
+/// A streamed CSV trace honours its DELETE as the loaded one does (2 hits in 7
+/// requests at 2 objects: see `sim_honours_deletes_in_a_csv_trace`).
+#[test]
+fn streamed_simulation_honours_deletes() {
+    let with = write_trace("streamed_with_delete.csv", &trace_csv(true));
+    for threads in ["1", "2"] {
+        let (rows, stderr) = sim_rows(
+            &with,
+            &[
+                "--format",
+                "csv:op=0,key=1,size=2,header",
+                "--policy",
+                "lru",
+                "--sizes",
+                "2",
+                "--threads",
+                threads,
+            ],
+        );
+        assert!(stderr.contains("streamed"), "{stderr}");
+        assert!(stderr.contains("trace has 1 DELETE requests"), "{stderr}");
+        assert_eq!(rows[0]["requests"], 7, "{stderr}");
+        assert_eq!(rows[0]["hits"], 2, "{stderr}");
+    }
+}
