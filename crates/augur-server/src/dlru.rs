@@ -26,7 +26,9 @@
 //!   to the smaller K (§3.5); under [`MIN_KEYS`] distinct sampled keys in the interval the
 //!   default K = 5 is installed (§3.3). Unlike §3.5, `M_K` is averaged over the intervals
 //!   ([`SMOOTHING`], an EWMA) before the argmin: over intervals much shorter than DLRU's
-//!   5M GETs one interval's sample follows the workload's phases.
+//!   5M GETs one interval's sample follows the workload's phases. And the running K is
+//!   left for the argmin at once only on a large gain ([`LARGE_GAIN`]), otherwise after
+//!   it cost less in [`CONFIRM_INTERVALS`] consecutive intervals (`should_switch`).
 //! - **Scope.** With `tenant-partitioning off` eviction is shared and uses the global K:
 //!   one keyspace model (every tenant's references at the lowest tenant rate) sets
 //!   `maxmemory-samples`' effective K. With `static`, each tenant gets its own K. With
@@ -39,7 +41,7 @@
 
 use augur_sim::{CacheSim, PolicySpec, Unit};
 use augur_store::{EvictionPolicy, Ns, Partitioning, SetTtl, Store, StoreConfig, TenantId};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 /// The K values DLRU simulates (§3.3: 1 is random eviction, 16 is nearly LRU).
@@ -61,6 +63,15 @@ pub const DEFAULT_K: u32 = 5;
 /// their own hysteresis, and smoothing its costs missed one more cell of the miss table
 /// (38 of 42 within 0.005 instead of 39).
 pub const SMOOTHING: f64 = 0.5;
+/// Intervals of per-K costs kept for the switching test (`should_switch`); with
+/// [`SMOOTHING`] 0.5 the oldest weighs 1/128 of the newest.
+const GAIN_HISTORY: usize = 8;
+/// A smoothed gain at least this large (relative) switches K at once (a workload that
+/// changed: a loop against a recency pattern differ by 30 % and more).
+pub const LARGE_GAIN: f64 = 0.15;
+/// Otherwise the new K must have cost less than the running one in this many
+/// consecutive intervals (as `maxmemory-policy auto`'s family switches).
+pub const CONFIRM_INTERVALS: usize = 3;
 /// Fewest distinct sampled keys in an interval for a decision (§3.3).
 pub const MIN_KEYS: usize = augur_mrc::minisim::MIN_RELIABLE_KEYS;
 /// Modulus of the store's sampling filter (`augur_store`'s `SAMPLE_MODULUS`).
@@ -117,6 +128,44 @@ pub fn choose(
         }
     }
     (best.0, false)
+}
+
+/// Whether DLRU leaves the running K `from` for `to` (the argmin of the smoothed
+/// costs), given the per-K Eq. 3 costs of the last intervals with evidence (`history`,
+/// oldest first, per K of `ks`): when `to`'s gain `(P_from - P_to) / P_from`, weighted
+/// as [`SMOOTHING`] weighs the misses, is at least [`LARGE_GAIN`], or when `to` cost
+/// less than `from` in each of the last [`CONFIRM_INTERVALS`] intervals. An interval's
+/// miniature counts the misses each K would have had in it, not what a K leaves
+/// behind: on DLRU §4.3.3's two-phase workload at 30 % the miniatures put K = 2 below
+/// K = 1 by 3-12 % in each short reuse phase and above it by 2-9 % in each loop phase,
+/// and the reuse intervals run at K = 2 evicted the loop keys random eviction had kept,
+/// which the next loop paid for (auto 2.1 % below fixed K = 1, BENCHMARKS.md "DLRU with
+/// smoothed misses"). A fixed margin instead (5 %) also held a poor K: on cloudphysics
+/// at 30 % K = 16 beat a running K = 2 by 4 % every interval and was never installed.
+fn should_switch(history: &VecDeque<Vec<f64>>, ks: &[u32], from: u32, to: u32) -> bool {
+    let (Some(f), Some(t)) = (
+        ks.iter().position(|&k| k == from),
+        ks.iter().position(|&k| k == to),
+    ) else {
+        return true;
+    };
+    let (mut wsum, mut gain_acc, mut w) = (0.0, 0.0, 1.0);
+    let (mut streak, mut counting) = (0, true);
+    for costs in history.iter().rev() {
+        let (cf, ct) = (costs[f], costs[t]);
+        if cf > 0.0 && cf.is_finite() && ct.is_finite() {
+            wsum += w;
+            gain_acc += w * (cf - ct) / cf;
+        }
+        counting &= ct < cf;
+        streak += usize::from(counting);
+        w *= SMOOTHING;
+    }
+    if wsum == 0.0 {
+        return true;
+    }
+    let gain = gain_acc / wsum;
+    gain >= LARGE_GAIN || (gain > 0.0 && streak >= CONFIRM_INTERVALS)
 }
 
 /// The store's eviction overhead per K (µs per eviction), measured.
@@ -336,6 +385,10 @@ pub struct Dlru {
     /// Per candidate, the EWMA of its scaled misses over the intervals with evidence
     /// ([`SMOOTHING`]).
     smoothed: Vec<f64>,
+    /// The K chosen at the last decision with evidence (plain DLRU), and the per-K Eq. 3
+    /// costs of the last [`GAIN_HISTORY`] intervals with evidence (`should_switch`).
+    running_k: Option<u32>,
+    cost_history: VecDeque<Vec<f64>>,
 }
 
 /// The seed of a candidate's miniature (fixed: runs are reproducible).
@@ -387,6 +440,8 @@ impl Dlru {
             intervals: 0,
             auto: auto.then(crate::autopolicy::Hysteresis::default),
             smoothed: Vec::new(),
+            running_k: None,
+            cost_history: VecDeque::new(),
         }
     }
 
@@ -485,13 +540,25 @@ impl Dlru {
             .map(|(m, o)| m * (penalty_us + o))
             .collect();
         let nk = ks.len();
-        let (k, fallback) = choose(
+        let (mut k, fallback) = choose(
             &ks,
             &smoothed[..nk],
             penalty_us,
             &oh_us[..nk],
             self.keys.len(),
         );
+        if !fallback && self.auto.is_none() {
+            if self.cost_history.len() == GAIN_HISTORY {
+                self.cost_history.pop_front();
+            }
+            self.cost_history.push_back(cost_us[..nk].to_vec());
+            if let Some(r) = self.running_k {
+                if r != k && !should_switch(&self.cost_history, &ks, r, k) {
+                    k = r;
+                }
+            }
+            self.running_k = Some(k);
+        }
         let (policy, best, switches) = match &mut self.auto {
             Some(h) => {
                 let best = crate::autopolicy::least_cost(&candidates, &cost_us);
@@ -923,6 +990,46 @@ mod tests {
             }
         }
         assert!(matches!(switched_after, Some(1 | 2)), "{switched_after:?}");
+    }
+
+    /// A K that beats the running one by a little is switched to after three intervals
+    /// in a row, by a lot at once; one that wins some intervals and loses others is
+    /// not, even when it won the last.
+    #[test]
+    fn k_switches_on_a_large_or_repeated_gain() {
+        let ks = [1, 2, 16];
+        let hist = |rows: &[[f64; 3]]| rows.iter().map(|r| r.to_vec()).collect::<VecDeque<_>>();
+        // K = 16 4-6 % below K = 2 in every interval (cloudphysics at 30 %).
+        let steady = hist(&[
+            [1000.0, 1000.0, 950.0],
+            [1000.0, 1000.0, 960.0],
+            [1000.0, 1000.0, 940.0],
+        ]);
+        assert!(should_switch(&steady, &ks, 2, 16));
+        assert!(!should_switch(&steady, &ks, 16, 2));
+        // Two intervals are not yet enough for a small gain.
+        let two = hist(&[[1000.0, 1000.0, 950.0], [1000.0, 1000.0, 960.0]]);
+        assert!(!should_switch(&two, &ks, 2, 16));
+        // K = 2 against K = 1: -7 %, +5 %, -9 %, +12 % (two-phase): won the last
+        // interval, not consistently.
+        let phases = hist(&[
+            [1000.0, 1070.0, 0.0],
+            [1000.0, 950.0, 0.0],
+            [1000.0, 1090.0, 0.0],
+            [1000.0, 880.0, 0.0],
+        ]);
+        assert!(!should_switch(&phases, &ks, 1, 2));
+        // A loop turned recency: K = 16 40 % below K = 1 in the last interval after
+        // losing by 30 % before: the smoothed gain is large, the switch immediate.
+        let turned = hist(&[
+            [1000.0, 1100.0, 1300.0],
+            [1000.0, 1100.0, 1300.0],
+            [1000.0, 900.0, 300.0],
+            [1000.0, 900.0, 400.0],
+        ]);
+        assert!(should_switch(&turned, &ks, 1, 16));
+        // A K outside the set is no evidence against switching.
+        assert!(should_switch(&steady, &ks, 5, 16));
     }
 
     #[test]
