@@ -57,8 +57,9 @@ pub const DEFAULT_K: u32 = 5;
 /// it, so `maxmemory-samples auto` hit 0.312 where every fixed K hit 0.324-0.343
 /// (BENCHMARKS.md, "DLRU in the server on a quiet machine"). With 0.5: 0.342, 1.0 % below
 /// the best fixed K's throughput at 30 % and 0.3 % above at 75 %; on the two-phase
-/// workload at 30 % it costs about an interval at each phase change (-2.1 % vs K = 1)
-/// ("DLRU with smoothed misses"). `maxmemory-policy
+/// workload at 30 % it left K = 1 for K = 2 after each short reuse phase (-2.1 % vs
+/// K = 1, "DLRU with smoothed misses"), which `should_switch` now stops (-0.2 %,
+/// "DLRU switches K on a large or repeated gain"). `maxmemory-policy
 /// auto` (crate::autopolicy) keeps each interval's costs: its family switches have
 /// their own hysteresis, and smoothing its costs missed one more cell of the miss table
 /// (38 of 42 within 0.005 instead of 39).
