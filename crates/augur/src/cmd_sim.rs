@@ -415,14 +415,16 @@ fn streamable_sizes(args: &Args, specs: &[SizeSpec]) -> Option<Vec<u64>> {
 /// thread (otherwise a decoder thread reads ahead). Each row's time is the time spent in
 /// its simulator, as in the in-memory path.
 fn run_streaming(args: &Args, sizes: &[u64], unit: Unit) -> Result<Vec<Row>> {
+    // `streamable_sizes` admits no `auto`: every policy here is a fixed one.
     let mut runs: Vec<(PolicySimulation, f64)> = args
         .policies
         .iter()
-        .flat_map(|p| sizes.iter().map(move |&s| (p, s)))
-        .map(|(p, s)| match p {
-            SimPolicy::Fixed(policy) => (PolicySimulation::new(*policy, s, unit, args.seed), 0.0),
-            SimPolicy::Auto => unreachable!("streamable_sizes excludes auto"),
+        .filter_map(|p| match p {
+            SimPolicy::Fixed(policy) => Some(*policy),
+            SimPolicy::Auto => None,
         })
+        .flat_map(|p| sizes.iter().map(move |&s| (p, s)))
+        .map(|(p, s)| (PolicySimulation::new(p, s, unit, args.seed), 0.0))
         .collect();
     let bar = crate::progress::bar(None, "simulating");
     let wall = Instant::now();
