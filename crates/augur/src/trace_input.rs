@@ -27,14 +27,7 @@ pub fn open(path: &Path, format: Option<&str>) -> Result<TraceReader> {
 pub fn load_for_simulation(path: &Path, format: Option<&str>) -> Result<(Vec<TraceOp>, u64)> {
     let reader = open(path, format)?;
     let mut trace = Vec::with_capacity(reader.len_hint().unwrap_or(0) as usize);
-    let mut deletes = 0u64;
-    reader
-        .for_each_batch(|batch| {
-            deletes += batch.iter().filter(|r| r.op == Op::Delete).count() as u64;
-            trace.extend(batch.iter().map(to_trace_op));
-            Ok(())
-        })
-        .with_context(|| format!("reading {}", path.display()))?;
+    let deletes = stream_reader(reader, path, false, |chunk| trace.extend_from_slice(chunk))?;
     Ok((trace, deletes))
 }
 
@@ -57,38 +50,43 @@ pub fn stream_for_simulation(
     path: &Path,
     format: Option<&str>,
     inline: bool,
+    f: impl FnMut(&[TraceOp]),
+) -> Result<u64> {
+    stream_reader(open(path, format)?, path, inline, f)
+}
+
+/// [`stream_for_simulation`] of an opened `reader` (`path` names it in errors).
+fn stream_reader(
+    reader: TraceReader,
+    path: &Path,
+    inline: bool,
     mut f: impl FnMut(&[TraceOp]),
 ) -> Result<u64> {
-    let reader = open(path, format)?;
     let mut deletes = 0u64;
     let mut chunk: Vec<TraceOp> = Vec::with_capacity(STREAM_CHUNK);
-    let mut push = |r: &augur_trace::Request, chunk: &mut Vec<TraceOp>| {
-        deletes += u64::from(r.op == Op::Delete);
-        chunk.push(to_trace_op(r));
-    };
     if inline {
         for r in reader {
             let r = r.with_context(|| format!("reading {}", path.display()))?;
-            push(&r, &mut chunk);
+            deletes += u64::from(r.op == Op::Delete);
+            chunk.push(to_trace_op(&r));
             if chunk.len() == STREAM_CHUNK {
                 f(&chunk);
                 chunk.clear();
             }
         }
+        if !chunk.is_empty() {
+            f(&chunk);
+        }
     } else {
         reader
             .for_each_batch(|batch| {
-                for r in batch {
-                    push(r, &mut chunk);
-                }
-                f(&chunk);
+                deletes += batch.iter().filter(|r| r.op == Op::Delete).count() as u64;
                 chunk.clear();
+                chunk.extend(batch.iter().map(to_trace_op));
+                f(&chunk);
                 Ok(())
             })
             .with_context(|| format!("reading {}", path.display()))?;
-    }
-    if !chunk.is_empty() {
-        f(&chunk);
     }
     Ok(deletes)
 }
