@@ -107,6 +107,38 @@ pub fn moves_to_main(cfg: &S3FifoConfig, freq: u8) -> bool {
     freq >= cfg.move_threshold
 }
 
+/// The code, kept beside an object's queue-entry time, of the last hit since it entered
+/// its queue `since_entered` accesses before (0: none): 1 + floor(log2), at most 31, so
+/// five spare bits of the store's 32-bit S3-FIFO word hold it (augur-store `s3fifo.rs`).
+///
+/// Why: S3-FIFO orders its queues by entry time, but a cache that switches to K-LRU or
+/// LHD (`maxmemory-policy auto`, [`crate::switching`]) must hand over each object's
+/// *last access*: read as idle since it entered its queue, a hot main-queue object,
+/// hit a moment ago but entered long before, looks like the coldest in the cache and is
+/// the first K-LRU evicts. On the shared traces that price of a switch was 0.002-0.003
+/// of miss ratio (arc_p3 and scarab-recs at 50 % of the working set, BENCHMARKS.md
+/// "S3-FIFO hands its recency over"); the coarse code removes it.
+#[inline]
+pub fn hit_recency_code(since_entered: u64) -> u8 {
+    if since_entered == 0 {
+        0
+    } else {
+        (64 - since_entered.leading_zeros()).min(31) as u8
+    }
+}
+
+/// The accesses after its queue entry that an object's [`hit_recency_code`] vouches
+/// for: the power of two at or below the true gap, so the idle time read from it is
+/// never shorter than the true one (an object never looks hotter than it is).
+#[inline]
+pub fn hit_recency_credit(code: u8) -> u64 {
+    if code == 0 {
+        0
+    } else {
+        1 << (code - 1)
+    }
+}
+
 const SMALL: usize = 0;
 const MAIN: usize = 1;
 
@@ -120,6 +152,8 @@ struct Slot {
     /// The same moment on the access clock (for a cache that switches policy).
     entered_at: u64,
     freq: u8,
+    /// The last hit since it entered the queue ([`hit_recency_code`]).
+    hit_code: u8,
 }
 
 /// One queue: a dense slot array (for sampling and swap-removal) and, for the exact
@@ -172,13 +206,14 @@ impl S3FifoCache {
         }
     }
 
-    /// Every cached entry as (key, cost in the cache's unit, accesses since it entered
-    /// its queue), for a cache that switches policy (`crate::switching`).
+    /// Every cached entry as (key, cost in the cache's unit, accesses since it was last
+    /// touched), for a cache that switches policy (`crate::switching`): since it entered
+    /// its queue, less what its [`hit_recency_code`] vouches for, as the store reads it.
     pub fn entries(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        self.queues
-            .iter()
-            .flat_map(|q| &q.slots)
-            .map(|s| (s.key, s.cost, self.now.saturating_sub(s.entered_at)))
+        self.queues.iter().flat_map(|q| &q.slots).map(|s| {
+            let age = self.now.saturating_sub(s.entered_at);
+            (s.key, s.cost, age - hit_recency_credit(s.hit_code).min(age))
+        })
     }
 
     /// The access clock: requests seen so far.
@@ -235,6 +270,7 @@ impl S3FifoCache {
             inserted: self.stamp,
             entered_at: self.now,
             freq,
+            hit_code: 0,
         });
         if exact {
             queue.order.push_back((key, self.stamp));
@@ -341,6 +377,7 @@ impl CacheSim for S3FifoCache {
         if let Some(&(q, i)) = self.index.get(&key) {
             let s = &mut self.queues[q as usize].slots[i as usize];
             s.freq = hit_freq(s.freq);
+            s.hit_code = hit_recency_code(self.now - s.entered_at);
             return true;
         }
         let cost = self.unit.cost(size);
@@ -455,6 +492,38 @@ mod tests {
             assert!(s3_hits > 19 * 1_400, "{cfg:?}: {s3_hits}");
             assert!(lru_hits <= 19 * 1_000, "{lru_hits}");
         }
+    }
+
+    /// The idle time a switch hands over is the time since the last hit, never shorter
+    /// than the truth and within a factor of two of the gap since queue entry: a hot
+    /// object entered long ago no longer reads as the coldest.
+    #[test]
+    fn entries_report_idle_since_the_last_hit() {
+        assert_eq!(hit_recency_code(0), 0);
+        for gap in [1u64, 2, 3, 7, 8, 1000, (1 << 24) - 1, (1 << 31) - 1] {
+            let credit = hit_recency_credit(hit_recency_code(gap));
+            assert!(credit <= gap && credit > gap / 2, "{gap}: {credit}");
+        }
+        // Past 2^31 (beyond the store's 24-bit clock) the credit stops growing.
+        for gap in [1u64 << 31, 1 << 40, u64::MAX] {
+            assert_eq!(hit_recency_code(gap), 31);
+            assert_eq!(hit_recency_credit(31), 1 << 30);
+        }
+        let mut c = S3FifoCache::new(S3FifoConfig::default(), 100, Unit::Objects, 1);
+        c.access(1, 1);
+        c.access(2, 1);
+        for key in 100..1100u64 {
+            c.access(key % 50 + 100, 1);
+        }
+        c.access(1, 1); // 1 002 accesses after key 1 entered its queue
+        c.access(3, 1);
+        let idle = |k: u64| c.entries().find(|e| e.0 == k).unwrap().2;
+        // Key 1: in its queue for 1 003 accesses, hit 1 002 after entering; 512 of them
+        // are credited (the true idle time is 1).
+        assert_eq!(idle(1), 1_003 - 512);
+        assert_eq!(idle(2), 1_002, "never hit: idle since it entered");
+        assert_eq!(idle(3), 0);
+        assert!(idle(1) < idle(2));
     }
 
     #[test]

@@ -68,7 +68,8 @@ const LHD_FORMAT: u8 = 0x10;
 const LHD_EXPLORER: u8 = 0x20;
 const LHD_BITS: u8 = LHD_FORMAT | LHD_EXPLORER;
 /// The `atime` word is in S3-FIFO's format (see `crate::s3fifo`): 24 bits of clock (the
-/// time the entry entered its queue), 2 bits of hit count and the small-queue bit.
+/// time the entry entered its queue), 2 bits of hit count, the small-queue bit and, in
+/// bits 27-31 ([`S3_HIT_CODE_SHIFT`]), the code of its last hit since it entered.
 /// Set only by [`Entry::set_s3`]; an LRU touch or an LHD tag clears it.
 const S3_FORMAT: u8 = 0x40;
 /// Every bit that says which policy's format `atime` is in.
@@ -77,6 +78,9 @@ const POLICY_BITS: u8 = LHD_BITS | S3_FORMAT;
 const CLOCK24_FORMATS: u8 = LHD_FORMAT | S3_FORMAT;
 /// Clock bits an LHD-format `atime` keeps.
 pub(crate) const LHD_CLOCK_MASK: u32 = (1 << 24) - 1;
+/// Where an S3-FIFO word keeps its last hit since queue entry
+/// (`augur_sim::s3fifo::hit_recency_code`, 5 bits).
+pub(crate) const S3_HIT_CODE_SHIFT: u32 = 27;
 /// Flag bits that describe the block's layout (recomputed whenever a block is rebuilt);
 /// every other bit describes the value and is carried over by [`Entry::rekeyed`].
 const LAYOUT_FLAGS: u8 = HAS_TTL | LONG_KEY;
@@ -278,13 +282,34 @@ impl Entry {
 
     /// Accesses since the entry was last touched, at 32-bit clock `clock`, whichever
     /// format its `atime` is in (an LHD tag keeps 24 clock bits: older looks younger).
+    /// An S3-FIFO entry was last touched when it entered its queue or at its last hit
+    /// since, which its hit code gives to within a factor of two of the gap, never
+    /// later than the truth (`augur_sim::s3fifo::hit_recency_credit`): what LRU, LHD and
+    /// OBJECT IDLETIME read after a switch from S3-FIFO.
     #[inline]
     pub fn idle(&self, clock: u32) -> u32 {
-        let d = clock.wrapping_sub(self.atime());
-        if self.flags() & CLOCK24_FORMATS != 0 {
-            d & LHD_CLOCK_MASK
+        let w = self.atime();
+        let d = clock.wrapping_sub(w);
+        let f = self.flags();
+        if f & CLOCK24_FORMATS == 0 {
+            return d;
+        }
+        let d = d & LHD_CLOCK_MASK;
+        if f & S3_FORMAT == 0 {
+            return d;
+        }
+        let credit = augur_sim::s3fifo::hit_recency_credit((w >> S3_HIT_CODE_SHIFT) as u8);
+        d - (credit as u32).min(d)
+    }
+
+    /// Accesses since an S3-FIFO entry entered its queue (the queues' order); for an
+    /// entry in another format, [`Entry::idle`] (read as entering when last touched).
+    #[inline]
+    pub fn queue_age(&self, clock: u32) -> u32 {
+        if self.flags() & S3_FORMAT != 0 {
+            clock.wrapping_sub(self.atime()) & LHD_CLOCK_MASK
         } else {
-            d
+            self.idle(clock)
         }
     }
 
@@ -308,8 +333,8 @@ impl Entry {
         self.write_u8(11, f | LHD_FORMAT | if explorer { LHD_EXPLORER } else { 0 });
     }
 
-    /// The S3-FIFO word (24 clock bits, hit count in bits 24-25, small-queue bit 26),
-    /// if `atime` is in S3-FIFO's format.
+    /// The S3-FIFO word (24 clock bits, hit count in bits 24-25, small-queue bit 26, hit
+    /// code in bits 27-31), if `atime` is in S3-FIFO's format.
     #[inline]
     pub fn s3(&self) -> Option<u32> {
         (self.flags() & S3_FORMAT != 0).then(|| self.atime())

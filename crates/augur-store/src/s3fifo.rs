@@ -11,7 +11,9 @@
 //! for the LRU tail with the oldest of K samples:
 //! - an entry's queue, hit count and the time it entered its queue live in its 32-bit
 //!   `atime` word (24 clock bits, 2 count bits, the small-queue bit; entry.rs:
-//!   `S3_FORMAT`), so memory per key is the same as under LRU;
+//!   `S3_FORMAT`), so memory per key is the same as under LRU; the 5 bits left hold
+//!   when it was last hit since it entered, to a factor of two
+//!   (`augur_sim::s3fifo::hit_recency_code`), for the switch below;
 //! - the main queue's "oldest" is the oldest-entered of K uniform draws that are in it
 //!   (K = `maxmemory-samples`), the small queue's is one uniform draw that is in it
 //!   (`augur_sim::s3fifo`'s module docs measure both choices against exact queues);
@@ -33,11 +35,13 @@
 //!
 //! An entry last touched under LRU or LHD reads as a main-queue entry that entered the
 //! queue when it was last touched, never hit since; LRU and LHD read an S3-FIFO entry's
-//! 24 clock bits as its last access (the time it entered its queue). No key is
+//! last access as the time it entered its queue plus what its hit code vouches for
+//! (`Entry::idle`): without the code, a hot main-queue entry that entered long ago read
+//! as the coldest in the cache, and K-LRU evicted it first after the switch. No key is
 //! rewritten at a switch.
 
-use crate::entry::{Entry, LHD_CLOCK_MASK};
-use augur_sim::s3fifo::{hit_freq, main_reinsert, moves_to_main, S3FifoConfig};
+use crate::entry::{Entry, LHD_CLOCK_MASK, S3_HIT_CODE_SHIFT};
+use augur_sim::s3fifo::{hit_freq, hit_recency_code, main_reinsert, moves_to_main, S3FifoConfig};
 
 /// Rounds of moves and reinsertions one eviction may make before it evicts its last
 /// candidate anyway.
@@ -49,6 +53,7 @@ const SHARE_ALPHA: f32 = 1.0 / 64.0;
 
 const FREQ_SHIFT: u32 = 24;
 const SMALL_BIT: u32 = 1 << 26;
+const HIT_CODE_MASK: u32 = 31;
 
 fn word(clock: u64, freq: u8, small: bool) -> u32 {
     (clock as u32 & LHD_CLOCK_MASK)
@@ -265,7 +270,12 @@ impl PartS3 {
         match e.s3() {
             Some(w) => {
                 let freq = hit_freq(((w >> FREQ_SHIFT) & 3) as u8);
-                e.set_s3((w & !(3 << FREQ_SHIFT)) | u32::from(freq) << FREQ_SHIFT);
+                let code = hit_recency_code(u64::from(e.queue_age(clock as u32)));
+                e.set_s3(
+                    (w & !(3 << FREQ_SHIFT) & !(HIT_CODE_MASK << S3_HIT_CODE_SHIFT))
+                        | u32::from(freq) << FREQ_SHIFT
+                        | u32::from(code) << S3_HIT_CODE_SHIFT,
+                );
             }
             // Last touched under another policy: a main-queue entry since then, hit now.
             None => e.set_s3(word(
@@ -341,9 +351,9 @@ impl PartS3 {
                 if small {
                     continue;
                 }
-                let idle = e.idle(clock as u32);
-                if best.is_none_or(|(_, b, _)| idle > b) {
-                    best = Some((e, idle, freq));
+                let age = e.queue_age(clock as u32);
+                if best.is_none_or(|(_, b, _)| age > b) {
+                    best = Some((e, age, freq));
                 }
                 seen += 1;
                 if seen == k {

@@ -204,3 +204,56 @@ fn s3fifo_under_free_competition_evicts_across_tenants() {
     let ts = s.tenant_stats();
     assert!(ts[0].evicted > 1000 && ts[1].evicted > 1000, "{ts:?}");
 }
+
+/// A switch from S3-FIFO to LRU hands over each entry's last hit, not the time it entered
+/// its queue: keys written first but read since (hot) outlive keys written later and
+/// never read (cold) when LRU evicts after the switch. Read as idle since queue entry,
+/// the hot keys looked the oldest and went first.
+#[test]
+fn a_switch_from_s3fifo_to_lru_keeps_the_keys_hit_since_they_entered() {
+    let s = store(0, EvictionPolicy::AllKeysS3Fifo, 1);
+    let value = [b'v'; 64];
+    let n = 2_000u32;
+    for i in 0..n {
+        set(&s, &format!("hot{i}"), &value).unwrap();
+    }
+    for i in 0..n {
+        set(&s, &format!("cold{i}"), &value).unwrap();
+    }
+    // 4n accesses to absent keys: the hot keys' next reads come > 4n after they entered,
+    // so the halving code still places them after every cold key's entry.
+    for i in 0..4 * n {
+        let k = format!("absent{i}");
+        assert!(s
+            .lock_key(k.as_bytes())
+            .get(NS, k.as_bytes(), 0)
+            .unwrap()
+            .is_none());
+    }
+    for i in 0..n {
+        let k = format!("hot{i}");
+        assert!(s
+            .lock_key(k.as_bytes())
+            .get(NS, k.as_bytes(), 0)
+            .unwrap()
+            .is_some());
+    }
+    s.set_policy(EvictionPolicy::AllKeysLru);
+    let before = s.used_memory();
+    s.set_maxmemory(before / 2);
+    check_all(&s);
+    let kept = |prefix: &str| {
+        (0..n)
+            .filter(|i| {
+                let k = format!("{prefix}{i}");
+                s.lock_key(k.as_bytes()).exists(NS, k.as_bytes(), 0)
+            })
+            .count()
+    };
+    let (hot, cold) = (kept("hot"), kept("cold"));
+    assert!(
+        hot + cold < 2 * n as usize * 6 / 10,
+        "nothing evicted: {hot} + {cold}"
+    );
+    assert!(hot > cold * 3, "kept {hot} hot keys, {cold} cold");
+}
