@@ -648,6 +648,12 @@ pub struct LhdCache {
     recent_head: usize,
     /// Scratch for [`LhdCache::evict_one`]'s candidates (kept to not allocate per miss).
     candidates: Vec<u32>,
+    /// The candidates with their class code and coarsened age, computed once per eviction.
+    located: Vec<(u32, u16, u16)>,
+    /// Uniform draws for the next eviction, made (and prefetched) one eviction ahead,
+    /// over `next_len` slots.
+    next: Vec<u32>,
+    next_len: usize,
     used: u64,
     capacity: u64,
     unit: Unit,
@@ -677,6 +683,9 @@ impl LhdCache {
             recent,
             recent_head: 0,
             candidates: Vec::new(),
+            located: Vec::new(),
+            next: Vec::new(),
+            next_len: 0,
             used: 0,
             capacity,
             unit,
@@ -843,7 +852,13 @@ impl LhdCache {
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
         let wanted = self.model.cfg.associativity;
-        self.draw(wanted, &mut candidates);
+        if self.next_len == self.tags.len() && self.next.len() == wanted {
+            // Drawn (and their slots prefetched) at the previous eviction over the same
+            // slots: uniform draws still, their cache misses long paid.
+            std::mem::swap(&mut candidates, &mut self.next);
+        } else {
+            self.draw(wanted, &mut candidates);
+        }
         if !self.free.is_empty() {
             // Draws on holes are redrawn until `wanted` land on objects.
             loop {
@@ -861,13 +876,29 @@ impl LhdCache {
                 }
             }
         }
-        for &i in &candidates {
-            self.model.prefetch_rank_compact(self.tags[i as usize]);
-        }
+        let mut located = std::mem::take(&mut self.located);
+        located.clear();
+        located.extend(candidates.iter().map(|&i| {
+            let tag = self.tags[i as usize];
+            let age = self.model.compact_age(tag);
+            self.model.prefetch_density(tag.class(), age);
+            (i, tag.code, age as u16)
+        }));
+        // The next eviction's draws, while the density lines arrive.
+        let mut next = std::mem::take(&mut self.next);
+        next.clear();
+        self.draw(wanted, &mut next);
+        self.next = next;
+        self.next_len = self.tags.len();
         let (mut best, mut best_rank) = (usize::MAX, f32::MAX);
-        for &i in &candidates {
+        for &(i, code, age) in &located {
             let i = i as usize;
-            let r = self.model.rank_compact(self.tags[i], self.cost_of(i));
+            let r = self.model.density_at(
+                usize::from(age),
+                usize::from(code & 0x7fff),
+                code & 0x8000 != 0,
+                self.cost_of(i),
+            );
             if r < best_rank {
                 (best, best_rank) = (i, r);
                 // The victim's key is read next (to unindex it): asking for it when a
@@ -876,6 +907,7 @@ impl LhdCache {
             }
         }
         self.candidates = candidates;
+        self.located = located;
         let (tag, cost) = self.free_slot(best);
         self.model.on_evict_compact(tag, cost, best_rank);
     }
