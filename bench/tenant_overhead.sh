@@ -6,7 +6,8 @@
 #   off     tenant-partitioning off, default sampling (R = 0.01, K = 1,2,4,8,16)
 #   kredis  tenant-partitioning kredis, default sampling, 4 idle tenants besides default
 # The benchmark runs as the default tenant. Prints each run, the median rps ratios to
-# `base`, and the profiler's memory and dropped samples (TENANT INFO default).
+# `base` and kredis / off (the issue's bar) with a bootstrap 95 % interval of the median,
+# and the profiler's memory and dropped samples (TENANT INFO default).
 # Usage: bench/tenant_overhead.sh [N=1000000] [PAIRS=3]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -23,7 +24,10 @@ echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS"
 OUT=$(mktemp)
 for pair in $(seq 1 "$PAIRS"); do
   for P in 1 16; do
-    for who in base off kredis; do
+    # The order turns every pair (base off kredis, then kredis off base): run in a
+    # fixed order, the last server measured paid a position bias.
+    order="base off kredis"; [ $((pair % 2)) -eq 0 ] && order="kredis off base"
+    for who in $order; do
       case $who in base) port=7201;; off) port=7202;; kredis) port=7203;; esac
       redis-cli -p $port flushall >/dev/null
       redis-benchmark -p $port -t set,get -d 100 -r 1000000 -n "$N" -c 50 -P "$P" --csv 2>/dev/null \
@@ -36,18 +40,27 @@ for port in 7202 7203; do
     "$(redis-cli -p $port tenant info default | paste -d' ' - - | grep -E '^(sampled_references|dropped_samples|profiler_bytes|k|target|intervals) ' | paste -sd' ')"
 done
 python3 - "$OUT" <<'PY'
-import sys, statistics, collections
+import sys, statistics, collections, random
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     pair, who, P, test, rps, p99 = line.split()
     runs[(who, P, test)].append(float(rps))
-print("\n%-4s %-4s %12s %12s %12s %10s %10s" % ("P", "test", "base rps", "off rps", "kredis rps", "off/base", "kredis/base"))
+def ci(r):
+    # Bootstrap 95 % interval of the median of the per-pair ratios (fixed seed).
+    rng = random.Random(1)
+    m = sorted(statistics.median(rng.choices(r, k=len(r))) for _ in range(2000))
+    return m[50], m[1949]
+print("\n%-4s %-4s %12s %12s %12s %10s %10s %10s %17s" % ("P", "test", "base rps", "off rps",
+      "kredis rps", "off/base", "kredis/base", "kredis/off", "95% CI kredis/off"))
 for P in ("1", "16"):
     for test in ("SET", "GET"):
         b, o, k = (runs[(w, P, test)] for w in ("base", "off", "kredis"))
         ro = statistics.median(x / y for x, y in zip(o, b))
         rk = statistics.median(x / y for x, y in zip(k, b))
-        print("%-4s %-4s %12.0f %12.0f %12.0f %10.3f %10.3f" % (P, test, statistics.median(b),
-              statistics.median(o), statistics.median(k), ro, rk))
+        ko = [x / y for x, y in zip(k, o)]
+        lo, hi = ci(ko)
+        print("%-4s %-4s %12.0f %12.0f %12.0f %10.3f %10.3f %10.3f %8.3f-%.3f" % (P, test,
+              statistics.median(b), statistics.median(o), statistics.median(k), ro, rk,
+              statistics.median(ko), lo, hi))
 print("(medians over pairs of per-pair ratios; 1.000 = no cost)")
 PY
