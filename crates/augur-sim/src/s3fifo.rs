@@ -212,7 +212,11 @@ impl S3FifoCache {
     pub fn entries(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
         self.queues.iter().flat_map(|q| &q.slots).map(|s| {
             let age = self.now.saturating_sub(s.entered_at);
-            (s.key, s.cost, age - hit_recency_credit(s.hit_code).min(age))
+            (
+                s.key,
+                s.cost,
+                age.saturating_sub(hit_recency_credit(s.hit_code)),
+            )
         })
     }
 

@@ -299,7 +299,7 @@ impl Entry {
             return d;
         }
         let credit = augur_sim::s3fifo::hit_recency_credit((w >> S3_HIT_CODE_SHIFT) as u8);
-        d - (credit as u32).min(d)
+        d.saturating_sub(credit as u32)
     }
 
     /// Accesses since an S3-FIFO entry entered its queue (the queues' order); for an

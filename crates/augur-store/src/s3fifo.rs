@@ -270,7 +270,9 @@ impl PartS3 {
         match e.s3() {
             Some(w) => {
                 let freq = hit_freq(((w >> FREQ_SHIFT) & 3) as u8);
-                let code = hit_recency_code(u64::from(e.queue_age(clock as u32)));
+                // `w` is the S3 word: its queue age is its 24 clock bits' distance.
+                let age = (clock as u32).wrapping_sub(w) & LHD_CLOCK_MASK;
+                let code = hit_recency_code(u64::from(age));
                 e.set_s3(
                     (w & !(3 << FREQ_SHIFT) & !(HIT_CODE_MASK << S3_HIT_CODE_SHIFT))
                         | u32::from(freq) << FREQ_SHIFT

@@ -21,6 +21,14 @@ pub(crate) fn set(s: &Store, k: &str, v: &[u8]) -> Result<(), WriteError> {
         .set(Ns::new(0, 0), k.as_bytes(), v, SetTtl::Clear, 0)
 }
 
+/// GET in tenant 0, db 0 (a string key); true on a hit.
+pub(crate) fn get_hits(s: &Store, k: &str) -> bool {
+    s.lock_key(k.as_bytes())
+        .get(Ns::new(0, 0), k.as_bytes(), 0)
+        .unwrap()
+        .is_some()
+}
+
 /// GET, and SET on a miss (a cache's read path), in tenant 0, db 0; true on a hit.
 pub(crate) fn access(s: &Store, k: &str, v: &[u8]) -> bool {
     let ns = Ns::new(0, 0);

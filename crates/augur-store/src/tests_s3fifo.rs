@@ -2,7 +2,7 @@
 //! charged, what S3-FIFO keeps that LRU cannot, volatile-s3fifo's scope, live policy
 //! switches that keep every key, and free competition between tenants.
 
-use crate::tests::{access, check_all, memory_for, set, store};
+use crate::tests::{access, check_all, get_hits, memory_for, set, store};
 use crate::*;
 
 const NS: Ns = Ns::new(0, 0);
@@ -223,20 +223,10 @@ fn a_switch_from_s3fifo_to_lru_keeps_the_keys_hit_since_they_entered() {
     // 4n accesses to absent keys: the hot keys' next reads come > 4n after they entered,
     // so the halving code still places them after every cold key's entry.
     for i in 0..4 * n {
-        let k = format!("absent{i}");
-        assert!(s
-            .lock_key(k.as_bytes())
-            .get(NS, k.as_bytes(), 0)
-            .unwrap()
-            .is_none());
+        assert!(!get_hits(&s, &format!("absent{i}")));
     }
     for i in 0..n {
-        let k = format!("hot{i}");
-        assert!(s
-            .lock_key(k.as_bytes())
-            .get(NS, k.as_bytes(), 0)
-            .unwrap()
-            .is_some());
+        assert!(get_hits(&s, &format!("hot{i}")));
     }
     s.set_policy(EvictionPolicy::AllKeysLru);
     let before = s.used_memory();
