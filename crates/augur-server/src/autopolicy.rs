@@ -19,20 +19,24 @@
 //! - **Choice with hysteresis** ([`Hysteresis`]). Candidates fall in three families,
 //!   K-LRU, LHD and S3-FIFO. Within the running family the least-cost member is taken at once
 //!   (a new K costs nothing: the store only reads another `maxmemory-samples`, as
-//!   DLRU does every interval). A switch of family needs the best of one other
-//!   family to cost at least [`MARGIN`] (2 %) less than the running family's best in
-//!   [`CONFIRM`] (3) consecutive intervals: a family switch has a price the miniatures
-//!   do not see (the store drops LHD's learned model when LRU runs, and LHD restarts
-//!   from empty histograms, S3-FIFO's queues restart as one main queue), and three
-//!   intervals in a row keep one or two noisy intervals of a
-//!   1 % sample from flapping the policy, at the cost of acting one interval later.
-//!   Ties keep what runs (a cold interval, where every miniature misses alike, changes
-//!   nothing). A scope starts with [`INITIAL_POLICY`] (S3-FIFO: the lowest or
-//!   near-lowest miss ratio of Augur's fixed policies on the shared traces, so the start
-//!   costs least where the run is too short for the hysteresis to act). Under
-//!   [`crate::dlru::MIN_KEYS`] (256) distinct sampled keys the interval is no evidence
-//!   and the running policy stays (DLRU falls back to K = 5; a policy switch on no
-//!   evidence would only add one).
+//!   DLRU does every interval). A switch of family needs another family's best to cost
+//!   at least [`MARGIN`] (2 %) less than the running family's best in [`CONFIRM`] (3)
+//!   consecutive intervals, counted per family (K-LRU and LHD may both beat S3-FIFO in
+//!   the same intervals; each keeps its own count, and if both reach [`CONFIRM`] at once
+//!   the cheaper one is taken): a family switch has a price the miniatures do not see
+//!   (the store drops LHD's learned model when LRU runs, and LHD restarts from empty
+//!   histograms, S3-FIFO's queues restart as one main queue), and three intervals in a
+//!   row keep one or two noisy intervals of a 1 % sample from flapping the policy, at
+//!   the cost of acting one interval later. Ties keep what runs. An interval is no
+//!   evidence (nothing changes and every count starts over) when it has fewer than
+//!   [`crate::dlru::MIN_KEYS`] (256) distinct sampled keys (DLRU falls back to K = 5 then;
+//!   a policy switch on no evidence would only add one) or when the miniatures were not
+//!   yet full at its start: while they fill, their misses are mostly first references,
+//!   and how soon each policy starts evicting (S3-FIFO's small queue fills first) says
+//!   nothing about how it evicts once full. A scope starts with [`INITIAL_POLICY`]
+//!   (S3-FIFO: the lowest or near-lowest miss ratio of Augur's fixed policies on the
+//!   shared traces, so the start costs least where the run is too short for the
+//!   hysteresis to act).
 //! - **Install** ([`install`]). Partitioning off: the store's policy and K (the shared
 //!   pool is one keyspace). Otherwise: the tenant's own policy and K
 //!   (`Store::set_tenant_policy`, `set_tenant_limits`), which its evictions use. The
@@ -46,16 +50,17 @@ use augur_store::{EvictionPolicy, Partitioning, Store};
 
 /// A family switch needs the other family to cost this much less (relative).
 pub const MARGIN: f64 = 0.02;
-/// ... in this many consecutive intervals, won by the same family (2 with two families;
-/// with S3-FIFO as a third, 3: on the shared traces 39 of 42 cells within 0.005 of the
-/// best fixed policy, the 3 others within 0.0058, mean 1.014 of the best libCacheSim
-/// policy; with 2: also 39 of 42 but misses of up to 0.063 from switching back and forth,
-/// mean 1.016; BENCHMARKS.md "S3-FIFO in the server and as `auto`'s third family"). Since
-/// S3-FIFO hands over each entry's last hit at a switch, 41 of 42 (lirs_sprite at 50 %,
-/// +0.0058, switches too late). A one-interval switch on a 30 % gain (DLRU's rule) made
-/// it 42 in the simulator but, with the server's shorter intervals, flipped cloudphysics
-/// at 25 % to K-LRU and back (0.659 -> 0.728 miss ratio): not kept (BENCHMARKS.md
-/// "`auto` with S3-FIFO's recency handed over").
+/// ... in this many consecutive intervals, counted per family (2 with two families;
+/// with S3-FIFO as a third, 3). On the shared traces at 10/25/50 % of the working set
+/// (`augur sim --policy auto` against Augur's fixed policies, BENCHMARKS.md "`auto`
+/// counts each family's wins, and waits for full miniatures"): one streak for whichever
+/// family won (reset when another family won) left 41 of 42 cells within 0.005 of the
+/// best fixed policy (lirs_sprite 50 % switched too late, as K-LRU and LHD took turns
+/// beating S3-FIFO); a count per family alone made a switch to LHD on arc_p3 at 25 %
+/// from the first, still-filling interval (+0.025); with both, 42 of 42, and 42 of 42
+/// and 56 of 56 at the held-out sizes 15/35/75 % and 5/20/40/60 %. A one-interval switch
+/// on a 30 % gain (DLRU's rule) flipped the server's cloudphysics at 25 % to K-LRU and
+/// back (0.659 -> 0.728 miss ratio): not kept.
 pub const CONFIRM: u32 = 3;
 /// What a scope runs until the miniatures show another family cheaper: S3-FIFO, whose
 /// miss ratio on the shared traces is the lowest of Augur's fixed policies in 26 of 42
@@ -97,7 +102,7 @@ pub fn spec_code(p: PolicySpec) -> u64 {
     }
 }
 
-/// A candidate's family: K-LRU (0), LHD (1), S3-FIFO (2). Within a family the chooser
+/// A candidate's family: K-LRU (0), LHD (1), S3-FIFO (2) (below [`FAMILIES`]). Within a family the chooser
 /// moves at once; between families only with the hysteresis.
 fn family(p: PolicySpec) -> u8 {
     match p {
@@ -132,13 +137,16 @@ fn best_where(
 pub struct Hysteresis {
     /// What the scope runs now.
     pub running: PolicySpec,
-    /// Consecutive intervals in which the same other family won by [`MARGIN`].
-    pub streak: u32,
-    /// That family ([`family`]).
-    pub streak_family: u8,
+    /// Per family ([`family`]), the consecutive intervals in which its best candidate
+    /// cost [`MARGIN`] less than the running family's best (the running family's own
+    /// count stays 0).
+    pub streaks: [u32; FAMILIES],
     /// Family switches so far.
     pub switches: u64,
 }
+
+/// Candidate families: K-LRU, LHD, S3-FIFO.
+const FAMILIES: usize = 3;
 
 impl Default for Hysteresis {
     fn default() -> Self {
@@ -151,21 +159,22 @@ impl Hysteresis {
     pub fn starting(p: PolicySpec) -> Self {
         Self {
             running: p,
-            streak: 0,
-            streak_family: 0,
+            streaks: [0; FAMILIES],
             switches: 0,
         }
     }
 
-    /// One interval's decision from the candidates' costs and the interval's distinct
-    /// sampled keys; returns the policy to run from now on. `_best` is the least-cost
-    /// candidate (reported in INFO; recomputed here per family).
+    /// One interval's decision from the candidates' costs, the interval's distinct
+    /// sampled keys and whether the miniatures were full when it began; returns the
+    /// policy to run from now on. `_best` is the least-cost candidate (reported in
+    /// INFO; recomputed here per family).
     pub fn decide(
         &mut self,
         _best: Option<PolicySpec>,
         candidates: &[PolicySpec],
         cost: &[f64],
         keys: usize,
+        filled: bool,
     ) -> PolicySpec {
         let cost_of = |p: PolicySpec| {
             candidates
@@ -176,43 +185,45 @@ impl Hysteresis {
         };
         let running = family(self.running);
         let same = best_where(candidates, cost, |p| family(p) == running);
-        let other = best_where(candidates, cost, |p| family(p) != running);
         // Within the running family: its least-cost member, but the running one on a
         // tie (a cold interval, where all miss alike, changes nothing).
         let same = match (same, cost_of(self.running)) {
             (Some((_, sc)), Some(rc)) if rc <= sc => Some((self.running, rc)),
             (s, _) => s,
         };
-        let next = match (same, other) {
-            // Too few keys: the interval says nothing; keep what runs (DLRU falls
-            // back to Redis's K = 5; a policy switch on no evidence would only add one).
-            _ if keys < MIN_KEYS => {
-                self.streak = 0;
+        let next = match same {
+            // No evidence (see the module documentation): keep what runs.
+            _ if keys < MIN_KEYS || !filled => {
+                self.streaks = [0; FAMILIES];
                 self.running
             }
-            (Some((s, sc)), Some((o, oc))) => {
-                if oc < sc * (1.0 - MARGIN) {
-                    // A streak is one family's: K-LRU winning one interval and S3-FIFO
-                    // the next is no evidence for either.
-                    if self.streak > 0 && self.streak_family != family(o) {
-                        self.streak = 0;
+            Some((s, sc)) => {
+                // Each other family's count goes on while it beats the running one.
+                let mut confirmed: Option<(PolicySpec, f64)> = None;
+                for f in 0..FAMILIES as u8 {
+                    if f == running {
+                        continue;
                     }
-                    self.streak_family = family(o);
-                    self.streak += 1;
-                    if self.streak >= CONFIRM {
-                        self.streak = 0;
+                    let streak = &mut self.streaks[usize::from(f)];
+                    match best_where(candidates, cost, |p| family(p) == f) {
+                        Some((o, oc)) if oc < sc * (1.0 - MARGIN) => {
+                            *streak += 1;
+                            if *streak >= CONFIRM && confirmed.is_none_or(|(_, c)| oc < c) {
+                                confirmed = Some((o, oc));
+                            }
+                        }
+                        _ => *streak = 0,
+                    }
+                }
+                match confirmed {
+                    Some((o, _)) => {
+                        self.streaks = [0; FAMILIES];
                         o
-                    } else {
-                        s
                     }
-                } else {
-                    self.streak = 0;
-                    s
+                    None => s,
                 }
             }
-            (Some((s, _)), None) => s,
-            (None, Some((o, _))) => o,
-            (None, None) => self.running,
+            None => best_where(candidates, cost, |_| true).map_or(self.running, |(o, _)| o),
         };
         if family(next) != family(self.running) {
             self.switches += 1;
@@ -400,9 +411,9 @@ mod tests {
     /// `CONFIRM - 1` intervals of `cost` keep `running`; the next one switches to `to`.
     fn confirm(h: &mut Hysteresis, cost: &[f64], running: PolicySpec, to: PolicySpec) {
         for _ in 1..CONFIRM {
-            assert_eq!(h.decide(None, &c(), cost, 1000), running);
+            assert_eq!(h.decide(None, &c(), cost, 1000, true), running);
         }
-        assert_eq!(h.decide(None, &c(), cost, 1000), to);
+        assert_eq!(h.decide(None, &c(), cost, 1000, true), to);
     }
 
     #[test]
@@ -412,19 +423,19 @@ mod tests {
         let k5 = PolicySpec::RedisLru { k: 5 };
         assert_eq!(Hysteresis::default().running, INITIAL_POLICY);
         // A cold interval (all miss alike) changes nothing.
-        assert_eq!(h.decide(None, &c(), &[100.0; 7], 1000), lhd);
+        assert_eq!(h.decide(None, &c(), &[100.0; 7], 1000, true), lhd);
         // LRU better by 5 %: switch after CONFIRM intervals in a row.
         confirm(&mut h, &costs(95.0, 100.0), lhd, k5);
         assert_eq!(h.switches, 1);
         // LHD better by only 1 % (under the margin): stays, however long.
         for _ in 0..5 {
-            assert_eq!(h.decide(None, &c(), &costs(100.0, 99.0), 1000), k5);
+            assert_eq!(h.decide(None, &c(), &costs(100.0, 99.0), 1000, true), k5);
         }
         // An interrupted streak starts over.
         for _ in 1..CONFIRM {
-            assert_eq!(h.decide(None, &c(), &costs(100.0, 90.0), 1000), k5);
+            assert_eq!(h.decide(None, &c(), &costs(100.0, 90.0), 1000, true), k5);
         }
-        assert_eq!(h.decide(None, &c(), &costs(100.0, 100.0), 1000), k5);
+        assert_eq!(h.decide(None, &c(), &costs(100.0, 100.0), 1000, true), k5);
         confirm(&mut h, &costs(100.0, 90.0), k5, lhd);
         assert_eq!(h.switches, 2);
     }
@@ -436,18 +447,18 @@ mod tests {
         // K = 1 best among LRU, LHD far worse.
         let cost = vec![50.0, 60.0, 70.0, 80.0, 90.0, 200.0];
         assert_eq!(
-            h.decide(None, &cand, &cost, 1000),
+            h.decide(None, &cand, &cost, 1000, true),
             PolicySpec::RedisLru { k: 1 }
         );
         let cost = vec![90.0, 80.0, 70.0, 60.0, 50.0, 200.0];
         assert_eq!(
-            h.decide(None, &cand, &cost, 1000),
+            h.decide(None, &cand, &cost, 1000, true),
             PolicySpec::RedisLru { k: 16 }
         );
         // A tie with the running K keeps it (DLRU would take the smaller K).
         let cost = vec![50.0, 50.0, 50.0, 50.0, 50.0, 200.0];
         assert_eq!(
-            h.decide(None, &cand, &cost, 1000),
+            h.decide(None, &cand, &cost, 1000, true),
             PolicySpec::RedisLru { k: 16 }
         );
         assert_eq!(h.switches, 0);
@@ -476,11 +487,14 @@ mod tests {
             } else {
                 costs3(120.0, 100.0, 90.0)
             };
-            assert_eq!(h.decide(None, &c(), &cost, 1000), lhd);
+            assert_eq!(h.decide(None, &c(), &cost, 1000, true), lhd);
         }
         // S3-FIFO only 1 % better than LHD: LHD stays.
         for _ in 0..4 {
-            assert_eq!(h.decide(None, &c(), &costs3(120.0, 100.0, 99.0), 1000), lhd);
+            assert_eq!(
+                h.decide(None, &c(), &costs3(120.0, 100.0, 99.0), 1000, true),
+                lhd
+            );
         }
         assert_eq!(h.switches, 2);
     }
@@ -490,16 +504,67 @@ mod tests {
         let mut h = Hysteresis::starting(PolicySpec::RedisLru { k: 5 });
         let k5 = PolicySpec::RedisLru { k: 5 };
         for _ in 0..4 {
-            assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 255), k5);
+            assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 255, true), k5);
         }
-        assert_eq!(h.streak, 0);
+        assert_eq!(h.streaks, [0; FAMILIES]);
         for _ in 1..CONFIRM {
-            assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 256), k5);
+            assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 256, true), k5);
         }
         assert_eq!(
-            h.decide(None, &c(), &costs(100.0, 50.0), 256),
+            h.decide(None, &c(), &costs(100.0, 50.0), 256, true),
             PolicySpec::Lhd { k: 64 }
         );
+    }
+
+    #[test]
+    fn intervals_begun_with_filling_miniatures_are_no_evidence() {
+        let k5 = PolicySpec::RedisLru { k: 5 };
+        let mut h = Hysteresis::starting(k5);
+        for _ in 0..2 * CONFIRM {
+            assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 1000, false), k5);
+        }
+        assert_eq!(h.streaks, [0; FAMILIES]);
+        // A streak broken by a filling interval starts over.
+        for _ in 1..CONFIRM {
+            assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 1000, true), k5);
+        }
+        assert_eq!(h.decide(None, &c(), &costs(100.0, 50.0), 1000, false), k5);
+        confirm(&mut h, &costs(100.0, 50.0), k5, PolicySpec::Lhd { k: 64 });
+    }
+
+    #[test]
+    fn each_family_counts_its_own_wins() {
+        let (k5, lhd) = (PolicySpec::RedisLru { k: 5 }, PolicySpec::Lhd { k: 64 });
+        let s3 = PolicySpec::S3Fifo { k: S3FIFO_SAMPLES };
+        // K-LRU and LHD both beat S3-FIFO by the margin, taking turns at being the
+        // best: each family's count goes on, and the cheaper at the confirming interval
+        // is taken (a single streak for the interval's best would never confirm).
+        let mut h = Hysteresis::starting(s3);
+        for i in 0..CONFIRM {
+            let cost = if i % 2 == 0 {
+                costs3(90.0, 85.0, 100.0)
+            } else {
+                costs3(85.0, 90.0, 100.0)
+            };
+            let want = if i + 1 == CONFIRM { lhd } else { s3 };
+            assert_eq!(
+                h.decide(None, &c(), &cost, 1000, true),
+                want,
+                "interval {i}"
+            );
+        }
+        assert_eq!((h.switches, h.streaks), (1, [0; FAMILIES]));
+        // Running LHD: K-LRU beats it twice, then S3-FIFO once: K-LRU's count stops at
+        // 2 and starts over; S3-FIFO's is 1.
+        for cost in [costs3(90.0, 100.0, 100.0), costs3(90.0, 100.0, 100.0)] {
+            assert_eq!(h.decide(None, &c(), &cost, 1000, true), lhd);
+        }
+        assert_eq!(
+            h.decide(None, &c(), &costs3(100.0, 100.0, 90.0), 1000, true),
+            lhd
+        );
+        assert_eq!(h.streaks, [0, 0, 1]);
+        confirm(&mut h, &costs3(90.0, 100.0, 100.0), lhd, k5);
     }
 
     /// The chooser, run as `augur sim --policy auto` runs it, picks LHD where LHD wins

@@ -390,7 +390,15 @@ pub struct Dlru {
     /// costs of the last [`GAIN_HISTORY`] intervals with evidence (`should_switch`).
     running_k: Option<u32>,
     cost_history: VecDeque<Vec<f64>>,
+    /// Whether every miniature was full (at least [`FULL`] of its capacity used) when
+    /// the interval began: `maxmemory-policy auto` takes no decision on an interval
+    /// in which they were still filling (crate::autopolicy).
+    filled: bool,
 }
+
+/// A miniature counts as full from this share of its capacity (byte-sized caches stop
+/// short of exactly full by up to an item).
+const FULL: f64 = 0.9;
 
 /// The seed of a candidate's miniature (fixed: runs are reproducible).
 fn mini_seed(p: PolicySpec) -> u64 {
@@ -443,6 +451,7 @@ impl Dlru {
             smoothed: Vec::new(),
             running_k: None,
             cost_history: VecDeque::new(),
+            filled: false,
         }
     }
 
@@ -563,7 +572,7 @@ impl Dlru {
         let (policy, best, switches) = match &mut self.auto {
             Some(h) => {
                 let best = crate::autopolicy::least_cost(&candidates, &cost_us);
-                let p = h.decide(best, &candidates, &cost_us, self.keys.len());
+                let p = h.decide(best, &candidates, &cost_us, self.keys.len(), self.filled);
                 (p, best.unwrap_or(p), h.switches)
             }
             None => {
@@ -614,6 +623,10 @@ impl Dlru {
         self.size_sum = 0.0;
         self.keys.clear();
         self.resize(next_cache_bytes);
+        self.filled = self
+            .minis
+            .iter()
+            .all(|m| m.1.used() as f64 >= FULL * m.1.capacity() as f64);
         d
     }
 
