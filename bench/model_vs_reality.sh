@@ -5,9 +5,12 @@
 # R = 0.01), intervals of INTERVAL_MS. For each trace: a first replay without a limit
 # measures the working set in the store's own bytes (used_memory), then the server is
 # restarted with maxmemory = FRACTION of it and the trace is replayed while TENANT INFO is
-# polled once an interval; the measured replay loops the prefix for DURATION. Prints per interval: used, K, observed and predicted miss
-# ratio, and per trace the mean and max |observed - predicted| after the first WARMUP
-# intervals (the bar: within 0.02).
+# polled once an interval; the measured replay loops the prefix for DURATION. Prints per
+# interval: used, K, the observed miss ratio, the forecast (TENANT INFO
+# `predicted_miss_ratio`: the curve of the intervals before, at the memory held) and the
+# model's figure for the interval itself (`model_miss_ratio`: the interval's own
+# references' curve at the memory held); and per trace the mean and max |observed -
+# forecast| and |observed - model| after the first WARMUP intervals (the bar: within 0.02).
 # Usage: bench/model_vs_reality.sh [LIMIT=2000000] [FRACTION=0.5]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -40,28 +43,34 @@ for name in $TRACES; do
     n=$(awk '$1=="intervals"{print $2}' <<<"$info")
     if [ "$n" != "$last" ]; then
       last=$n
-      awk -v n="$n" '{v[$1]=$2} END {print n, v["used_memory"], v["k"], v["observed_miss_ratio"], v["predicted_miss_ratio"]}' <<<"$info" >>"$OUT"
+      awk -v n="$n" '{v[$1]=$2} END {print n, v["used_memory"], v["k"], v["observed_miss_ratio"], v["predicted_miss_ratio"], v["model_miss_ratio"]}' <<<"$info" >>"$OUT"
     fi
   done
   wait $rp || true
   echo "== $name: working set $ws B, maxmemory $maxmem B ($FRACTION), first $LIMIT requests looped for $DURATION"
   python3 - "$OUT" "$WARMUP" <<'PY'
 import sys
-rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 5]
+rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 6]
 warm = int(sys.argv[2])
-print("%9s %12s %3s %9s %9s %7s" % ("interval", "used", "K", "observed", "predicted", "|diff|"))
-diffs = []
-for n, used, k, obs, pred in rows:
+print("%9s %12s %3s %9s %9s %7s %9s %7s" % ("interval", "used", "K", "observed", "forecast", "|diff|", "model", "|diff|"))
+diffs = {"forecast": [], "model": []}
+def diff(a, b):
     try:
-        d = abs(float(obs) - float(pred))
+        return abs(float(a) - float(b))
     except ValueError:
-        d = None
-    if d is not None and int(n) > warm:
-        diffs.append(d)
-    print("%9s %12s %3s %9s %9s %7s" % (n, used, k, obs[:6], pred[:6], "-" if d is None else "%.4f" % d))
-if diffs:
-    print("after %d warm-up intervals: mean |diff| %.4f, max %.4f over %d intervals (bar 0.02)"
-          % (warm, sum(diffs) / len(diffs), max(diffs), len(diffs)))
+        return None
+for n, used, k, obs, pred, model in rows:
+    d, dm = diff(obs, pred), diff(obs, model)
+    if int(n) > warm:
+        for name, x in (("forecast", d), ("model", dm)):
+            if x is not None:
+                diffs[name].append(x)
+    f = lambda x: "-" if x is None else "%.4f" % x
+    print("%9s %12s %3s %9s %9s %7s %9s %7s" % (n, used, k, obs[:6], pred[:6], f(d), model[:6], f(dm)))
+for name, ds in diffs.items():
+    if ds:
+        print("after %d warm-up intervals, %s: mean |diff| %.4f, max %.4f over %d intervals (bar 0.02)"
+              % (warm, name, sum(ds) / len(ds), max(ds), len(ds)))
 PY
   kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null || true
 done

@@ -79,6 +79,10 @@ pub fn render(shared: &Shared) -> String {
                 "Miss ratio the merged curve predicted for the last interval.",
             ),
             gauge(
+                "tenant_model_miss_ratio",
+                "Miss ratio the model gives the last interval's own references at the memory held.",
+            ),
+            gauge(
                 "tenant_predicted_miss_ratio_at_target",
                 "Miss ratio the merged curve predicts at the target.",
             ),
@@ -119,7 +123,7 @@ pub fn render(shared: &Shared) -> String {
         let predicted_at_target = (target > 0)
             .then(|| view.forecast_at(target, k as u32))
             .flatten();
-        let gauge_values: [Option<f64>; 14] = [
+        let gauge_values: [Option<f64>; 15] = [
             Some(st.used_bytes as f64),
             Some(st.keys as f64),
             Some(cap as f64),
@@ -131,6 +135,7 @@ pub fn render(shared: &Shared) -> String {
             Some(view.access_rate),
             view.observed_miss_ratio,
             view.predicted_miss_ratio,
+            view.model_miss_ratio,
             predicted_at_target,
             Some(view.working_set_bytes),
             Some(view.model_bytes as f64),

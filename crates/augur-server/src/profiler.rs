@@ -113,10 +113,15 @@ pub struct TenantView {
     /// Miss ratio observed during the last interval.
     pub observed_miss_ratio: Option<f64>,
     /// Miss ratio predicted for the last interval, at the memory the tenant held and the
-    /// K it was evicted with, from the curve of the interval before's references (what
-    /// "model vs reality" compares; see `interval_curves`).
-    /// tenant held (what "model vs reality" compares).
+    /// K it was evicted with, from the curve of the intervals before it (the forecast,
+    /// [`FORECAST_INTERVALS`] of them; see `interval_curves`).
     pub predicted_miss_ratio: Option<f64>,
+    /// Miss ratio the model gives the last interval's own references at the memory the
+    /// tenant held and the K it was evicted with (the interval's curve, its stack warm
+    /// from the references before). Against `observed_miss_ratio` this is the model's
+    /// error alone; the forecast's error adds how much the workload changed from the
+    /// intervals before (a phase the past cannot show).
+    pub model_miss_ratio: Option<f64>,
     /// The tenant's working set in charged bytes, estimated from the sample: the
     /// first-seen size of every distinct sampled key, scaled by 1/R (what `augur mrc`
     /// computes over a whole trace, and the range TENANT MRC spans).
@@ -132,15 +137,7 @@ impl TenantView {
     /// The miss ratio the last intervals' curve forecasts at `bytes` with sample size
     /// `k` (the merged curve if `k` is not profiled); `None` before any interval.
     pub fn forecast_at(&self, bytes: u64, k: u32) -> Option<f64> {
-        if self.forecast.is_empty() {
-            return None;
-        }
-        match self.forecast.iter().find(|c| c.k == Some(k)) {
-            Some(c) => Some(c.miss_ratio_at(bytes as f64)),
-            None => MergedMrc::new(&self.forecast)
-                .ok()
-                .map(|m| m.miss_ratio(bytes)),
-        }
+        curve_at(&self.forecast, k, bytes)
     }
 }
 
@@ -730,22 +727,19 @@ impl Profiler {
                 Vec::new()
             };
             let observed = (dh + dm > 0).then(|| dm as f64 / (dh + dm) as f64);
-            let predicted = m
-                .forecast
-                .iter()
-                .find(|c| c.k == Some(k_used))
-                .map(|c| c.miss_ratio_at(st.used_bytes as f64))
-                .or_else(|| {
-                    MergedMrc::new(&m.forecast)
-                        .ok()
-                        .map(|mm| mm.miss_ratio(st.used_bytes))
-                });
+            let predicted = curve_at(&m.forecast, k_used, st.used_bytes);
             let (references, sampled) = m.krr.counts();
             let total = if m.rate < 1.0 {
                 references as f64 * m.rate
             } else {
                 sampled as f64
             };
+            // The interval's own curve at what the tenant held (the model, not a forecast).
+            let model = curve_at(
+                &interval_curves(&curves, total, m.snapshots.back()),
+                k_used,
+                st.used_bytes,
+            );
             // The forecast is the curve of the last few intervals' references: one
             // interval alone swings with the trace's phases (arc_oltp alternates between
             // .17 and .24 from one 6-s interval to the next), the whole history carries
@@ -790,6 +784,7 @@ impl Profiler {
                 access_rate,
                 observed_miss_ratio: observed,
                 predicted_miss_ratio: predicted,
+                model_miss_ratio: model,
                 working_set_bytes: m.seen_bytes as f64 / m.rate,
                 sampled_references: m.fed,
                 model_bytes: m.krr.memory_bytes() + m.seen.capacity() * 16,
@@ -868,6 +863,16 @@ impl Profiler {
 /// so the interval's is `(mr_end(c) T_end - mr_start(c) T_start) / (T_end - T_start)`.
 /// The cumulative curve carries every cold miss since the tenant started and lags a
 /// changing workload; the last interval's own curve is the better forecast of the next.
+/// The miss ratio at `bytes` of the curve of sample size `k` among `curves`, or of their
+/// merged curve if `k` is not among them; `None` for no curves.
+fn curve_at(curves: &[Curve], k: u32, bytes: u64) -> Option<f64> {
+    curves
+        .iter()
+        .find(|c| c.k == Some(k))
+        .map(|c| c.miss_ratio_at(bytes as f64))
+        .or_else(|| MergedMrc::new(curves).ok().map(|m| m.miss_ratio(bytes)))
+}
+
 fn interval_curves(end: &[Curve], total: f64, start: Option<&(Vec<Curve>, f64)>) -> Vec<Curve> {
     let Some((start_curves, start_total)) = start else {
         return end.to_vec();

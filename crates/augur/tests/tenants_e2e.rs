@@ -620,6 +620,63 @@ async fn get_or_refill(
     (hits, misses)
 }
 
+/// TENANT INFO's `model_miss_ratio` is the model's figure for the interval just ended
+/// (the curve of its own references at the memory the tenant held): it follows the miss
+/// ratio the tenant observed in each interval, through a change of load. Uniform reads
+/// over 8000 keys of ~1 KB with 2 MB of memory miss ~3/4 of the time; then reads of 600
+/// of them, which fit, hardly miss. A model in the wrong unit (objects instead of
+/// charged bytes) would be off in the first phase; one over every reference since the
+/// start (the cumulative curve) or over the intervals before (the forecast) would still
+/// say ~3/4 in the second.
+#[tokio::test]
+async fn the_model_describes_each_interval_it_measured() {
+    use rand::{Rng, SeedableRng};
+    let cfg = ServerConfig {
+        maxmemory: 2 << 20,
+        maxmemory_policy: augur_store::EvictionPolicy::AllKeysLru,
+        tenant_sample_rate: 0.25,
+        tenant_interval_ms: 300,
+        tenant_k_set: vec![1, 2, 4],
+        ..Default::default()
+    };
+    let s = TestServer::start(cfg).await;
+    let mut d = s.con().await;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+    let keys: Vec<String> = (0..8000).map(|i| format!("u:{i}")).collect();
+    get_or_refill(&mut d, &keys, 1000).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    for (phase, span, miss_range) in [("uniform", 8000, 0.5..0.95), ("hot", 600, 0.0..0.05)] {
+        // Intervals that began before this phase mix both loads: skip two.
+        let mut last = num(&tenant_info(&mut d, "default").await, "intervals") + 2.0;
+        let mut checked = 0;
+        while checked < 3 {
+            assert!(std::time::Instant::now() < deadline, "too few intervals");
+            let round: Vec<String> = (0..2000)
+                .map(|_| format!("u:{}", rng.gen_range(0..span)))
+                .collect();
+            get_or_refill(&mut d, &round, 1000).await;
+            let info = tenant_info(&mut d, "default").await;
+            let n = num(&info, "intervals");
+            if n <= last {
+                continue;
+            }
+            last = n;
+            let observed = num(&info, "observed_miss_ratio");
+            let model = num(&info, "model_miss_ratio");
+            assert!(
+                miss_range.contains(&observed),
+                "{phase}: observed {observed}: {info:?}"
+            );
+            assert!(
+                (observed - model).abs() < 0.05,
+                "{phase}, interval {n}: observed {observed}, model {model}: {info:?}"
+            );
+            checked += 1;
+        }
+    }
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
     use rand::{Rng, SeedableRng};

@@ -530,6 +530,7 @@ pub fn tenant_info_fields(shared: &Shared, u: &User) -> Vec<(&'static str, Strin
         ("access_rate", format_double(view.access_rate)),
         ("observed_miss_ratio", opt(view.observed_miss_ratio)),
         ("predicted_miss_ratio", opt(view.predicted_miss_ratio)),
+        ("model_miss_ratio", opt(view.model_miss_ratio)),
         ("predicted_miss_ratio_at_target", opt(predicted_at_target)),
         (
             "working_set_bytes",
