@@ -102,8 +102,8 @@ pub fn spec_code(p: PolicySpec) -> u64 {
     }
 }
 
-/// A candidate's family: K-LRU (0), LHD (1), S3-FIFO (2) (below [`FAMILIES`]). Within a family the chooser
-/// moves at once; between families only with the hysteresis.
+/// A candidate's family: K-LRU (0), LHD (1), S3-FIFO (2) (below [`FAMILIES`]). Within a
+/// family the chooser moves at once; between families only with the hysteresis.
 fn family(p: PolicySpec) -> u8 {
     match p {
         PolicySpec::Lhd { .. } => 1,
