@@ -4,6 +4,9 @@
 //!
 //! The hit ratio column is over the refresh period (from the change in hits and misses
 //! between two polls), so it moves with the workload as `top`'s CPU column does.
+//! IV-MISS and IV-MODEL are the profiler's last interval: the miss ratio observed in it
+//! and the model's figure for it (TENANT INFO `observed_miss_ratio`, `model_miss_ratio`),
+//! side by side so that one can see whether the curves describe the cache.
 
 use anyhow::{bail, Context, Result};
 use augur_mrc::curve::{Curve, Point, SizeUnit};
@@ -115,7 +118,7 @@ fn micros(v: Option<f64>) -> String {
 pub fn table(infos: &[Info], prev: &HashMap<String, (f64, f64)>) -> String {
     let header = [
         "TENANT", "USED", "TARGET", "MAXMEM", "K", "KEYS", "HIT%", "GET/S", "MISS-LAT", "PENALTY",
-        "PRED@TGT", "EVICTED", "DROPPED",
+        "IV-MISS", "IV-MODEL", "PRED@TGT", "EVICTED", "DROPPED",
     ];
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for i in infos {
@@ -142,6 +145,8 @@ pub fn table(infos: &[Info], prev: &HashMap<String, (f64, f64)>) -> String {
             num(i, "access_rate").map_or("-".into(), |v| format!("{v:.0}")),
             micros(num(i, "miss_latency_us")),
             micros(num(i, "miss_penalty_us")),
+            ratio(num(i, "observed_miss_ratio")),
+            ratio(num(i, "model_miss_ratio")),
             ratio(num(i, "predicted_miss_ratio_at_target")),
             i.get("evicted_keys").cloned().unwrap_or_default(),
             i.get("dropped_samples").cloned().unwrap_or_default(),
