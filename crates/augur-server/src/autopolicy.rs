@@ -146,7 +146,7 @@ pub struct Hysteresis {
 }
 
 /// Candidate families: K-LRU, LHD, S3-FIFO.
-const FAMILIES: usize = 3;
+pub const FAMILIES: usize = 3;
 
 impl Default for Hysteresis {
     fn default() -> Self {

@@ -368,6 +368,12 @@ pub struct Decision {
     pub best: PolicySpec,
     /// Policy switches of this scope so far (K-LRU <-> LHD; a K change is not one).
     pub switches: u64,
+    /// Whether the miniatures were full when the interval began (`maxmemory-policy
+    /// auto` takes no evidence from an interval begun while they filled).
+    pub filled: bool,
+    /// `maxmemory-policy auto`: per family (K-LRU, LHD, S3-FIFO), the consecutive
+    /// intervals it has beaten the running family by the margin (crate::autopolicy).
+    pub streaks: [u32; crate::autopolicy::FAMILIES],
 }
 
 /// One scope's miniature caches and interval counters.
@@ -569,15 +575,15 @@ impl Dlru {
             }
             self.running_k = Some(k);
         }
-        let (policy, best, switches) = match &mut self.auto {
+        let (policy, best, switches, streaks) = match &mut self.auto {
             Some(h) => {
                 let best = crate::autopolicy::least_cost(&candidates, &cost_us);
                 let p = h.decide(best, &candidates, &cost_us, self.keys.len(), self.filled);
-                (p, best.unwrap_or(p), h.switches)
+                (p, best.unwrap_or(p), h.switches, h.streaks)
             }
             None => {
                 let p = PolicySpec::RedisLru { k: k as usize };
-                (p, p, 0)
+                (p, p, 0, [0; crate::autopolicy::FAMILIES])
             }
         };
         let k = match policy {
@@ -613,6 +619,8 @@ impl Dlru {
             policy,
             best,
             switches,
+            filled: self.filled,
+            streaks,
             ..Decision::default()
         };
         for m in &mut self.minis {
@@ -885,8 +893,14 @@ pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
         if d.candidates.len() > d.ks.len() {
             let _ = write!(
                 line,
-                ",best={},policy={},switches={}",
-                d.best, d.policy, d.switches
+                ",best={},policy={},switches={},filled={},streak_klru={},streak_lhd={},streak_s3fifo={}",
+                d.best,
+                d.policy,
+                d.switches,
+                u8::from(d.filled),
+                d.streaks[0],
+                d.streaks[1],
+                d.streaks[2]
             );
         }
         let _ = write!(o, "{line}\r\n");

@@ -100,6 +100,9 @@ async fn auto_runs_lru_on_shifting_sets_and_lhd_on_scans() {
     }
     let d = wait_dlru_interval(&mut con, before + 5).await;
     assert!(d["policy"].starts_with("redis-lru:"), "{d:?}");
+    // Decided on full miniatures; running K-LRU, its own family counts nothing.
+    assert_eq!(d["filled"], "1", "{d:?}");
+    assert_eq!(d["streak_klru"], "0", "{d:?}");
     let m5: f64 = d["misses_k5"].parse().unwrap();
     let ml: f64 = d["misses_lhd"].parse().unwrap();
     let ms: f64 = d["misses_s3fifo"].parse().unwrap();
