@@ -858,11 +858,6 @@ impl Profiler {
     }
 }
 
-/// The curves of one interval's references alone, from the cumulative curves at its end
-/// (`total` references) and at its start: a curve is misses / references at every size,
-/// so the interval's is `(mr_end(c) T_end - mr_start(c) T_start) / (T_end - T_start)`.
-/// The cumulative curve carries every cold miss since the tenant started and lags a
-/// changing workload; the last interval's own curve is the better forecast of the next.
 /// The miss ratio at `bytes` of the curve of sample size `k` among `curves`, or of their
 /// merged curve if `k` is not among them; `None` for no curves.
 fn curve_at(curves: &[Curve], k: u32, bytes: u64) -> Option<f64> {
@@ -873,6 +868,11 @@ fn curve_at(curves: &[Curve], k: u32, bytes: u64) -> Option<f64> {
         .or_else(|| MergedMrc::new(curves).ok().map(|m| m.miss_ratio(bytes)))
 }
 
+/// The curves of one interval's references alone, from the cumulative curves at its end
+/// (`total` references) and at its start: a curve is misses / references at every size,
+/// so the interval's is `(mr_end(c) T_end - mr_start(c) T_start) / (T_end - T_start)`.
+/// The cumulative curve carries every cold miss since the tenant started and lags a
+/// changing workload; the last interval's own curve is the better forecast of the next.
 fn interval_curves(end: &[Curve], total: f64, start: Option<&(Vec<Curve>, f64)>) -> Vec<Curve> {
     let Some((start_curves, start_total)) = start else {
         return end.to_vec();
