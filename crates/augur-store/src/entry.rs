@@ -78,6 +78,13 @@ const POLICY_BITS: u8 = LHD_BITS | S3_FORMAT;
 const CLOCK24_FORMATS: u8 = LHD_FORMAT | S3_FORMAT;
 /// Clock bits an LHD-format `atime` keeps.
 pub(crate) const LHD_CLOCK_MASK: u32 = (1 << 24) - 1;
+
+/// Accesses from the 24 clock bits of an LHD or S3-FIFO `atime` word to the 32-bit shard
+/// clock `clock` (an age of 2^24 or more aliases to a younger one).
+#[inline]
+pub(crate) fn clock24_age(word: u32, clock: u32) -> u32 {
+    clock.wrapping_sub(word) & LHD_CLOCK_MASK
+}
 /// Where an S3-FIFO word keeps its last hit since queue entry
 /// (`augur_sim::s3fifo::hit_recency_code`, 5 bits).
 pub(crate) const S3_HIT_CODE_SHIFT: u32 = 27;
@@ -289,12 +296,11 @@ impl Entry {
     #[inline]
     pub fn idle(&self, clock: u32) -> u32 {
         let w = self.atime();
-        let d = clock.wrapping_sub(w);
         let f = self.flags();
         if f & CLOCK24_FORMATS == 0 {
-            return d;
+            return clock.wrapping_sub(w);
         }
-        let d = d & LHD_CLOCK_MASK;
+        let d = clock24_age(w, clock);
         if f & S3_FORMAT == 0 {
             return d;
         }
@@ -307,7 +313,7 @@ impl Entry {
     #[inline]
     pub fn queue_age(&self, clock: u32) -> u32 {
         if self.flags() & S3_FORMAT != 0 {
-            clock.wrapping_sub(self.atime()) & LHD_CLOCK_MASK
+            clock24_age(self.atime(), clock)
         } else {
             self.idle(clock)
         }

@@ -44,7 +44,7 @@
 //! clock bits ([`Entry::idle`]); LHD reads an entry last touched under LRU as a new
 //! object (no hit history) of the age its clock gives. No key is rewritten at a switch.
 
-use crate::entry::{Entry, LHD_CLOCK_MASK};
+use crate::entry::{clock24_age, Entry, LHD_CLOCK_MASK};
 use augur_sim::lhd::{LhdConfig, LhdModel, LhdTag};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -158,7 +158,7 @@ impl PartLhd {
         let max_age = self.max_age();
         match e.lhd() {
             Some((word, explorer)) => {
-                let age = (clock as u32).wrapping_sub(word) & LHD_CLOCK_MASK;
+                let age = clock24_age(word, clock as u32);
                 LhdTag {
                     timestamp: clock.saturating_sub(age as u64),
                     last_hit_age: dequantize((word >> 24) & 15, max_age),

@@ -40,7 +40,7 @@
 //! as the coldest in the cache, and K-LRU evicted it first after the switch. No key is
 //! rewritten at a switch.
 
-use crate::entry::{Entry, LHD_CLOCK_MASK, S3_HIT_CODE_SHIFT};
+use crate::entry::{clock24_age, Entry, LHD_CLOCK_MASK, S3_HIT_CODE_SHIFT};
 use augur_sim::s3fifo::{hit_freq, hit_recency_code, main_reinsert, moves_to_main, S3FifoConfig};
 
 /// Rounds of moves and reinsertions one eviction may make before it evicts its last
@@ -271,8 +271,7 @@ impl PartS3 {
             Some(w) => {
                 let freq = hit_freq(((w >> FREQ_SHIFT) & 3) as u8);
                 // `w` is the S3 word: its queue age is its 24 clock bits' distance.
-                let age = (clock as u32).wrapping_sub(w) & LHD_CLOCK_MASK;
-                let code = hit_recency_code(u64::from(age));
+                let code = hit_recency_code(u64::from(clock24_age(w, clock as u32)));
                 e.set_s3(
                     (w & !(3 << FREQ_SHIFT) & !(HIT_CODE_MASK << S3_HIT_CODE_SHIFT))
                         | u32::from(freq) << FREQ_SHIFT
