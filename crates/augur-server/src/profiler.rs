@@ -311,6 +311,9 @@ pub struct Profiler {
     /// not read under locks for every reference): each tenant's name and sample rate,
     /// the K set and the miss cut-off.
     tenant_meta: HashMap<TenantId, (String, f64)>,
+    /// Whether `refresh` already ran for a reference of an unknown tenant in this batch
+    /// (a tenant created since the last refresh; at most one extra refresh a batch).
+    refreshed_for_unknown: bool,
     ks: Vec<u32>,
     cutoff: Duration,
     /// DLRU (`maxmemory-samples auto`) and the `k-chooser` in use.
@@ -329,6 +332,7 @@ impl Profiler {
             last_interval: Instant::now(),
             last_commands,
             tenant_meta: HashMap::new(),
+            refreshed_for_unknown: false,
             ks: Vec::new(),
             cutoff: Duration::ZERO,
             dlru: dlru::Engine::default(),
@@ -399,6 +403,7 @@ impl Profiler {
                 self.refresh();
                 last_refresh = Instant::now();
             }
+            self.refreshed_for_unknown = false;
             let mut drained = 0usize;
             while let Some(r) = self.queue.queue.pop() {
                 self.handle(r);
@@ -431,6 +436,11 @@ impl Profiler {
     /// The model of tenant `t` (created on its first reference; `refresh` drops a model
     /// whose slot's user, rate or K set changed).
     fn model(&mut self, t: TenantId) -> Option<&mut TenantModel> {
+        if !self.tenant_meta.contains_key(&t) && !self.refreshed_for_unknown {
+            // A tenant created since the last refresh: its first references count.
+            self.refresh();
+            self.refreshed_for_unknown = true;
+        }
         let (name, rate) = self.tenant_meta.get(&t)?;
         let ks = &self.ks;
         let m = self
