@@ -128,6 +128,11 @@ pub struct ServerConfig {
     pub tenant_miss_cutoff_ms: u64,
     /// Miss penalty assumed for a tenant that never refills, in microseconds.
     pub tenant_default_miss_penalty_us: f64,
+    /// The profiler thread's CPU budget in percent of one core (0 = none): with
+    /// `tenant-sample-rate auto`, the profiler halves the busiest tenant's rate (down to
+    /// kRedis §5's R = 0.001) while it uses more, and gives it back when well under
+    /// (crate::profiler::CpuBudget).
+    pub tenant_profiler_cpu: f64,
     /// Port of the Prometheus `/metrics` HTTP endpoint (0 = off).
     pub metrics_port: u16,
     /// Milliseconds a script may run before other clients get BUSY and SCRIPT KILL works
@@ -234,6 +239,7 @@ impl Default for ServerConfig {
             tenant_k_set: vec![1, 2, 4, 8],
             tenant_alloc_unit: 1024 * 1024,
             tenant_miss_cutoff_ms: 1000,
+            tenant_profiler_cpu: 2.0,
             tenant_default_miss_penalty_us: 1000.0,
             metrics_port: 0,
             busy_reply_threshold: 5000,
@@ -311,6 +317,7 @@ pub const PARAMS: &[&str] = &[
     "k-chooser",
     "tenant-alloc-unit",
     "tenant-miss-cutoff-ms",
+    "tenant-profiler-cpu",
     "tenant-default-miss-penalty",
     "metrics-port",
     "busy-reply-threshold",
@@ -380,6 +387,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "k-chooser",
     "tenant-alloc-unit",
     "tenant-miss-cutoff-ms",
+    "tenant-profiler-cpu",
     "tenant-default-miss-penalty",
     "busy-reply-threshold",
     "lua-time-limit",
@@ -668,6 +676,16 @@ impl ServerConfig {
                 self.tenant_alloc_unit = n;
             }
             "tenant-miss-cutoff-ms" => self.tenant_miss_cutoff_ms = parse_int_in(value, 1, u64::MAX)?,
+            "tenant-profiler-cpu" => {
+                let pct: f64 = value
+                    .trim_end_matches('%')
+                    .parse()
+                    .map_err(|_| "argument couldn't be parsed into a number".to_string())?;
+                if !(0.0..=100.0).contains(&pct) {
+                    return Err("argument must be between 0 and 100 inclusive".into());
+                }
+                self.tenant_profiler_cpu = pct;
+            }
             "tenant-default-miss-penalty" => {
                 self.tenant_default_miss_penalty_us =
                     parse_duration_us(value).ok_or("argument must be a duration such as 200us, 2ms or 1s")?
@@ -819,6 +837,7 @@ impl ServerConfig {
                 .join(","),
             "tenant-alloc-unit" => self.tenant_alloc_unit.to_string(),
             "tenant-miss-cutoff-ms" => self.tenant_miss_cutoff_ms.to_string(),
+            "tenant-profiler-cpu" => self.tenant_profiler_cpu.to_string(),
             "tenant-default-miss-penalty" => format!("{}us", self.tenant_default_miss_penalty_us),
             "metrics-port" => self.metrics_port.to_string(),
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),

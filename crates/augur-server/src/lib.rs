@@ -9,6 +9,7 @@ pub mod autopolicy;
 pub mod cmdtable;
 pub mod commands;
 pub mod config;
+pub mod cpu_budget;
 pub mod dlru;
 pub mod gate;
 pub mod info;

@@ -14,6 +14,9 @@
 //!   (the refill), and enters the model then, with the refilled size (a cache's miss is
 //!   one reference, not a GET and a SET); a miss never refilled within the cut-off enters
 //!   with the tenant's mean sampled size.
+//! - **CPU budget** (crate::cpu_budget, `tenant-profiler-cpu`). The model's cost is R
+//!   times the request rate times ~10 µs; every 500 ms the thread compares its own CPU
+//!   time with the budget and lowers (or gives back) the busiest `auto`-rate tenant's R.
 //! - **Miss cost (kRedis §4.2 step 1, DLRU §3.4).** The refill delay of a pending miss
 //!   is the miss's latency (a bounded table; refills after `tenant-miss-cutoff-ms` are not
 //!   counted). The penalty used is the measured mean (decayed by half each interval) once
@@ -24,6 +27,7 @@
 //!   tenant's target bytes and K are installed in the store. With one tenant this is
 //!   choosing K for the whole memory (§6.9.1).
 
+use crate::cpu_budget::{thread_cpu_time, CpuBudget, TenantLoad};
 use crate::dlru::{self, KChooser, Scope};
 use crate::state::Shared;
 use augur_mrc::curve::{Curve, Point, SizeUnit};
@@ -55,10 +59,6 @@ const IDLE_SLEEP_MIN: Duration = BATCH_SLEEP;
 const IDLE_SLEEP_MAX: Duration = Duration::from_millis(20);
 /// References handled before the loop looks at the interval clock again.
 const MAX_DRAIN: usize = 1 << 12;
-/// How often the loop re-reads the tenants and the configuration (`refresh`): a
-/// CONFIG SET or ACL change reaches the model within this (it was every wake-up, ~3 µs
-/// each: user names cloned, maps rebuilt, the configuration's lock taken).
-const REFRESH_EVERY: Duration = Duration::from_millis(100);
 
 /// Capacity of the hand-off queue (allocated whole up front, ~40 B a slot): the
 /// profiler drains it at least every 20 ms, so 16k slots hold ~1.6 s of sampled references at
@@ -160,6 +160,8 @@ pub struct ProfilerState {
     pub last_error: Mutex<Option<String>>,
     /// DLRU's last decision per scope (`maxmemory-samples auto`), for INFO.
     pub dlru: Mutex<Vec<crate::dlru::Decision>>,
+    /// The profiler thread's share of one core in the last CPU budget window (f64 bits).
+    pub cpu_share: AtomicU64,
 }
 
 /// One tenant's model and counters on the profiler thread.
@@ -171,6 +173,8 @@ struct TenantModel {
     rate: f64,
     fed: u64,
     fed_in_interval: u64,
+    /// `fed` at the start of the CPU budget's window.
+    fed_at_window: u64,
     size_sum: f64,
     size_n: u64,
     /// Distinct sampled keys and the sum of their first-seen sizes.
@@ -228,6 +232,7 @@ impl TenantModel {
             rate,
             fed: 0,
             fed_in_interval: 0,
+            fed_at_window: 0,
             size_sum: 0.0,
             size_n: 0,
             seen: HashSet::new(),
@@ -311,14 +316,13 @@ pub struct Profiler {
     /// not read under locks for every reference): each tenant's name and sample rate,
     /// the K set and the miss cut-off.
     tenant_meta: HashMap<TenantId, (String, f64)>,
-    /// Whether `refresh` already ran for a reference of an unknown tenant in this batch
-    /// (a tenant created since the last refresh; at most one extra refresh a batch).
-    refreshed_for_unknown: bool,
     ks: Vec<u32>,
     cutoff: Duration,
     /// DLRU (`maxmemory-samples auto`) and the `k-chooser` in use.
     dlru: dlru::Engine,
     chooser: KChooser,
+    /// `tenant-profiler-cpu`: caps on tenants' rates while the thread is over budget.
+    budget: CpuBudget,
 }
 
 impl Profiler {
@@ -332,11 +336,11 @@ impl Profiler {
             last_interval: Instant::now(),
             last_commands,
             tenant_meta: HashMap::new(),
-            refreshed_for_unknown: false,
             ks: Vec::new(),
             cutoff: Duration::ZERO,
             dlru: dlru::Engine::default(),
             chooser: KChooser::Krr,
+            budget: CpuBudget::default(),
         }
         .refreshed()
     }
@@ -396,14 +400,9 @@ impl Profiler {
     /// Runs until the server shuts down.
     pub fn run(mut self) {
         let mut last_sweep = Instant::now();
-        let mut last_refresh = Instant::now();
         let mut idle_sleep = IDLE_SLEEP_MIN;
         while !self.shared.shutdown_requested.load(Relaxed) {
-            if last_refresh.elapsed() >= REFRESH_EVERY {
-                self.refresh();
-                last_refresh = Instant::now();
-            }
-            self.refreshed_for_unknown = false;
+            self.refresh();
             let mut drained = 0usize;
             while let Some(r) = self.queue.queue.pop() {
                 self.handle(r);
@@ -421,6 +420,9 @@ impl Profiler {
             if self.interval_due() {
                 self.run_interval();
             }
+            if let Some(share) = self.budget.window_end(Instant::now(), thread_cpu_time()) {
+                self.budget_step(share);
+            }
             if drained == 0 {
                 std::thread::sleep(idle_sleep);
                 idle_sleep = (idle_sleep * 2).min(IDLE_SLEEP_MAX);
@@ -436,11 +438,6 @@ impl Profiler {
     /// The model of tenant `t` (created on its first reference; `refresh` drops a model
     /// whose slot's user, rate or K set changed).
     fn model(&mut self, t: TenantId) -> Option<&mut TenantModel> {
-        if !self.tenant_meta.contains_key(&t) && !self.refreshed_for_unknown {
-            // A tenant created since the last refresh: its first references count.
-            self.refresh();
-            self.refreshed_for_unknown = true;
-        }
         let (name, rate) = self.tenant_meta.get(&t)?;
         let ks = &self.ks;
         let m = self
@@ -655,6 +652,61 @@ impl Profiler {
         }
     }
 
+    /// The end of a CPU budget window (crate::cpu_budget): lowers or restores one
+    /// tenant's rate if the thread was over (or well under) `tenant-profiler-cpu`.
+    fn budget_step(&mut self, share: f64) {
+        self.shared
+            .profiler
+            .cpu_share
+            .store(share.to_bits(), Relaxed);
+        let (auto, small_rate, budget) = {
+            let cfg = self.shared.config.read();
+            (
+                cfg.tenant_sample_rate_auto,
+                cfg.tenant_sample_rate,
+                cfg.tenant_profiler_cpu / 100.0,
+            )
+        };
+        let users = self.shared.tenants.users();
+        let alive: HashSet<TenantId> = users.iter().map(|u| u.id).collect();
+        self.budget
+            .retain(|t| alive.contains(&t), auto && budget > 0.0);
+        if !auto || budget <= 0.0 {
+            return;
+        }
+        let stats = self.shared.store.tenant_stats();
+        let mut loads = Vec::new();
+        for u in users.iter().filter(|u| u.settings.sample_rate.is_none()) {
+            let rate = self.shared.store.tenant_sample_rate(u.id);
+            if rate <= 0.0 {
+                continue;
+            }
+            let keys = stats.get(u.id as usize).map_or(0, |s| s.keys);
+            let references = self.models.get_mut(&u.id).map_or(0, |m| {
+                let n = m.fed - m.fed_at_window;
+                m.fed_at_window = m.fed;
+                n
+            });
+            loads.push(TenantLoad {
+                id: u.id,
+                rate,
+                section5_rate: section5_rate(keys, rate, small_rate),
+                references,
+            });
+        }
+        if let Some((t, rate)) = self.budget.decide(share, budget, &loads) {
+            tracing::info!(
+                tenant = t,
+                rate,
+                cpu_share = share,
+                "profiler CPU budget: tenant sample rate changed (its model restarts)"
+            );
+            // A new rate is a new sample: the model restarts (see `refresh`).
+            self.shared.store.set_tenant_sample_rate(t, rate);
+            self.refresh();
+        }
+    }
+
     fn interval_due(&self) -> bool {
         let cfg = self.shared.config.read();
         let cmds = self.shared.counters.total_commands_processed.load();
@@ -682,7 +734,8 @@ impl Profiler {
             for u in users.iter().filter(|u| u.settings.sample_rate.is_none()) {
                 let keys = stats.get(u.id as usize).map_or(0, |s| s.keys);
                 let now = self.shared.store.tenant_sample_rate(u.id);
-                if let Some(rate) = auto_sample_rate(keys, now, cfg.tenant_sample_rate) {
+                let cap = self.budget.cap(u.id);
+                if let Some(rate) = auto_sample_rate(keys, now, cfg.tenant_sample_rate, cap) {
                     // A new rate is a new sample: the model restarts (see `refresh`).
                     self.shared.store.set_tenant_sample_rate(u.id, rate);
                 }
@@ -936,15 +989,23 @@ pub const BIG_TENANT_KEYS: u64 = 8_000_000;
 pub const SMALL_AGAIN_KEYS: u64 = 6_000_000;
 pub const BIG_TENANT_RATE: f64 = 0.001;
 
-/// The rate `auto` moves a tenant with `keys` keys to, if it should move from `now`.
-pub fn auto_sample_rate(keys: u64, now: f64, small_rate: f64) -> Option<f64> {
+/// The rate kRedis §5's rule gives a tenant with `keys` keys sampled at `now`:
+/// [`BIG_TENANT_RATE`] at [`BIG_TENANT_KEYS`] and above (and down to
+/// [`SMALL_AGAIN_KEYS`] once there), else `small_rate`.
+pub fn section5_rate(keys: u64, now: f64, small_rate: f64) -> f64 {
     let is_big =
         augur_store::sample_threshold(now) == augur_store::sample_threshold(BIG_TENANT_RATE);
-    let want = if keys >= BIG_TENANT_KEYS || (is_big && keys >= SMALL_AGAIN_KEYS) {
+    if keys >= BIG_TENANT_KEYS || (is_big && keys >= SMALL_AGAIN_KEYS) {
         BIG_TENANT_RATE
     } else {
         small_rate
-    };
+    }
+}
+
+/// The rate `auto` moves a tenant with `keys` keys to, if it should move from `now`:
+/// §5's rule ([`section5_rate`]) under the CPU budget's `cap` (1 for none).
+pub fn auto_sample_rate(keys: u64, now: f64, small_rate: f64, cap: f64) -> Option<f64> {
+    let want = section5_rate(keys, now, small_rate).min(cap);
     let same = augur_store::sample_threshold(want) == augur_store::sample_threshold(now);
     (!same && now > 0.0).then_some(want)
 }
@@ -979,11 +1040,20 @@ mod tests {
 
     #[test]
     fn auto_rate_follows_section_5_with_hysteresis() {
-        assert_eq!(auto_sample_rate(1000, 0.01, 0.01), None);
-        assert_eq!(auto_sample_rate(9_000_000, 0.01, 0.01), Some(0.001));
-        assert_eq!(auto_sample_rate(7_000_000, 0.001, 0.01), None);
-        assert_eq!(auto_sample_rate(5_000_000, 0.001, 0.01), Some(0.01));
+        assert_eq!(auto_sample_rate(1000, 0.01, 0.01, 1.0), None);
+        assert_eq!(auto_sample_rate(9_000_000, 0.01, 0.01, 1.0), Some(0.001));
+        assert_eq!(auto_sample_rate(7_000_000, 0.001, 0.01, 1.0), None);
+        assert_eq!(auto_sample_rate(5_000_000, 0.001, 0.01, 1.0), Some(0.01));
         // A tenant whose profiling is off (rate 0) stays off.
-        assert_eq!(auto_sample_rate(9_000_000, 0.0, 0.01), None);
+        assert_eq!(auto_sample_rate(9_000_000, 0.0, 0.01, 1.0), None);
+    }
+
+    #[test]
+    fn the_cpu_budgets_cap_holds_against_section_5() {
+        // Capped at 0.005: §5's 0.01 does not undo the cap, and a capped rate stays.
+        assert_eq!(auto_sample_rate(1000, 0.005, 0.01, 0.005), None);
+        assert_eq!(auto_sample_rate(1000, 0.01, 0.01, 0.005), Some(0.005));
+        // §5 below the cap wins.
+        assert_eq!(auto_sample_rate(9_000_000, 0.005, 0.01, 0.005), Some(0.001));
     }
 }

@@ -108,6 +108,9 @@ pub struct Args {
     /// A miss not refilled within this many milliseconds is not timed.
     #[arg(long)]
     pub tenant_miss_cutoff_ms: Option<String>,
+    /// The online profiler's CPU budget, percent of one core (0 = none; default 2).
+    #[arg(long)]
+    pub tenant_profiler_cpu: Option<String>,
     /// Miss penalty assumed for tenants that never refill (e.g. 1ms, 500us).
     #[arg(long)]
     pub tenant_default_miss_penalty: Option<String>,
@@ -183,6 +186,7 @@ impl Args {
             ("k-chooser", &self.k_chooser),
             ("tenant-alloc-unit", &self.tenant_alloc_unit),
             ("tenant-miss-cutoff-ms", &self.tenant_miss_cutoff_ms),
+            ("tenant-profiler-cpu", &self.tenant_profiler_cpu),
             (
                 "tenant-default-miss-penalty",
                 &self.tenant_default_miss_penalty,

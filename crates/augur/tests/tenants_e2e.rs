@@ -416,6 +416,7 @@ async fn static_limits_keep_one_tenants_load_away_from_anothers_keys() {
 async fn miss_latency_is_the_refill_delay() {
     let mut cfg = two_tenants();
     cfg.tenant_sample_rate = 1.0;
+    cfg.tenant_sample_rate_auto = false;
     cfg.tenant_interval_ms = 200;
     let s = TestServer::start(cfg).await;
     let mut d = s.con().await;
@@ -499,6 +500,7 @@ async fn cache_workload(con: &mut MultiplexedConnection, n: usize) -> Vec<(Strin
 async fn online_curve_equals_offline_augur_mrc_on_the_same_references() {
     let mut cfg = two_tenants();
     cfg.tenant_sample_rate = 1.0;
+    cfg.tenant_sample_rate_auto = false;
     cfg.tenant_k_set = vec![1, 2, 4, 16];
     cfg.tenant_interval_ms = 200;
     let s = TestServer::start(cfg).await;
@@ -635,6 +637,7 @@ async fn the_model_describes_each_interval_it_measured() {
         maxmemory: 2 << 20,
         maxmemory_policy: augur_store::EvictionPolicy::AllKeysLru,
         tenant_sample_rate: 0.25,
+        tenant_sample_rate_auto: false,
         tenant_interval_ms: 300,
         tenant_k_set: vec![1, 2, 4],
         ..Default::default()
@@ -686,6 +689,7 @@ async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
     // A quarter of the keys (375 of app1's, 3000 of app2's): enough for the curves, and
     // a profiler that keeps up with this test's pipelined load on two busy cores.
     cfg.tenant_sample_rate = 0.25;
+    cfg.tenant_sample_rate_auto = false;
     cfg.tenant_interval_ms = 300;
     cfg.tenant_alloc_unit = 128 << 10;
     // K = 16 is K' = 256 swaps-per-level in KRR: too slow to keep up with this test's
@@ -761,6 +765,7 @@ async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
 async fn tenant_parameters_change_live() {
     let mut cfg = two_tenants();
     cfg.tenant_sample_rate = 1.0;
+    cfg.tenant_sample_rate_auto = false;
     cfg.tenant_interval_ms = 150;
     let s = TestServer::start(cfg).await;
     let mut d = s.con().await;
@@ -893,6 +898,7 @@ async fn prometheus_metrics_per_tenant() {
 async fn augur_tenants_prints_the_table_and_writes_each_tenants_curves() {
     let mut cfg = two_tenants();
     cfg.tenant_sample_rate = 1.0;
+    cfg.tenant_sample_rate_auto = false;
     cfg.tenant_k_set = vec![1, 4];
     cfg.tenant_interval_ms = 150;
     let s = TestServer::start(cfg).await;
@@ -949,4 +955,77 @@ async fn augur_tenants_prints_the_table_and_writes_each_tenants_curves() {
     assert!(!dir.join("app2.csv").exists());
     std::fs::remove_dir_all(&dir).ok();
     s.stop().await;
+}
+
+/// `tenant-profiler-cpu` (crate::cpu_budget): over budget the busiest auto-rate tenant's
+/// rate halves, an idle tenant's and an operator-set rate stay, and with the budget off
+/// §5's rate comes back.
+#[tokio::test]
+async fn the_profiler_cpu_budget_lowers_the_busy_tenants_rate_and_gives_it_back() {
+    let mut cfg = two_tenants();
+    // Any sampled load is over 0.01 % of a core; rate 0.5 samples half the keys.
+    cfg.tenant_profiler_cpu = 0.01;
+    cfg.tenant_sample_rate = 0.5;
+    cfg.tenant_interval_ms = 200;
+    let s = TestServer::start(cfg).await;
+    let mut d = s.con().await;
+    let mut a = s.con_as("app1", "pw1").await;
+    let rate = |info: &HashMap<String, String>| num(info, "sample_rate");
+    assert_eq!(rate(&tenant_info(&mut d, "app1").await), 0.5);
+    let info: String = redis::cmd("INFO")
+        .arg("tenants")
+        .query_async(&mut d)
+        .await
+        .unwrap();
+    assert!(info.contains("tenant_profiler_cpu_budget:0.01"), "{info}");
+
+    // Windows are 500 ms: load for up to 20 s until the first cut shows.
+    let start = std::time::Instant::now();
+    let mut lowered = 0.5;
+    let mut round = 0;
+    while lowered == 0.5 && start.elapsed() < Duration::from_secs(20) {
+        fill(&mut a, &format!("r{round}:"), 2000, 32).await;
+        round += 1;
+        lowered = rate(&tenant_info(&mut d, "app1").await);
+    }
+    assert!(
+        lowered <= 0.25 + 1e-6,
+        "app1's rate was not lowered: {lowered}"
+    );
+    assert_eq!(
+        rate(&tenant_info(&mut d, "app2").await),
+        0.5,
+        "an idle tenant keeps its rate"
+    );
+
+    // An operator-set rate is kept whatever the profiler costs.
+    let _: () = redis::cmd("TENANT")
+        .arg(&["SET", "app2", "sample-rate", "0.5"])
+        .query_async(&mut d)
+        .await
+        .unwrap();
+    let mut b = s.con_as("app2", "pw2").await;
+    let start = std::time::Instant::now();
+    let mut round = 0;
+    while start.elapsed() < Duration::from_millis(1500) {
+        fill(&mut b, &format!("s{round}:"), 2000, 32).await;
+        round += 1;
+    }
+    assert_eq!(rate(&tenant_info(&mut d, "app2").await), 0.5);
+
+    // Budget off: the next interval gives app1 §5's rate (here the configured 0.5) back.
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "tenant-profiler-cpu", "0"])
+        .query_async(&mut d)
+        .await
+        .unwrap();
+    let mut restored = 0.0;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        restored = rate(&tenant_info(&mut d, "app1").await);
+        if restored == 0.5 {
+            break;
+        }
+    }
+    assert_eq!(restored, 0.5);
 }

@@ -536,6 +536,12 @@ pub fn tenant_info_fields(shared: &Shared, u: &User) -> Vec<(&'static str, Strin
             "working_set_bytes",
             format!("{}", view.working_set_bytes.round() as u64),
         ),
+        // The spatial sampling rate now: §5's rule, the operator's, or lowered by the
+        // profiler's CPU budget (crate::cpu_budget).
+        (
+            "sample_rate",
+            format_double((shared.store.tenant_sample_rate(u.id) * 1e6).round() / 1e6),
+        ),
         ("sampled_references", view.sampled_references.to_string()),
         (
             "dropped_samples",
