@@ -94,6 +94,10 @@ pub fn render(shared: &Shared) -> String {
                 "tenant_profiler_bytes",
                 "Heap bytes of the tenant's online model.",
             ),
+            gauge(
+                "tenant_sample_rate",
+                "The profiler's spatial sampling rate R for the tenant now (after the CPU budget).",
+            ),
         ],
         counters: vec![
             counter("tenant_hits", "GET hits."),
@@ -123,7 +127,7 @@ pub fn render(shared: &Shared) -> String {
         let predicted_at_target = (target > 0)
             .then(|| view.forecast_at(target, k as u32))
             .flatten();
-        let gauge_values: [Option<f64>; 15] = [
+        let gauge_values: [Option<f64>; 16] = [
             Some(st.used_bytes as f64),
             Some(st.keys as f64),
             Some(cap as f64),
@@ -139,6 +143,7 @@ pub fn render(shared: &Shared) -> String {
             predicted_at_target,
             Some(view.working_set_bytes),
             Some(view.model_bytes as f64),
+            Some(shared.store.tenant_sample_rate(u.id)),
         ];
         for ((_, _, fam), v) in fams.gauges.iter().zip(gauge_values) {
             if let Some(v) = v {
@@ -183,6 +188,14 @@ pub fn render(shared: &Shared) -> String {
         "tenant_intervals",
         "Profiler / partitioning intervals completed.",
         intervals,
+    );
+
+    let profiler_cpu = GaugeF::default();
+    profiler_cpu.set(f64::from_bits(shared.profiler.cpu_share.load(Relaxed)));
+    registry.register(
+        "profiler_cpu_share",
+        "The profiler thread's share of one core in its last 500-ms window.",
+        profiler_cpu,
     );
 
     let mut out = String::new();

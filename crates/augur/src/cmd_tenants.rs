@@ -6,7 +6,10 @@
 //! between two polls), so it moves with the workload as `top`'s CPU column does.
 //! IV-MISS and IV-MODEL are the profiler's last interval: the miss ratio observed in it
 //! and the model's figure for it (TENANT INFO `observed_miss_ratio`, `model_miss_ratio`),
-//! side by side so that one can see whether the curves describe the cache.
+//! side by side so that one can see whether the curves describe the cache. RATE is the
+//! profiler's sampling rate now (TENANT INFO `sample_rate`): under load the profiler's
+//! CPU budget (`tenant-profiler-cpu`) may have lowered it, and the curves rest on fewer
+//! keys.
 
 use anyhow::{bail, Context, Result};
 use augur_mrc::curve::{Curve, Point, SizeUnit};
@@ -118,7 +121,7 @@ fn micros(v: Option<f64>) -> String {
 pub fn table(infos: &[Info], prev: &HashMap<String, (f64, f64)>) -> String {
     let header = [
         "TENANT", "USED", "TARGET", "MAXMEM", "K", "KEYS", "HIT%", "GET/S", "MISS-LAT", "PENALTY",
-        "IV-MISS", "IV-MODEL", "PRED@TGT", "EVICTED", "DROPPED",
+        "IV-MISS", "IV-MODEL", "PRED@TGT", "EVICTED", "DROPPED", "RATE",
     ];
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for i in infos {
@@ -150,6 +153,8 @@ pub fn table(infos: &[Info], prev: &HashMap<String, (f64, f64)>) -> String {
             ratio(num(i, "predicted_miss_ratio_at_target")),
             i.get("evicted_keys").cloned().unwrap_or_default(),
             i.get("dropped_samples").cloned().unwrap_or_default(),
+            // The profiler's sampling rate now (the CPU budget may have lowered it).
+            i.get("sample_rate").cloned().unwrap_or_default(),
         ]);
     }
     let widths: Vec<usize> = (0..header.len())

@@ -883,6 +883,10 @@ async fn prometheus_metrics_per_tenant() {
     );
     let used = sample(&body, r#"augur_tenant_used_bytes{tenant="app1"}"#);
     assert!(used > 0.0);
+    // The default rate (kRedis §5: 0.01 under 8M keys), to the threshold's precision.
+    let rate = sample(&body, r#"augur_tenant_sample_rate{tenant="app1"}"#);
+    assert!((rate - 0.01).abs() < 1e-6, "{rate}");
+    assert!(body.contains("augur_profiler_cpu_share "), "{body}");
     assert!(
         body.contains("# TYPE augur_tenant_used_bytes gauge"),
         "{body}"
