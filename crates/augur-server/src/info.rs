@@ -353,8 +353,8 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             if let Some(e) = shared.profiler.last_error.lock().clone() {
                 line!("tenant_last_error:{e}");
             }
-            // The profiler thread's CPU, percent of one core, and its budget
-            // (crate::cpu_budget).
+            // The profiler thread's CPU on sampled references, percent of one core, and
+            // its budget (crate::cpu_budget).
             let share = f64::from_bits(shared.profiler.cpu_share.load(Relaxed));
             line!("tenant_profiler_cpu:{:.2}", share * 100.0);
             line!("tenant_profiler_cpu_budget:{}", cfg.tenant_profiler_cpu);

@@ -194,7 +194,7 @@ pub fn render(shared: &Shared) -> String {
     profiler_cpu.set(f64::from_bits(shared.profiler.cpu_share.load(Relaxed)));
     registry.register(
         "profiler_cpu_share",
-        "The profiler thread's share of one core in its last 500-ms window.",
+        "Share of one core the profiler spent on sampled references in its last 500-ms window.",
         profiler_cpu,
     );
 

@@ -15,8 +15,9 @@
 //!   one reference, not a GET and a SET); a miss never refilled within the cut-off enters
 //!   with the tenant's mean sampled size.
 //! - **CPU budget** (crate::cpu_budget, `tenant-profiler-cpu`). The model's cost is R
-//!   times the request rate times ~10 µs; every 500 ms the thread compares its own CPU
-//!   time with the budget and lowers (or gives back) the busiest `auto`-rate tenant's R.
+//!   times the request rate times ~10 µs; every 500 ms the thread compares the CPU time
+//!   it spent on references with the budget and lowers (or gives back) the busiest
+//!   `auto`-rate tenant's R.
 //! - **Miss cost (kRedis §4.2 step 1, DLRU §3.4).** The refill delay of a pending miss
 //!   is the miss's latency (a bounded table; refills after `tenant-miss-cutoff-ms` are not
 //!   counted). The penalty used is the measured mean (decayed by half each interval) once
@@ -160,7 +161,8 @@ pub struct ProfilerState {
     pub last_error: Mutex<Option<String>>,
     /// DLRU's last decision per scope (`maxmemory-samples auto`), for INFO.
     pub dlru: Mutex<Vec<crate::dlru::Decision>>,
-    /// The profiler thread's share of one core in the last CPU budget window (f64 bits).
+    /// The share of one core the profiler thread spent handling sampled references in
+    /// the last CPU budget window (f64 bits).
     pub cpu_share: AtomicU64,
 }
 
@@ -404,6 +406,7 @@ impl Profiler {
         while !self.shared.shutdown_requested.load(Relaxed) {
             self.refresh();
             let mut drained = 0usize;
+            let batch_cpu = thread_cpu_time();
             while let Some(r) = self.queue.queue.pop() {
                 self.handle(r);
                 drained += 1;
@@ -413,6 +416,10 @@ impl Profiler {
                     break;
                 }
             }
+            if drained > 0 {
+                self.budget
+                    .add_work(thread_cpu_time().saturating_sub(batch_cpu));
+            }
             if last_sweep.elapsed() >= Duration::from_millis(50) {
                 self.sweep_pending(Instant::now());
                 last_sweep = Instant::now();
@@ -420,7 +427,7 @@ impl Profiler {
             if self.interval_due() {
                 self.run_interval();
             }
-            if let Some(share) = self.budget.window_end(Instant::now(), thread_cpu_time()) {
+            if let Some(share) = self.budget.window_end(Instant::now()) {
                 self.budget_step(share);
             }
             if drained == 0 {
