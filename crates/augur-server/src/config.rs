@@ -239,7 +239,7 @@ impl Default for ServerConfig {
             tenant_k_set: vec![1, 2, 4, 8],
             tenant_alloc_unit: 1024 * 1024,
             tenant_miss_cutoff_ms: 1000,
-            tenant_profiler_cpu: 2.0,
+            tenant_profiler_cpu: 1.0,
             tenant_default_miss_penalty_us: 1000.0,
             metrics_port: 0,
             busy_reply_threshold: 5000,

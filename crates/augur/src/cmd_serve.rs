@@ -108,7 +108,7 @@ pub struct Args {
     /// A miss not refilled within this many milliseconds is not timed.
     #[arg(long)]
     pub tenant_miss_cutoff_ms: Option<String>,
-    /// The online profiler's CPU budget, percent of one core (0 = none; default 2).
+    /// The online profiler's CPU budget, percent of one core (0 = none; default 1).
     #[arg(long)]
     pub tenant_profiler_cpu: Option<String>,
     /// Miss penalty assumed for tenants that never refill (e.g. 1ms, 500us).
