@@ -214,7 +214,6 @@ impl Shard {
             part.referenced(moved, clock);
         }
         part.writes += 1;
-        let bytes = super::profiled_bytes(moved);
         if !copy {
             self.sample(
                 from.tenant,
@@ -223,10 +222,10 @@ impl Shard {
                 RefKind::Delete,
             );
         }
-        self.sample(
+        self.sample_entry(
             to.tenant,
             db_hash(key_hash(newkey), to.db),
-            bytes,
+            moved,
             RefKind::Write,
         );
         self.publish();
@@ -403,7 +402,7 @@ impl Shard {
         }
         part.writes += 1;
         let out = f(e.value_mut(), existed);
-        self.sample(ns.tenant, h, super::profiled_bytes(e), RefKind::Write);
+        self.sample_entry(ns.tenant, h, e, RefKind::Write);
         self.publish();
         Ok(out)
     }
