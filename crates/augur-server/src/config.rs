@@ -128,10 +128,10 @@ pub struct ServerConfig {
     pub tenant_miss_cutoff_ms: u64,
     /// Miss penalty assumed for a tenant that never refills, in microseconds.
     pub tenant_default_miss_penalty_us: f64,
-    /// The profiler thread's CPU budget in percent of one core (0 = none): with
-    /// `tenant-sample-rate auto`, the profiler halves the busiest tenant's rate (down to
-    /// kRedis §5's R = 0.001) while it uses more, and gives it back when well under
-    /// (crate::profiler::CpuBudget).
+    /// The profiler thread's CPU budget for sampled references, in percent of one core
+    /// (0 = none): with `tenant-sample-rate auto`, the profiler halves the busiest
+    /// tenant's rate (down to kRedis §5's R = 0.001) while it spends more, and gives it
+    /// back when well under (crate::cpu_budget).
     pub tenant_profiler_cpu: f64,
     /// Port of the Prometheus `/metrics` HTTP endpoint (0 = off).
     pub metrics_port: u16,
