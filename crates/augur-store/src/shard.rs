@@ -2478,8 +2478,8 @@ impl Shard {
             self.cap_n_zone(t, incoming, if cap > 0 { cap } else { budget }, own);
         }
         loop {
-            let own = self.parts.get(t as usize).map_or(0, Part::used);
-            let over_cap = cap > 0 && own + incoming > cap;
+            let over_cap =
+                cap > 0 && self.parts.get(t as usize).map_or(0, Part::used) + incoming > cap;
             let over_global = budget > 0 && self.used() + incoming > budget;
             if !over_cap && !over_global {
                 break;

@@ -93,14 +93,46 @@ pub(crate) struct SharedConfig {
     pub(crate) zone: crate::zone::ZoneSettings,
 }
 
+/// `ceil(m / n)` for `n >= 1`. Every write asks for its shard's limit (twice): a shift for
+/// the power-of-two shard counts the server allows, instead of a 64-bit division.
+#[inline]
+fn ceil_share(m: u64, n: u64) -> u64 {
+    if n.is_power_of_two() {
+        (m >> n.trailing_zeros()) + u64::from(m & (n - 1) != 0)
+    } else {
+        m.div_ceil(n)
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn ceil_share_is_div_ceil() {
+    let ms = [
+        0,
+        1,
+        2,
+        3,
+        63,
+        64,
+        65,
+        1 << 20,
+        (1 << 31) + 7,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    for n in [1u64, 2, 3, 4, 7, 64, 100, 1 << 16] {
+        for m in ms {
+            assert_eq!(ceil_share(m, n), m.div_ceil(n), "{m} / {n}");
+        }
+    }
+}
+
 impl SharedConfig {
     /// This shard's share of `maxmemory` (0 = unlimited).
     pub(crate) fn shard_limit(&self) -> u64 {
         // Rounded up: a limit smaller than the shard count is still a limit (a share of
         // 0 would mean unlimited).
-        self.maxmemory
-            .load(Ordering::Relaxed)
-            .div_ceil(self.shards as u64)
+        ceil_share(self.maxmemory.load(Ordering::Relaxed), self.shards as u64)
     }
     pub(crate) fn policy(&self) -> EvictionPolicy {
         EvictionPolicy::ALL[self.policy.load(Ordering::Relaxed) as usize]
