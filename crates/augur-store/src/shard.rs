@@ -970,15 +970,7 @@ impl Part {
     /// The memory this part may hold here: its tenant's cap's share under partitioning,
     /// else the shard's share of `maxmemory` (0: no limit).
     fn zone_allowance(&self) -> u64 {
-        let cap = if self.cfg.tenants.partitioning() == Partitioning::Off {
-            0
-        } else {
-            self.cfg
-                .tenants
-                .get(self.tenant)
-                .cap()
-                .div_ceil(self.cfg.shards as u64)
-        };
+        let cap = self.cfg.tenant_cap_share(self.tenant);
         if cap > 0 {
             cap
         } else {
@@ -2462,13 +2454,7 @@ impl Shard {
     fn make_room_unpublished(&mut self, t: TenantId, incoming: u64) -> Result<bool, WriteError> {
         let budget = self.config.shard_limit();
         let mode = self.config.tenants.partitioning();
-        let limits = self.config.tenants.get(t);
-        let cap = if mode == Partitioning::Off {
-            0
-        } else {
-            // A cap below one byte per shard still means "almost nothing", not "no cap".
-            limits.cap().div_ceil(self.config.shards as u64)
-        };
+        let cap = self.config.tenant_cap_share(t);
         if budget == 0 && cap == 0 {
             return Ok(false);
         }

@@ -93,7 +93,7 @@ pub(crate) struct SharedConfig {
     pub(crate) zone: crate::zone::ZoneSettings,
 }
 
-/// `ceil(m / n)` for `n >= 1`. Every write asks for its shard's limit (twice): a shift for
+/// `ceil(m / n)` for `n >= 1`. Every write asks for its shard's limits (twice): a shift for
 /// the power-of-two shard counts the server allows, instead of a 64-bit division.
 #[inline]
 fn ceil_share(m: u64, n: u64) -> u64 {
@@ -128,11 +128,23 @@ fn ceil_share_is_div_ceil() {
 }
 
 impl SharedConfig {
+    /// A shard's share of a store-wide limit of `bytes`, rounded up: a limit smaller than
+    /// the shard count is still a limit (a share of 0 would mean unlimited).
+    pub(crate) fn shard_share(&self, bytes: u64) -> u64 {
+        ceil_share(bytes, self.shards as u64)
+    }
     /// This shard's share of `maxmemory` (0 = unlimited).
     pub(crate) fn shard_limit(&self) -> u64 {
-        // Rounded up: a limit smaller than the shard count is still a limit (a share of
-        // 0 would mean unlimited).
-        ceil_share(self.maxmemory.load(Ordering::Relaxed), self.shards as u64)
+        self.shard_share(self.maxmemory.load(Ordering::Relaxed))
+    }
+    /// This shard's share of tenant `t`'s cap under partitioning (0: none, or
+    /// `tenant-partitioning off`, where caps do not apply).
+    pub(crate) fn tenant_cap_share(&self, t: TenantId) -> u64 {
+        if self.tenants.partitioning() == Partitioning::Off {
+            0
+        } else {
+            self.shard_share(self.tenants.get(t).cap())
+        }
     }
     pub(crate) fn policy(&self) -> EvictionPolicy {
         EvictionPolicy::ALL[self.policy.load(Ordering::Relaxed) as usize]
