@@ -147,6 +147,8 @@ pub struct Hysteresis {
 
 /// Candidate families: K-LRU, LHD, S3-FIFO.
 pub const FAMILIES: usize = 3;
+/// Their names in INFO (`streak_<name>`), in [`family`]'s order.
+pub const FAMILY_NAMES: [&str; FAMILIES] = ["klru", "lhd", "s3fifo"];
 
 impl Default for Hysteresis {
     fn default() -> Self {

@@ -121,14 +121,15 @@ impl CpuBudget {
         self.caps.get(&t).copied().unwrap_or(1.0)
     }
 
-    /// Forgets the caps of tenants not in `alive`, and every cap when the budget is off.
-    pub fn retain(&mut self, alive: impl Fn(TenantId) -> bool, budget_on: bool) {
-        if budget_on {
-            self.caps.retain(|&t, _| alive(t));
-        } else {
-            self.caps.clear();
-            self.calm = 0;
-        }
+    /// Forgets the caps of tenants not in `alive`.
+    pub fn retain(&mut self, alive: impl Fn(TenantId) -> bool) {
+        self.caps.retain(|&t, _| alive(t));
+    }
+
+    /// Forgets every cap (the budget is off).
+    pub fn clear(&mut self) {
+        self.caps.clear();
+        self.calm = 0;
     }
 
     /// After a window with the thread at `share` of a core against `budget` (a fraction
@@ -260,10 +261,10 @@ mod tests {
         let mut b = CpuBudget::default();
         b.decide(0.05, 0.02, &[load(1, 0.01, 10), load(2, 0.01, 20)]);
         b.decide(0.05, 0.02, &[load(1, 0.01, 10), load(2, 0.005, 20)]);
-        b.retain(|t| t == 2, true);
+        b.retain(|t| t == 2);
         assert_eq!(b.cap(1), 1.0);
         assert_eq!(b.cap(2), 0.0025);
-        b.retain(|_| true, false);
+        b.clear();
         assert_eq!(b.cap(2), 1.0);
     }
 }

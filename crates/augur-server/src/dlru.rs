@@ -893,15 +893,15 @@ pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
         if d.candidates.len() > d.ks.len() {
             let _ = write!(
                 line,
-                ",best={},policy={},switches={},filled={},streak_klru={},streak_lhd={},streak_s3fifo={}",
+                ",best={},policy={},switches={},filled={}",
                 d.best,
                 d.policy,
                 d.switches,
-                u8::from(d.filled),
-                d.streaks[0],
-                d.streaks[1],
-                d.streaks[2]
+                u8::from(d.filled)
             );
+            for (name, streak) in crate::autopolicy::FAMILY_NAMES.iter().zip(d.streaks) {
+                let _ = write!(line, ",streak_{name}={streak}");
+            }
         }
         let _ = write!(o, "{line}\r\n");
     }

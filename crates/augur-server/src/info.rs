@@ -355,8 +355,10 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             }
             // The profiler thread's CPU on sampled references, percent of one core, and
             // its budget (crate::cpu_budget).
-            let share = f64::from_bits(shared.profiler.cpu_share.load(Relaxed));
-            line!("tenant_profiler_cpu:{:.2}", share * 100.0);
+            line!(
+                "tenant_profiler_cpu:{:.2}",
+                shared.profiler.cpu_share() * 100.0
+            );
             line!("tenant_profiler_cpu_budget:{}", cfg.tenant_profiler_cpu);
             let users = shared.tenants.users();
             line!("tenants:{}", users.len());

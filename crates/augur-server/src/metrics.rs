@@ -191,7 +191,7 @@ pub fn render(shared: &Shared) -> String {
     );
 
     let profiler_cpu = GaugeF::default();
-    profiler_cpu.set(f64::from_bits(shared.profiler.cpu_share.load(Relaxed)));
+    profiler_cpu.set(shared.profiler.cpu_share());
     registry.register(
         "profiler_cpu_share",
         "Share of one core the profiler spent on sampled references in its last 500-ms window.",

@@ -162,8 +162,16 @@ pub struct ProfilerState {
     /// DLRU's last decision per scope (`maxmemory-samples auto`), for INFO.
     pub dlru: Mutex<Vec<crate::dlru::Decision>>,
     /// The share of one core the profiler thread spent handling sampled references in
-    /// the last CPU budget window (f64 bits).
+    /// the last CPU budget window (f64 bits; read it with [`Self::cpu_share`]).
     pub cpu_share: AtomicU64,
+}
+
+impl ProfilerState {
+    /// The share of one core the profiler spent on sampled references in its last CPU
+    /// budget window (INFO `tenant_profiler_cpu`, Prometheus `profiler_cpu_share`).
+    pub fn cpu_share(&self) -> f64 {
+        f64::from_bits(self.cpu_share.load(Relaxed))
+    }
 }
 
 /// One tenant's model and counters on the profiler thread.
@@ -406,7 +414,8 @@ impl Profiler {
         while !self.shared.shutdown_requested.load(Relaxed) {
             self.refresh();
             let mut drained = 0usize;
-            let batch_cpu = thread_cpu_time();
+            // The thread's CPU clock is a system call: read it only around real work.
+            let batch_cpu = (!self.queue.queue.is_empty()).then(thread_cpu_time);
             while let Some(r) = self.queue.queue.pop() {
                 self.handle(r);
                 drained += 1;
@@ -416,9 +425,9 @@ impl Profiler {
                     break;
                 }
             }
-            if drained > 0 {
+            if let Some(start) = batch_cpu {
                 self.budget
-                    .add_work(thread_cpu_time().saturating_sub(batch_cpu));
+                    .add_work(thread_cpu_time().saturating_sub(start));
             }
             if last_sweep.elapsed() >= Duration::from_millis(50) {
                 self.sweep_pending(Instant::now());
@@ -674,13 +683,13 @@ impl Profiler {
                 cfg.tenant_profiler_cpu / 100.0,
             )
         };
-        let users = self.shared.tenants.users();
-        let alive: HashSet<TenantId> = users.iter().map(|u| u.id).collect();
-        self.budget
-            .retain(|t| alive.contains(&t), auto && budget > 0.0);
         if !auto || budget <= 0.0 {
+            self.budget.clear();
             return;
         }
+        let users = self.shared.tenants.users();
+        let alive: HashSet<TenantId> = users.iter().map(|u| u.id).collect();
+        self.budget.retain(|t| alive.contains(&t));
         let stats = self.shared.store.tenant_stats();
         let mut loads = Vec::new();
         for u in users.iter().filter(|u| u.settings.sample_rate.is_none()) {
