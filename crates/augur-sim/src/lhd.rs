@@ -173,8 +173,6 @@ fn explorer_of_code(code: u16) -> bool {
 struct Class {
     hits: Vec<f32>,
     evictions: Vec<f32>,
-    /// Hit density per age, per unit of size (Eq. 6 without the size).
-    density: Vec<f32>,
 }
 
 /// The LHD ranking model: histograms, classes, the precomputed density table, the
@@ -186,6 +184,14 @@ struct Class {
 pub struct LhdModel {
     cfg: LhdConfig,
     classes: Vec<Class>,
+    /// Hit density per class and age, per unit of size (Eq. 6 without the size), one
+    /// table for all classes (`class * max_age + age`): ranking a candidate is one
+    /// load from it, with no class record to read first. The last age of every class
+    /// (the overflow bin, "past the maximum age") holds `-inf`, so such an object ranks
+    /// below everything without a test: `-inf` divided by a size or plus the explorer's
+    /// 1 is still `-inf`, so such candidates tie as they did when a test returned one
+    /// rank for all of them.
+    density: Vec<f32>,
     /// [`LhdModel::hit_age_class`] of every last-hit-age sum (0 ..= 2 * max_age), so that
     /// ranking a candidate is two table lookups.
     class_by_sum: Vec<u8>,
@@ -218,14 +224,17 @@ impl LhdModel {
         // Before the first reconfiguration nothing has been measured: rank as GDSF-like
         // "younger and of a frequently hit class is better", as the authors' simulator.
         let classes = (0..n)
-            .map(|c| Class {
+            .map(|_| Class {
                 hits: vec![0.0; cfg.max_age],
                 evictions: vec![0.0; cfg.max_age],
-                density: (0..cfg.max_age)
-                    .map(|a| (c % cfg.hit_age_classes + 1) as f32 / (a + 1) as f32)
-                    .collect(),
             })
             .collect();
+        let mut density = Vec::with_capacity(n * cfg.max_age);
+        for c in 0..n {
+            let weight = (c % cfg.hit_age_classes + 1) as f32;
+            density.extend((0..cfg.max_age - 1).map(|a| weight / (a + 1) as f32));
+            density.push(f32::NEG_INFINITY);
+        }
         let explorer_budget = (capacity as f64 * cfg.explorer_fraction) as i64;
         let initial_shift = cfg.initial_age_shift.min(40);
         // With a wider class scale, sums past the histograms' span are class 0 (where
@@ -245,6 +254,7 @@ impl LhdModel {
             until_reconfigure: cfg.reconfigure_every,
             cfg,
             classes,
+            density,
             timestamp: 0,
             reconfigurations: 0,
             shift: initial_shift,
@@ -304,7 +314,7 @@ impl LhdModel {
     }
 
     /// Hit density of an object (higher is more worth keeping); `size` in the cache's
-    /// cost unit. An object past the maximum age ranks below everything.
+    /// cost unit. An object past the maximum age ranks below everything (`-inf`).
     pub fn rank(&self, tag: &LhdTag, size: u64) -> f32 {
         self.density_at(self.age(tag), self.class_of(tag), tag.explorer, size)
     }
@@ -312,10 +322,8 @@ impl LhdModel {
     /// [`LhdModel::rank`] of an object of coarsened `age`, `class` and explorer flag.
     #[inline]
     fn density_at(&self, age: usize, class: usize, explorer: bool, size: u64) -> f32 {
-        if age == self.cfg.max_age - 1 {
-            return f32::MIN;
-        }
-        let density = self.classes[class].density[age];
+        // The last age holds -inf (see `density`): below every real density (>= 0).
+        let density = self.density[class * self.cfg.max_age + age];
         // Objects mode ranks objects of size 1: no division (the same value).
         let density = if size <= 1 {
             density
@@ -349,20 +357,52 @@ impl LhdModel {
     /// [`LhdModel::rank`] of a [`CompactTag`]: the same density as the full tag's.
     #[inline]
     pub fn rank_compact(&self, tag: CompactTag, size: u64) -> f32 {
-        self.rank_code_at(tag.code, self.compact_age(tag), size)
+        self.density_at(
+            self.compact_age(tag),
+            class_of_code(tag.code),
+            explorer_of_code(tag.code),
+            size,
+        )
     }
 
-    /// [`LhdModel::rank_compact`] of a tag's `code` at its coarsened age, computed
-    /// beforehand (a caller that prefetched the density entry has both).
+    /// Pushes `(slot, located)` onto `out` for every slot of `candidates`: `located` is
+    /// where [`LhdModel::rank_located`] will read the density of the compact tag
+    /// `tags[slot]` (its entry of the density table, below 2^31: at most 4096 classes
+    /// of 65535 ages), with the explorer mark in the top bit. Each entry is prefetched,
+    /// so that the cache misses of all candidates overlap.
     #[inline]
-    fn rank_code_at(&self, code: u16, age: usize, size: u64) -> f32 {
-        self.density_at(age, class_of_code(code), explorer_of_code(code), size)
+    fn locate_compact(&self, tags: &[CompactTag], candidates: &[u32], out: &mut Vec<(u32, u32)>) {
+        let max_age = self.cfg.max_age;
+        let density = self.density.as_ptr();
+        out.extend(candidates.iter().map(|&i| {
+            let tag = tags[i as usize];
+            let at = tag.class() * max_age + self.compact_age(tag);
+            crate::prefetch::prefetch(density.wrapping_add(at));
+            (i, at as u32 | (u32::from(tag.explorer()) << 31))
+        }));
+    }
+
+    /// [`LhdModel::rank_compact`] of a tag [`LhdModel::locate_compact`] located (the
+    /// same value: `density_at` on the same entry).
+    #[inline]
+    fn rank_located(&self, located: u32, size: u64) -> f32 {
+        let density = self.density[(located & !(1 << 31)) as usize];
+        let density = if size <= 1 {
+            density
+        } else {
+            density / size as f32
+        };
+        if located >> 31 != 0 {
+            density + 1.0
+        } else {
+            density
+        }
     }
 
     #[inline]
     fn prefetch_density(&self, class: usize, age: usize) {
-        let density = &self.classes[class].density;
-        crate::prefetch::prefetch(density.as_ptr().wrapping_add(age));
+        let at = class * self.cfg.max_age + age;
+        crate::prefetch::prefetch(self.density.as_ptr().wrapping_add(at));
     }
 
     /// Prefetches what [`LhdModel::rank`] of `tag` will read (its entry of the density
@@ -466,7 +506,7 @@ impl LhdModel {
         if explorer {
             self.return_explorer_budget(size);
         }
-        if rank > f32::MIN {
+        if rank > f32::NEG_INFINITY {
             let d = self.cfg.ewma_decay;
             self.ewma_victim_density = d * self.ewma_victim_density + (1.0 - d) * rank;
         } else {
@@ -538,7 +578,7 @@ impl LhdModel {
     /// it is Σ_{x>a} P[L ≥ x] ∝ P[L > a] · E[L - a | L > a] (Eq. 4).
     fn model_hit_density(&mut self) {
         let max = self.cfg.max_age;
-        for c in &mut self.classes {
+        for (c, density) in self.classes.iter().zip(self.density.chunks_exact_mut(max)) {
             let mut hits = c.hits[max - 1] as f64;
             let mut events = (c.hits[max - 1] + c.evictions[max - 1]) as f64;
             let mut lifetime = events;
@@ -546,7 +586,7 @@ impl LhdModel {
                 hits += c.hits[a] as f64;
                 events += (c.hits[a] + c.evictions[a]) as f64;
                 lifetime += events;
-                c.density[a] = if events > 1e-5 {
+                density[a] = if events > 1e-5 {
                     (hits / lifetime) as f32
                 } else {
                     0.0
@@ -663,7 +703,7 @@ pub struct LhdCache {
     candidates: Vec<u32>,
     /// The candidates as (slot, tag code, coarsened age), computed once per eviction (8
     /// bytes each: with the whole tag, 16, the eviction measured ~8 % slower).
-    located: Vec<(u32, u16, u16)>,
+    located: Vec<(u32, u32)>,
     /// Uniform draws for the next eviction, made (and prefetched) one eviction ahead,
     /// over `next_len` slots.
     next: Vec<u32>,
@@ -892,12 +932,8 @@ impl LhdCache {
         }
         let mut located = std::mem::take(&mut self.located);
         located.clear();
-        located.extend(candidates.iter().map(|&i| {
-            let tag = self.tags[i as usize];
-            let age = self.model.compact_age(tag);
-            self.model.prefetch_density(tag.class(), age);
-            (i, tag.code, age as u16)
-        }));
+        self.model
+            .locate_compact(&self.tags, &candidates, &mut located);
         // The next eviction's draws, while the density lines arrive.
         let mut next = std::mem::take(&mut self.next);
         next.clear();
@@ -905,11 +941,11 @@ impl LhdCache {
         self.next = next;
         self.next_len = self.tags.len();
         let (mut best, mut best_rank) = (usize::MAX, f32::MAX);
-        for &(i, code, age) in &located {
+        let objects = self.unit == Unit::Objects;
+        for &(i, at) in &located {
             let i = i as usize;
-            let r = self
-                .model
-                .rank_code_at(code, usize::from(age), self.cost_of(i));
+            let cost = if objects { 1 } else { self.cost_of(i) };
+            let r = self.model.rank_located(at, cost);
             if r < best_rank {
                 (best, best_rank) = (i, r);
                 // The victim's key is read next (to unindex it): asking for it when a
@@ -1034,7 +1070,7 @@ mod tests {
             let events_after: f64 = (a + 1..50).map(l).sum();
             let remaining: f64 = (a + 1..50).map(|x| (x - a) as f64 * l(x)).sum();
             let want = (hits_after / events_after) / (remaining / events_after);
-            let got = m.classes[0].density[a] as f64;
+            let got = m.density[a] as f64;
             // The pass includes age a's own events (an object of age a may still hit at
             // a: ages are coarse): compare with that convention.
             let hits_from: f64 = (a..50).map(|x| h[x] as f64).sum();
