@@ -37,10 +37,10 @@ use augur_mrc::minisim::MiniSim;
 use augur_mrc::partition::{self, MergedMrc, Objective, TenantDemand};
 use augur_mrc::MrcModel;
 use augur_store::{Partitioning, RefKind, Reference, ReferenceSink, TenantId, MAX_TENANTS};
-use crossbeam_queue::ArrayQueue;
+use crossbeam_queue::SegQueue;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,9 +61,9 @@ const IDLE_SLEEP_MAX: Duration = Duration::from_millis(20);
 /// References handled before the loop looks at the interval clock again.
 const MAX_DRAIN: usize = 1 << 12;
 
-/// Capacity of the hand-off queue (allocated whole up front, ~40 B a slot): the
-/// profiler drains it at least every 20 ms, so 16k slots hold ~1.6 s of sampled references at
-/// 1M req/s and R = 0.01 (64k slots cost every server MBs of RSS for nothing).
+/// Most references the hand-off queue holds: the profiler drains it at least every
+/// 20 ms, so 16k hold ~1.6 s of sampled references at 1M req/s and R = 0.01. The
+/// memory follows what is queued, not this bound (see [`RefQueue`]).
 const QUEUE_CAPACITY: usize = 1 << 14;
 /// Most pending misses tracked at once (all tenants).
 const PENDING_CAPACITY: usize = 1 << 16;
@@ -73,21 +73,41 @@ const FORECAST_INTERVALS: usize = 3;
 const HISTORY: usize = 64;
 
 /// The bounded queue between the shards and the profiler thread.
+///
+/// A segmented queue (blocks of 31 references, allocated as it fills and freed as the
+/// profiler drains it) bounded by a count, rather than a ring allocated whole: the ring's
+/// 16k slots were 650 KB of every server's RSS, idle or not (~0.65 B/key of
+/// `bench/memory.sh`'s 1M keys), while the queue is nearly always close to empty.
 pub struct RefQueue {
-    queue: ArrayQueue<Reference>,
+    queue: SegQueue<Reference>,
+    /// References pushed and not yet popped (at most [`QUEUE_CAPACITY`]).
+    len: AtomicUsize,
     dropped: Box<[AtomicU64]>,
 }
 
 impl RefQueue {
     pub fn new() -> Self {
         Self {
-            queue: ArrayQueue::new(QUEUE_CAPACITY),
+            queue: SegQueue::new(),
+            len: AtomicUsize::new(0),
             dropped: (0..MAX_TENANTS).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
     pub fn dropped(&self, t: TenantId) -> u64 {
         self.dropped[t as usize].load(Relaxed)
+    }
+
+    fn pop(&self) -> Option<Reference> {
+        let r = self.queue.pop();
+        if r.is_some() {
+            self.len.fetch_sub(1, Relaxed);
+        }
+        r
+    }
+
+    fn is_empty(&self) -> bool {
+        self.queue.is_empty()
     }
 }
 
@@ -100,8 +120,11 @@ impl Default for RefQueue {
 impl ReferenceSink for RefQueue {
     #[inline]
     fn record(&self, r: Reference) {
-        if self.queue.push(r).is_err() {
+        if self.len.fetch_add(1, Relaxed) >= QUEUE_CAPACITY {
+            self.len.fetch_sub(1, Relaxed);
             self.dropped[(r.tenant as usize).min(MAX_TENANTS - 1)].fetch_add(1, Relaxed);
+        } else {
+            self.queue.push(r);
         }
     }
 }
@@ -415,8 +438,8 @@ impl Profiler {
             self.refresh();
             let mut drained = 0usize;
             // The thread's CPU clock is a system call: read it only around real work.
-            let batch_cpu = (!self.queue.queue.is_empty()).then(thread_cpu_time);
-            while let Some(r) = self.queue.queue.pop() {
+            let batch_cpu = (!self.queue.is_empty()).then(thread_cpu_time);
+            while let Some(r) = self.queue.pop() {
                 self.handle(r);
                 drained += 1;
                 // Back to the interval clock every few thousand references, so a
