@@ -346,10 +346,6 @@ enum Header {
     Count(usize, usize),
 }
 
-/// Parses a decimal i64 the way Redis's `string2ll` does: optional `-`, no `+`, no
-/// leading zeros (except "0"), no spaces, no overflow. The store parses intset members
-/// by the same rule; this is that one function.
-#[inline]
 /// A quick look at the multibulk command at the start of `buf`, without parsing it for
 /// real: the byte range of its second argument (the key, for most commands; None with
 /// fewer than two arguments) and the command's length. None when `buf` does not start
@@ -398,6 +394,10 @@ pub fn peek_key(buf: &[u8]) -> Option<(Option<std::ops::Range<usize>>, usize)> {
     Some((key, pos))
 }
 
+/// Parses a decimal i64 the way Redis's `string2ll` does: optional `-`, no `+`, no
+/// leading zeros (except "0"), no spaces, no overflow. The store parses intset members
+/// by the same rule; this is that one function.
+#[inline]
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
     augur_store::parse_canonical_i64(s)
 }
