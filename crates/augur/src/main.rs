@@ -17,18 +17,9 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// second (dirty pages) and at once for muzzy ones, so RSS tracks what the store really
 /// holds after tables grow or keys are evicted (Redis enables jemalloc's background
 /// thread for the same reason).
-///
-/// `slab_sizes:65-256:16k`: jemalloc keeps ~128 bytes of metadata per slab, and by
-/// default a slab of the 128-byte class (one 14-byte key with a 100-byte value: see
-/// `augur_store::entry`) is one 4 KiB page of 32 blocks, ~4 B per key. Slabs of 16 KiB
-/// for the classes that typical entries fall in cut that to ~1 B: `bench/memory.sh`
-/// 154.4 -> 150.8 B/key RSS at 1M keys, and 1.7 MiB less steady RSS under
-/// `bench/eviction.sh`'s 64 MB limit. Smaller classes already hold 64 or more blocks a
-/// page, and larger ones are rare entries.
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: &[u8] =
-    b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,slab_sizes:65-256:16k\0";
+pub static malloc_conf: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 #[derive(Parser)]
 #[command(
