@@ -122,7 +122,15 @@ fn lru_diag(trace: &[(u64, u32)], lru: &Curve, rate: f64, salts: u64) {
     };
     // Columns: true distances (shards-adj, none), sampled distances (shards-adj, none,
     // regression).
-    let mut avg = [0.0; 5];
+    let objects = {
+        let mut seen: KeyMap<()> = KeyMap::default();
+        for &(k, _) in trace {
+            seen.insert(k, ());
+        }
+        seen.len() as f64
+    };
+    let total = trace.len() as f64;
+    let mut avg = [0.0; 8];
     for salt in 0..salts {
         let sampler = SpatialSampler::new(rate);
         let mut st = augur_mrc::shards::LruStack::new();
@@ -130,6 +138,8 @@ fn lru_diag(trace: &[(u64, u32)], lru: &Curve, rate: f64, salts: u64) {
         let n = sizes.len();
         let (mut hit_true, mut hit_s, mut wmiss) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
         let (mut ns, mut wsum) = (0.0, 0.0);
+        // Non-first references only (the cold misses taken out).
+        let (mut cold, mut wsum_nf, mut wmiss_nf) = (0.0, 0.0, vec![0.0; n]);
         for (i, &(k, s)) in trace.iter().enumerate() {
             let key = salted(k, salt);
             if !sampler.sampled(key) {
@@ -142,6 +152,11 @@ fn lru_diag(trace: &[(u64, u32)], lru: &Curve, rate: f64, salts: u64) {
                 f64::from(*e)
             };
             wsum += w;
+            if w == 1.0 {
+                cold += 1.0;
+            } else {
+                wsum_nf += w;
+            }
             let ds = st
                 .access(key, s)
                 .map_or(f64::INFINITY, |r| r.objects as f64 / sampler.rate());
@@ -153,28 +168,47 @@ fn lru_diag(trace: &[(u64, u32)], lru: &Curve, rate: f64, salts: u64) {
                     hit_s[j] += 1.0;
                 } else {
                     wmiss[j] += w;
+                    if w > 1.0 {
+                        wmiss_nf[j] += w;
+                    }
                 }
             }
         }
         let expected = trace.len() as f64 * sampler.rate();
+        let r = sampler.rate();
+        // The whole stream's distinct count D is known: its cold misses are exact.
+        let surplus_nf = (ns - cold) - (total - objects) * r;
         let row = [
             mae(&|j| (ns - hit_true[j]) / expected),
             mae(&|j| (ns - hit_true[j]) / ns),
             mae(&|j| (ns - hit_s[j]) / expected),
             mae(&|j| (ns - hit_s[j]) / ns),
             mae(&|j| (ns - hit_s[j] - wmiss[j] / wsum * (ns - expected)) / expected),
+            mae(&|j| (objects + (ns - hit_s[j] - cold) / r) / total),
+            mae(&|j| {
+                (objects + (total - objects) * (ns - hit_s[j] - cold) / (ns - cold).max(1.0))
+                    / total
+            }),
+            mae(&|j| {
+                let b = if wsum_nf > 0.0 {
+                    wmiss_nf[j] / wsum_nf
+                } else {
+                    0.0
+                };
+                (objects + (ns - hit_s[j] - cold - b * surplus_nf) / r) / total
+            }),
         ];
         println!(
-            "lru-diag salt {salt:>2}: true distances shards {:.5} none {:.5}; sampled distances shards {:.5} none {:.5} regression {:.5}",
-            row[0], row[1], row[2], row[3], row[4]
+            "lru-diag salt {salt:>2}: true distances shards {:.5} none {:.5}; sampled distances shards {:.5} none {:.5} regression {:.5}; D known: shards {:.5} ratio {:.5} regression {:.5}",
+            row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7]
         );
         for (a, r) in avg.iter_mut().zip(row) {
             *a += r / salts as f64;
         }
     }
     println!(
-        "lru-diag mean: true distances shards {:.5} none {:.5}; sampled distances shards {:.5} none {:.5} regression {:.5}",
-        avg[0], avg[1], avg[2], avg[3], avg[4]
+        "lru-diag mean: true distances shards {:.5} none {:.5}; sampled distances shards {:.5} none {:.5} regression {:.5}; D known: shards {:.5} ratio {:.5} regression {:.5}",
+        avg[0], avg[1], avg[2], avg[3], avg[4], avg[5], avg[6], avg[7]
     );
 }
 
@@ -185,6 +219,7 @@ fn main() {
     let mut seed = KrrConfig::default().seed;
     let mut adjusts = vec![SampleAdjust::Shards, SampleAdjust::Regression];
     let (mut diag, mut reference) = (false, None);
+    let mut lru_only = false;
     while let Some(a) = args.next() {
         let mut val = || args.next().expect("a value");
         match a.as_str() {
@@ -193,6 +228,10 @@ fn main() {
             "--prefix" => prefix = val().parse().expect("integer"),
             "--seed" => seed = val().parse().expect("integer"),
             "--lru-diag" => diag = true,
+            "--lru-only" => {
+                diag = true;
+                lru_only = true
+            }
             "--write-reference" => reference = Some(val()),
             "--adjust" => {
                 adjusts = val()
@@ -201,7 +240,8 @@ fn main() {
                         "shards" => SampleAdjust::Shards,
                         "regression" => SampleAdjust::Regression,
                         "none" => SampleAdjust::None,
-                        _ => panic!("--adjust shards,regression,none"),
+                        "distinct" => SampleAdjust::Distinct,
+                        _ => panic!("--adjust shards,regression,none,distinct"),
                     })
                     .collect()
             }
@@ -213,6 +253,10 @@ fn main() {
         augur_trace::load_all(dir.join(format!("{name}.oracleGeneral.bin.zst"))).expect("trace");
     let trace: Vec<(u64, u32)> = reqs.iter().take(prefix).map(|r| (r.key, r.size)).collect();
     let ws = working_set(&trace).objects;
+    if lru_only {
+        lru_diag(&trace, &sim_curve(&name, &trace, 0, ws), rate, salts);
+        return;
+    }
     let t = Instant::now();
     let sims: Vec<Curve> = KS
         .iter()
@@ -249,6 +293,9 @@ fn main() {
             });
             for &(k, s) in &trace {
                 m.access(salted(k, salt), s);
+            }
+            if std::env::var_os("EXACT_D").is_some() {
+                m.set_distinct_keys(ws as f64);
             }
             let maes: Vec<f64> = m
                 .curves()

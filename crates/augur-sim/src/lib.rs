@@ -22,6 +22,7 @@
 //! [`TraceOp`]s, whose DELETEs remove the key without counting as requests
 //! ([`SimRequest`]).
 
+pub mod distinct;
 pub mod lhd;
 pub mod list;
 pub mod policy;
