@@ -160,6 +160,10 @@ pub struct TenantView {
     /// first-seen size of every distinct sampled key, scaled by 1/R (what `augur mrc`
     /// computes over a whole trace, and the range TENANT MRC spans).
     pub working_set_bytes: f64,
+    /// Distinct keys the tenant referenced since its model started, by the request
+    /// path's HyperLogLog sketch (0.81 % standard error): the `D` of the model's
+    /// estimator (`augur_mrc::krr::SampleAdjust::Distinct`).
+    pub distinct_keys: Option<f64>,
     /// Sampled references fed to the model, and model heap bytes.
     pub sampled_references: u64,
     pub model_bytes: usize,
@@ -424,10 +428,39 @@ impl Profiler {
         // A model is of one user at one rate over one K set: when any of them changed,
         // the next reference starts a new one.
         let (meta, ks) = (&self.tenant_meta, &self.ks);
+        let mut restarted = Vec::new();
         self.models.retain(|t, m| {
-            meta.get(t)
-                .is_some_and(|(name, rate)| m.name == *name && m.rate == *rate && m.ks == *ks)
+            let Some((name, rate)) = meta.get(t) else {
+                return false;
+            };
+            let keep = m.name == *name && m.rate == *rate && m.ks == *ks;
+            if !keep && m.name == *name {
+                restarted.push(*t);
+            }
+            keep
         });
+        // A restart (a new rate or K set for the same tenant) models the references from
+        // now on, so its model starts now rather than at its first sampled reference:
+        // the tenant's counts so far would add its whole history to the first
+        // interval's N, and the keys its distinct sketch holds are not the new model's
+        // (a tenant's first model, made at its first sampled reference, covers the
+        // tenant's whole stream, as its counts and its sketch do).
+        for t in restarted {
+            let Some((name, rate)) = self.tenant_meta.get(&t) else {
+                continue;
+            };
+            let mut m = TenantModel::new(name.clone(), &self.ks, *rate);
+            let st = store
+                .tenant_stats()
+                .get(t as usize)
+                .cloned()
+                .unwrap_or_default();
+            m.last_counts = (st.hits, st.misses, st.writes);
+            if let Some(sketch) = store.tenant_distinct(t) {
+                sketch.clear();
+            }
+            self.models.insert(t, m);
+        }
     }
 
     /// Runs until the server shuts down.
@@ -793,6 +826,8 @@ impl Profiler {
             // The K this interval was evicted with: the tuner's, else the global one.
             let k_used = self.shared.store.tenant_samples(u.id) as u32;
             let dropped_total = self.shared.ref_queue.dropped(u.id);
+            // The store, for the tenant's distinct-key sketch (the model borrows self).
+            let shared = self.shared.clone();
             let Some(m) = self.model(u.id) else { continue };
             let dropped = dropped_total.saturating_sub(m.last_dropped);
             m.last_dropped = dropped_total;
@@ -822,6 +857,9 @@ impl Profiler {
                 refs
             };
             m.krr.add_unsampled_references(seen.saturating_sub(fed));
+            if let Some(sketch) = shared.store.tenant_distinct(u.id) {
+                m.krr.set_distinct_keys(sketch.estimate());
+            }
             m.fed_in_interval = 0;
             // Miss latency: the interval's mean, folded into a mean that halves the
             // weight of older intervals.
@@ -905,6 +943,7 @@ impl Profiler {
                 predicted_miss_ratio: predicted,
                 model_miss_ratio: model,
                 working_set_bytes: m.seen_bytes as f64 / m.rate,
+                distinct_keys: m.krr.distinct_keys(),
                 sampled_references: m.fed,
                 model_bytes: m.krr.memory_bytes() + m.seen.capacity() * 16,
                 history: m.history.clone(),

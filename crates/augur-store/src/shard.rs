@@ -1387,7 +1387,7 @@ impl Shard {
     /// its spatial sample (kRedis §2.7): O(1), and nothing at all for other keys.
     #[inline]
     fn sample(&self, t: TenantId, id: u64, bytes: u64, kind: RefKind) {
-        if self.sampled(t, id) {
+        if self.sampled(t, id, kind) {
             self.record(t, id, bytes, kind);
         }
     }
@@ -1398,21 +1398,28 @@ impl Shard {
     /// miss per request.
     #[inline]
     fn sample_entry(&self, t: TenantId, id: u64, e: Entry, kind: RefKind) {
-        if self.sampled(t, id) {
+        if self.sampled(t, id, kind) {
             self.record(t, id, profiled_bytes(e), kind);
         }
     }
 
-    /// Whether key hash `id` is in tenant `t`'s spatial sample.
+    /// Whether key hash `id` is in tenant `t`'s spatial sample. A profiled tenant's
+    /// distinct-key sketch counts every key it references (deletes aside, as the
+    /// model's own stream has no deletes among its references), sampled or not.
     #[inline]
-    fn sampled(&self, t: TenantId, id: u64) -> bool {
-        let thr = self
-            .config
-            .tenants
-            .get(t)
-            .sample_threshold
-            .load(Ordering::Relaxed);
-        thr != 0 && (mix64(id) & (SAMPLE_MODULUS - 1)) < thr
+    fn sampled(&self, t: TenantId, id: u64, kind: RefKind) -> bool {
+        let limits = self.config.tenants.get(t);
+        let thr = limits.sample_threshold.load(Ordering::Relaxed);
+        if thr == 0 {
+            return false;
+        }
+        let mixed = mix64(id);
+        if kind != RefKind::Delete {
+            if let Some(sketch) = limits.distinct.get() {
+                sketch.observe(mixed);
+            }
+        }
+        (mixed & (SAMPLE_MODULUS - 1)) < thr
     }
 
     fn record(&self, t: TenantId, id: u64, bytes: u64, kind: RefKind) {

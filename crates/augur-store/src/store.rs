@@ -718,9 +718,12 @@ impl Store {
 
     /// Sets the spatial sampling rate of tenant `t`'s profiling (0 = off).
     pub fn set_tenant_sample_rate(&self, t: TenantId, rate: f64) {
-        self.config
-            .tenants
-            .get(t)
+        let limits = self.config.tenants.get(t);
+        if rate > 0.0 {
+            // Counting distinct keys from the tenant's first profiled reference.
+            limits.distinct.get_or_init(Default::default);
+        }
+        limits
             .sample_threshold
             .store(crate::tenant::sample_threshold(rate), Ordering::Relaxed);
     }
@@ -739,6 +742,26 @@ impl Store {
         thr as f64 / crate::tenant::SAMPLE_MODULUS as f64
     }
 
+    /// Tenant `t`'s distinct-key sketch (created with its first sampling rate above 0,
+    /// or by this call): while the tenant is profiled, the request path counts every
+    /// key it references in it, sampled or not (see `Shard::sampled`). The profiler
+    /// reads it at the end of an interval and clears it when its model restarts.
+    pub fn tenant_distinct(
+        &self,
+        t: TenantId,
+    ) -> Option<&augur_sim::distinct::SharedDistinctCounter> {
+        if t as usize >= MAX_TENANTS {
+            return None;
+        }
+        Some(
+            self.config
+                .tenants
+                .get(t)
+                .distinct
+                .get_or_init(Default::default),
+        )
+    }
+
     /// Installs where sampled references go; only the first call takes effect.
     pub fn set_reference_sink(&self, sink: Arc<dyn ReferenceSink>) {
         let _ = self.config.sink.set(sink);
@@ -753,6 +776,9 @@ impl Store {
         self.set_tenant_limits(t, 0, 0, 0);
         self.set_tenant_policy(t, None);
         self.set_tenant_sample_rate(t, 0.0);
+        if let Some(sketch) = self.config.tenants.get(t).distinct.get() {
+            sketch.clear();
+        }
         for s in self.shards.iter() {
             s.0.lock().flush_tenant(t, true);
         }

@@ -110,6 +110,11 @@ pub struct TenantLimits {
     /// The tenant's bytes over all shards, as the shards last synced them (each within
     /// 16 KB of its own share): what eviction compares with the target.
     pub(crate) used: AtomicU64,
+    /// Every key the tenant references while it is profiled, sampled or not: the
+    /// distinct-key count `D` of the profiler's estimator (`augur_mrc::krr::SampleAdjust::
+    /// Distinct`). Created by the profiler ([`crate::Store::tenant_distinct`]), so that a
+    /// tenant nobody profiles pays neither its 16 KB nor its update.
+    pub(crate) distinct: std::sync::OnceLock<augur_sim::distinct::SharedDistinctCounter>,
 }
 
 impl TenantLimits {

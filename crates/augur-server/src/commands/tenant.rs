@@ -536,6 +536,11 @@ pub fn tenant_info_fields(shared: &Shared, u: &User) -> Vec<(&'static str, Strin
             "working_set_bytes",
             format!("{}", view.working_set_bytes.round() as u64),
         ),
+        (
+            "distinct_keys",
+            view.distinct_keys
+                .map_or_else(String::new, |d| format!("{}", d.round() as u64)),
+        ),
         // The spatial sampling rate now: §5's rule, the operator's, or lowered by the
         // profiler's CPU budget (crate::cpu_budget).
         (
