@@ -570,6 +570,32 @@ impl KrrStack {
     /// references `N` of which `distinct` (`D`) were first references. Falls back to
     /// the regression estimator when nothing was weighted.
     pub fn curve_distinct(&self, unit: SizeUnit, rate: f64, total: f64, distinct: f64) -> Curve {
+        self.distinct_curve(unit, rate, total, distinct, true)
+    }
+
+    /// [`Self::curve_distinct`] without the regression term (`b' = 0`): the cold misses
+    /// from `D`, the later ones scaled by 1/R. Linear in the counts, so the curve of a
+    /// window of references is the difference of two of these (see
+    /// [`Krr::window_curves`]); the regression term is not, as `b'` is estimated over
+    /// everything since the model started.
+    pub fn curve_distinct_linear(
+        &self,
+        unit: SizeUnit,
+        rate: f64,
+        total: f64,
+        distinct: f64,
+    ) -> Curve {
+        self.distinct_curve(unit, rate, total, distinct, false)
+    }
+
+    fn distinct_curve(
+        &self,
+        unit: SizeUnit,
+        rate: f64,
+        total: f64,
+        distinct: f64,
+        regression: bool,
+    ) -> Curve {
         let (h, w) = (&self.hist, &self.weighted);
         let scale = 1.0 / rate;
         if w.total() == 0 || h.total() == 0 || total <= 0.0 {
@@ -588,7 +614,7 @@ impl KrrStack {
             hits += h.counts().get(i).copied().unwrap_or(0);
             whits += w.counts().get(i).copied().unwrap_or(0);
             let later_misses = sampled - hits as f64 - cold;
-            let b = if wsum_later > 0.0 {
+            let b = if regression && wsum_later > 0.0 {
                 ((wtotal - whits as f64 - cold) / wsum_later).clamp(0.0, 1.0)
             } else {
                 0.0
@@ -730,6 +756,27 @@ impl Krr {
         self.distinct = Some(d);
     }
 
+    /// Curves to difference for a window of references: the curve of the references
+    /// between two moments is `(c_2(s) N_2 - c_1(s) N_1) / (N_2 - N_1)` of these. They
+    /// are [`MrcModel::curves`] except under [`SampleAdjust::Distinct`], whose
+    /// regression term is fitted over the whole stream so far and does not difference
+    /// (a change of `b'` between the two moments would multiply the whole earlier
+    /// surplus): there, its linear part ([`KrrStack::curve_distinct_linear`]).
+    pub fn window_curves(&self) -> Vec<Curve> {
+        match (self.estimator(), self.distinct_keys()) {
+            (SampleAdjust::Distinct, Some(d)) => {
+                let rate = self.sampler.rate();
+                self.stacks
+                    .iter()
+                    .map(|s| {
+                        s.curve_distinct_linear(self.cfg.unit, rate, self.references as f64, d)
+                    })
+                    .collect()
+            }
+            _ => self.curves(),
+        }
+    }
+
     /// The distinct-key count [`SampleAdjust::Distinct`] uses.
     pub fn distinct_keys(&self) -> Option<f64> {
         self.distinct
@@ -742,9 +789,13 @@ impl MrcModel for Krr {
     fn access(&mut self, key: u64, size: u32) {
         self.references += 1;
         if let Some(sketch) = &mut self.sketch {
-            sketch.observe(crate::mix64(key));
-        }
-        if !self.sampler.sampled(key) {
+            // One hash for the sketch and the sampler.
+            let mixed = crate::mix64(key);
+            sketch.observe(mixed);
+            if !self.sampler.sampled_hash(mixed) {
+                return;
+            }
+        } else if !self.sampler.sampled(key) {
             return;
         }
         self.sampled += 1;

@@ -96,7 +96,13 @@ impl SpatialSampler {
     /// Whether `key` is in the sample.
     #[inline]
     pub fn sampled(&self, key: u64) -> bool {
-        self.is_full() || (mix64(key) & (Self::MODULUS - 1)) < self.threshold
+        self.is_full() || self.sampled_hash(mix64(key))
+    }
+
+    /// [`SpatialSampler::sampled`] of a key whose [`mix64`] the caller already has.
+    #[inline]
+    pub fn sampled_hash(&self, mixed: u64) -> bool {
+        (mixed & (Self::MODULUS - 1)) < self.threshold
     }
 }
 

@@ -883,6 +883,13 @@ impl Profiler {
             } else {
                 Vec::new()
             };
+            // What windows of references are drawn from (`Krr::window_curves`: the
+            // cumulative curves, or their part that differences exactly).
+            let window = if m.fed > 0 {
+                m.krr.window_curves()
+            } else {
+                Vec::new()
+            };
             let observed = (dh + dm > 0).then(|| dm as f64 / (dh + dm) as f64);
             let predicted = curve_at(&m.forecast, k_used, st.used_bytes);
             let (references, sampled) = m.krr.counts();
@@ -893,7 +900,7 @@ impl Profiler {
             };
             // The interval's own curve at what the tenant held (the model, not a forecast).
             let model = curve_at(
-                &interval_curves(&curves, total, m.snapshots.back()),
+                &interval_curves(&window, total, m.snapshots.back()),
                 k_used,
                 st.used_bytes,
             );
@@ -901,8 +908,8 @@ impl Profiler {
             // interval alone swings with the trace's phases (arc_oltp alternates between
             // .17 and .24 from one 6-s interval to the next), the whole history carries
             // the warm-up's cold misses.
-            m.forecast = interval_curves(&curves, total, m.snapshots.front());
-            m.snapshots.push_back((curves.clone(), total));
+            m.forecast = interval_curves(&window, total, m.snapshots.front());
+            m.snapshots.push_back((window, total));
             if m.snapshots.len() > FORECAST_INTERVALS {
                 m.snapshots.pop_front();
             }
