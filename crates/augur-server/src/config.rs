@@ -102,6 +102,10 @@ pub struct ServerConfig {
     pub tenant_partitioning: Partitioning,
     /// What the kRedis tuner minimises: total miss latency (Eq. 6) or misses (Eq. 7).
     pub tenant_objective: TenantObjective,
+    /// How the profiler's sampled KRR turns sampled misses into miss ratios
+    /// (`tenant-sample-adjust`: distinct, shards, regression or none; see
+    /// `augur_mrc::krr::SampleAdjust`). A change restarts the tenants' models.
+    pub tenant_sample_adjust: augur_mrc::krr::SampleAdjust,
     /// Requests between two tuner runs (kRedis §4.2: "every interval").
     pub tenant_interval: u64,
     /// Longest time between two tuner runs, in milliseconds (0 = requests only).
@@ -179,6 +183,28 @@ pub struct ServerConfig {
     pub aclfile: String,
 }
 
+/// `tenant-sample-adjust`'s names of the estimators.
+pub fn sample_adjust_name(a: augur_mrc::krr::SampleAdjust) -> &'static str {
+    use augur_mrc::krr::SampleAdjust::*;
+    match a {
+        Distinct => "distinct",
+        Shards => "shards",
+        Regression => "regression",
+        None => "none",
+    }
+}
+
+fn sample_adjust_from_name(name: &str) -> Option<augur_mrc::krr::SampleAdjust> {
+    use augur_mrc::krr::SampleAdjust::*;
+    Some(match name.to_ascii_lowercase().as_str() {
+        "distinct" => Distinct,
+        "shards" => Shards,
+        "regression" => Regression,
+        "none" => None,
+        _ => return Option::None,
+    })
+}
+
 /// The kRedis tuner's objective (`tenant-objective`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TenantObjective {
@@ -232,6 +258,7 @@ impl Default for ServerConfig {
             shards: 64,
             tenant_partitioning: Partitioning::Off,
             tenant_objective: TenantObjective::Latency,
+            tenant_sample_adjust: augur_mrc::krr::SampleAdjust::default(),
             tenant_interval: 1_000_000,
             tenant_interval_ms: 10_000,
             tenant_sample_rate: 0.01,
@@ -309,6 +336,7 @@ pub const PARAMS: &[&str] = &[
     "shards",
     "tenant-partitioning",
     "tenant-objective",
+    "tenant-sample-adjust",
     "tenant-interval",
     "tenant-interval-ms",
     "tenant-sample-rate",
@@ -379,6 +407,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "hz",
     "tenant-partitioning",
     "tenant-objective",
+    "tenant-sample-adjust",
     "tenant-interval",
     "tenant-interval-ms",
     "tenant-sample-rate",
@@ -631,6 +660,11 @@ impl ServerConfig {
                     _ => return Err("argument(s) must be one of the following: latency, hits, mean-latency".into()),
                 }
             }
+            "tenant-sample-adjust" => {
+                self.tenant_sample_adjust = sample_adjust_from_name(value).ok_or(
+                    "argument(s) must be one of the following: distinct, shards, regression, none",
+                )?
+            }
             "tenant-interval" => self.tenant_interval = parse_int_in(value, 1000, u64::MAX)?,
             "tenant-interval-ms" => self.tenant_interval_ms = parse_int(value)?,
             "tenant-sample-rate" if value.eq_ignore_ascii_case("auto") => {
@@ -825,6 +859,7 @@ impl ServerConfig {
             "shards" => self.shards.to_string(),
             "tenant-partitioning" => self.tenant_partitioning.name().to_string(),
             "tenant-objective" => self.tenant_objective.name().to_string(),
+            "tenant-sample-adjust" => sample_adjust_name(self.tenant_sample_adjust).to_string(),
             "tenant-interval" => self.tenant_interval.to_string(),
             "tenant-interval-ms" => self.tenant_interval_ms.to_string(),
             "tenant-sample-rate" if self.tenant_sample_rate_auto => "auto".into(),

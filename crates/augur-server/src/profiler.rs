@@ -32,7 +32,7 @@ use crate::cpu_budget::{thread_cpu_time, CpuBudget, TenantLoad};
 use crate::dlru::{self, KChooser, Scope};
 use crate::state::Shared;
 use augur_mrc::curve::{Curve, Point, SizeUnit};
-use augur_mrc::krr::{Krr, KrrConfig};
+use augur_mrc::krr::{Krr, KrrConfig, SampleAdjust};
 use augur_mrc::minisim::MiniSim;
 use augur_mrc::partition::{self, MergedMrc, Objective, TenantDemand};
 use augur_mrc::MrcModel;
@@ -250,21 +250,22 @@ fn minisim_sizes(max: u64) -> Vec<u64> {
         .collect()
 }
 
-fn krr_config(ks: &[u32], rate: f64) -> KrrConfig {
+fn krr_config(ks: &[u32], rate: f64, adjust: SampleAdjust) -> KrrConfig {
     KrrConfig {
         ks: ks.to_vec(),
         k_exponent: Some(Krr::REDIS_K_EXPONENT),
         rate,
         unit: SizeUnit::Bytes,
+        adjust,
         ..KrrConfig::default()
     }
 }
 
 impl TenantModel {
-    fn new(name: String, ks: &[u32], rate: f64) -> Self {
+    fn new(name: String, ks: &[u32], rate: f64, adjust: SampleAdjust) -> Self {
         Self {
             name,
-            krr: Krr::new(krr_config(ks, rate)),
+            krr: Krr::new(krr_config(ks, rate, adjust)),
             ks: ks.to_vec(),
             rate,
             fed: 0,
@@ -354,6 +355,8 @@ pub struct Profiler {
     /// the K set and the miss cut-off.
     tenant_meta: HashMap<TenantId, (String, f64)>,
     ks: Vec<u32>,
+    /// `tenant-sample-adjust`: the estimator of every model (a change restarts them).
+    adjust: SampleAdjust,
     cutoff: Duration,
     /// DLRU (`maxmemory-samples auto`) and the `k-chooser` in use.
     dlru: dlru::Engine,
@@ -374,6 +377,7 @@ impl Profiler {
             last_commands,
             tenant_meta: HashMap::new(),
             ks: Vec::new(),
+            adjust: SampleAdjust::default(),
             cutoff: Duration::ZERO,
             dlru: dlru::Engine::default(),
             chooser: KChooser::Krr,
@@ -391,6 +395,7 @@ impl Profiler {
     fn refresh(&mut self) {
         let cfg = self.shared.config.read();
         self.ks = cfg.tenant_k_set.clone();
+        self.adjust = cfg.tenant_sample_adjust;
         self.cutoff = Duration::from_millis(cfg.tenant_miss_cutoff_ms);
         self.chooser = cfg.k_chooser;
         let (auto, dlru_interval) = (cfg.maxmemory_samples_auto, cfg.dlru_interval);
@@ -427,19 +432,22 @@ impl Profiler {
             .collect();
         // A model is of one user at one rate over one K set: when any of them changed,
         // the next reference starts a new one.
-        let (meta, ks) = (&self.tenant_meta, &self.ks);
+        let (meta, ks, adjust) = (&self.tenant_meta, &self.ks, self.adjust);
         let mut restarted = Vec::new();
         self.models.retain(|t, m| {
             let Some((name, rate)) = meta.get(t) else {
                 return false;
             };
-            let keep = m.name == *name && m.rate == *rate && m.ks == *ks;
+            let keep = m.name == *name
+                && m.rate == *rate
+                && m.ks == *ks
+                && m.krr.config().adjust == adjust;
             if !keep && m.name == *name {
                 restarted.push(*t);
             }
             keep
         });
-        // A restart (a new rate or K set for the same tenant) models the references from
+        // A restart (a new rate, K set or estimator for the same tenant) models the references from
         // now on, so its model starts now rather than at its first sampled reference:
         // the tenant's counts so far would add its whole history to the first
         // interval's N, and the keys its distinct sketch holds are not the new model's
@@ -449,7 +457,7 @@ impl Profiler {
             let Some((name, rate)) = self.tenant_meta.get(&t) else {
                 continue;
             };
-            let mut m = TenantModel::new(name.clone(), &self.ks, *rate);
+            let mut m = TenantModel::new(name.clone(), &self.ks, *rate, self.adjust);
             let st = store
                 .tenant_stats()
                 .get(t as usize)
@@ -511,11 +519,11 @@ impl Profiler {
     /// whose slot's user, rate or K set changed).
     fn model(&mut self, t: TenantId) -> Option<&mut TenantModel> {
         let (name, rate) = self.tenant_meta.get(&t)?;
-        let ks = &self.ks;
+        let (ks, adjust) = (&self.ks, self.adjust);
         let m = self
             .models
             .entry(t)
-            .or_insert_with(|| TenantModel::new(name.clone(), ks, *rate));
+            .or_insert_with(|| TenantModel::new(name.clone(), ks, *rate, adjust));
         match self.chooser {
             KChooser::Krr => m.mini = None,
             KChooser::Minisim if m.mini.is_none() => {

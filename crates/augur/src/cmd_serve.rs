@@ -84,6 +84,11 @@ pub struct Args {
     /// What the kredis tuner minimises: latency (misses x miss penalty) or hits.
     #[arg(long)]
     pub tenant_objective: Option<String>,
+    /// How the profiler's sampled KRR turns sampled misses into miss ratios: distinct
+    /// (the default: cold misses from the tenant's distinct-key count), shards,
+    /// regression or none.
+    #[arg(long)]
+    pub tenant_sample_adjust: Option<String>,
     /// Requests between re-partitioning intervals.
     #[arg(long)]
     pub tenant_interval: Option<String>,
@@ -178,6 +183,7 @@ impl Args {
             ("shards", &self.shards),
             ("tenant-partitioning", &self.tenant_partitioning),
             ("tenant-objective", &self.tenant_objective),
+            ("tenant-sample-adjust", &self.tenant_sample_adjust),
             ("tenant-interval", &self.tenant_interval),
             ("tenant-interval-ms", &self.tenant_interval_ms),
             ("tenant-sample-rate", &self.tenant_sample_rate),

@@ -789,6 +789,20 @@ async fn tenant_parameters_change_live() {
     assert_eq!(got["tenant-objective"], "mean-latency");
     let e = err(&mut d, &["CONFIG", "SET", "tenant-objective", "fairness"]).await;
     assert!(e.contains("latency, hits, mean-latency"), "{e}");
+    // The profiler's estimator: distinct by default, any of the four, live.
+    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-sample-adjust"])
+        .await
+        .unwrap();
+    assert_eq!(got["tenant-sample-adjust"], "distinct");
+    let _: () = q(&mut d, &["CONFIG", "SET", "tenant-sample-adjust", "shards"])
+        .await
+        .unwrap();
+    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-sample-adjust"])
+        .await
+        .unwrap();
+    assert_eq!(got["tenant-sample-adjust"], "shards");
+    let e = err(&mut d, &["CONFIG", "SET", "tenant-sample-adjust", "magic"]).await;
+    assert!(e.contains("distinct, shards, regression, none"), "{e}");
     let e = err(
         &mut d,
         &["CONFIG", "SET", "tenant-partitioning", "sometimes"],
