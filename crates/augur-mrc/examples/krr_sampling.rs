@@ -100,8 +100,9 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
-/// `--lru-diag`: exact LRU under spatial sampling, per salt.
-fn lru_diag(trace: &[(u64, u32)], lru: &Curve, rate: f64, salts: u64) {
+/// `--lru-diag`: exact LRU under spatial sampling, per salt (`objects`: the trace's
+/// distinct keys, the `D` of the columns that know it).
+fn lru_diag(trace: &[(u64, u32)], objects: u64, lru: &Curve, rate: f64, salts: u64) {
     let mut full = augur_mrc::shards::LruStack::new();
     let d: Vec<f64> = trace
         .iter()
@@ -122,13 +123,7 @@ fn lru_diag(trace: &[(u64, u32)], lru: &Curve, rate: f64, salts: u64) {
     };
     // Columns: true distances (shards-adj, none), sampled distances (shards-adj, none,
     // regression).
-    let objects = {
-        let mut seen: KeyMap<()> = KeyMap::default();
-        for &(k, _) in trace {
-            seen.insert(k, ());
-        }
-        seen.len() as f64
-    };
+    let objects = objects as f64;
     let total = trace.len() as f64;
     let mut avg = [0.0; 8];
     for salt in 0..salts {
@@ -236,12 +231,9 @@ fn main() {
             "--adjust" => {
                 adjusts = val()
                     .split(',')
-                    .map(|s| match s {
-                        "shards" => SampleAdjust::Shards,
-                        "regression" => SampleAdjust::Regression,
-                        "none" => SampleAdjust::None,
-                        "distinct" => SampleAdjust::Distinct,
-                        _ => panic!("--adjust shards,regression,none,distinct"),
+                    .map(|s| {
+                        SampleAdjust::from_name(s)
+                            .expect("--adjust: distinct, shards, regression or none")
                     })
                     .collect()
             }
@@ -254,7 +246,7 @@ fn main() {
     let trace: Vec<(u64, u32)> = reqs.iter().take(prefix).map(|r| (r.key, r.size)).collect();
     let ws = working_set(&trace).objects;
     if lru_only {
-        lru_diag(&trace, &sim_curve(&name, &trace, 0, ws), rate, salts);
+        lru_diag(&trace, ws, &sim_curve(&name, &trace, 0, ws), rate, salts);
         return;
     }
     let t = Instant::now();
@@ -278,7 +270,7 @@ fn main() {
         println!("wrote {path}");
     }
     if diag {
-        lru_diag(&trace, &sim_curve(&name, &trace, 0, ws), rate, salts);
+        lru_diag(&trace, ws, &sim_curve(&name, &trace, 0, ws), rate, salts);
     }
     for &adjust in &adjusts {
         let mut per_k = vec![0.0; KS.len()];

@@ -112,6 +112,33 @@ pub enum SampleAdjust {
     Distinct,
 }
 
+impl SampleAdjust {
+    /// Every estimator, the default first.
+    pub const ALL: [SampleAdjust; 4] = [
+        SampleAdjust::Distinct,
+        SampleAdjust::Shards,
+        SampleAdjust::Regression,
+        SampleAdjust::None,
+    ];
+
+    /// The estimator's name (`augur mrc --sample-adjust`, `tenant-sample-adjust`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleAdjust::Distinct => "distinct",
+            SampleAdjust::Shards => "shards",
+            SampleAdjust::Regression => "regression",
+            SampleAdjust::None => "none",
+        }
+    }
+
+    /// The estimator named `name` (any case).
+    pub fn from_name(name: &str) -> Option<SampleAdjust> {
+        Self::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(name))
+    }
+}
+
 /// Configuration of a [`Krr`] model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KrrConfig {
@@ -568,27 +595,12 @@ impl KrrStack {
 
     /// This stack's curve by [`SampleAdjust::Distinct`]: sampling rate `rate`, `total`
     /// references `N` of which `distinct` (`D`) were first references. Falls back to
-    /// the regression estimator when nothing was weighted.
-    pub fn curve_distinct(&self, unit: SizeUnit, rate: f64, total: f64, distinct: f64) -> Curve {
-        self.distinct_curve(unit, rate, total, distinct, true)
-    }
-
-    /// [`Self::curve_distinct`] without the regression term (`b' = 0`): the cold misses
-    /// from `D`, the later ones scaled by 1/R. Linear in the counts, so the curve of a
-    /// window of references is the difference of two of these (see
-    /// [`Krr::window_curves`]); the regression term is not, as `b'` is estimated over
+    /// the regression estimator when nothing was weighted. Without `regression`, the
+    /// estimator's linear part (`b' = 0`: the cold misses from `D`, the later ones scaled
+    /// by 1/R), which differences exactly over a window of references (see
+    /// [`Krr::window_curves`]); the regression term does not, as `b'` is estimated over
     /// everything since the model started.
-    pub fn curve_distinct_linear(
-        &self,
-        unit: SizeUnit,
-        rate: f64,
-        total: f64,
-        distinct: f64,
-    ) -> Curve {
-        self.distinct_curve(unit, rate, total, distinct, false)
-    }
-
-    fn distinct_curve(
+    pub fn curve_distinct(
         &self,
         unit: SizeUnit,
         rate: f64,
@@ -629,6 +641,15 @@ impl KrrStack {
     }
 }
 
+/// The whole stream's distinct-key count, for [`SampleAdjust::Distinct`].
+#[derive(Debug, Clone)]
+enum DistinctKeys {
+    /// Counted by the model over every key [`MrcModel::access`] sees (offline).
+    Sketch(DistinctCounter),
+    /// Counted by the caller, which passes only the sampled keys ([`Krr::set_distinct_keys`]).
+    Given(f64),
+}
+
 /// The KRR model: one [`KrrStack`] per K over a spatially sampled reference stream.
 #[derive(Debug, Clone)]
 pub struct Krr {
@@ -643,11 +664,8 @@ pub struct Krr {
     rng: SmallRng,
     references: u64,
     sampled: u64,
-    /// The whole stream's distinct keys as the caller counted them
-    /// ([`Krr::set_distinct_keys`]); else `sketch`'s estimate.
-    distinct: Option<f64>,
-    /// Every key `access` saw, for [`SampleAdjust::Distinct`] (None for the others).
-    sketch: Option<DistinctCounter>,
+    /// Where [`SampleAdjust::Distinct`]'s `D` comes from (None for the others).
+    distinct: Option<DistinctKeys>,
 }
 
 impl Krr {
@@ -664,8 +682,8 @@ impl Krr {
     pub fn new(cfg: KrrConfig) -> Self {
         let sampler = SpatialSampler::new(cfg.rate);
         // At R = 1 the estimator is the plain ratio ([`Krr::estimator`]): no sketch.
-        let sketch =
-            (cfg.adjust == SampleAdjust::Distinct && !sampler.is_full()).then(DistinctCounter::new);
+        let distinct = (cfg.adjust == SampleAdjust::Distinct && !sampler.is_full())
+            .then(|| DistinctKeys::Sketch(DistinctCounter::new()));
         let stacks = cfg
             .ks
             .iter()
@@ -682,8 +700,7 @@ impl Krr {
             stacks,
             references: 0,
             sampled: 0,
-            distinct: None,
-            sketch,
+            distinct,
         }
     }
 
@@ -728,10 +745,10 @@ impl Krr {
         map + self.sizes.capacity() * 4
             + self.refs.capacity() * 4
             + self.free_ids.capacity() * 4
-            + self
-                .sketch
-                .as_ref()
-                .map_or(0, DistinctCounter::memory_bytes)
+            + match &self.distinct {
+                Some(DistinctKeys::Sketch(sketch)) => sketch.memory_bytes(),
+                _ => 0,
+            }
             + self
                 .stacks
                 .iter()
@@ -751,36 +768,44 @@ impl Krr {
     /// The whole stream's distinct-key count so far, for [`SampleAdjust::Distinct`]
     /// (an online caller that passes only sampled keys to [`MrcModel::access`] counts
     /// the others itself, with the same sketch, so that its curves equal the offline
-    /// ones).
+    /// ones). The model's own sketch, which would see the sampled keys only, goes.
     pub fn set_distinct_keys(&mut self, d: f64) {
-        self.distinct = Some(d);
+        self.distinct = Some(DistinctKeys::Given(d));
     }
 
     /// Curves to difference for a window of references: the curve of the references
-    /// between two moments is `(c_2(s) N_2 - c_1(s) N_1) / (N_2 - N_1)` of these. They
-    /// are [`MrcModel::curves`] except under [`SampleAdjust::Distinct`], whose
-    /// regression term is fitted over the whole stream so far and does not difference
-    /// (a change of `b'` between the two moments would multiply the whole earlier
-    /// surplus): there, its linear part ([`KrrStack::curve_distinct_linear`]).
-    pub fn window_curves(&self) -> Vec<Curve> {
-        match (self.estimator(), self.distinct_keys()) {
-            (SampleAdjust::Distinct, Some(d)) => {
-                let rate = self.sampler.rate();
-                self.stacks
-                    .iter()
-                    .map(|s| {
-                        s.curve_distinct_linear(self.cfg.unit, rate, self.references as f64, d)
-                    })
-                    .collect()
-            }
-            _ => self.curves(),
-        }
+    /// between two moments is `(c_2(s) N_2 - c_1(s) N_1) / (N_2 - N_1)` of these. None
+    /// when they are [`MrcModel::curves`] themselves: all estimators but
+    /// [`SampleAdjust::Distinct`], whose regression term is fitted over the whole stream
+    /// so far and does not difference (a change of `b'` between the two moments would
+    /// multiply the whole earlier surplus): there, its linear part.
+    pub fn window_curves(&self) -> Option<Vec<Curve>> {
+        self.curves_by(false)
     }
 
     /// The distinct-key count [`SampleAdjust::Distinct`] uses.
     pub fn distinct_keys(&self) -> Option<f64> {
-        self.distinct
-            .or_else(|| self.sketch.as_ref().map(DistinctCounter::estimate))
+        match &self.distinct {
+            Some(DistinctKeys::Sketch(sketch)) => Some(sketch.estimate()),
+            Some(DistinctKeys::Given(d)) => Some(*d),
+            None => None,
+        }
+    }
+
+    /// Every stack's [`KrrStack::curve_distinct`] (with or without its regression
+    /// term), when the estimator is [`SampleAdjust::Distinct`] and `D` is known.
+    fn curves_by(&self, regression: bool) -> Option<Vec<Curve>> {
+        if self.estimator() != SampleAdjust::Distinct {
+            return None;
+        }
+        let d = self.distinct_keys()?;
+        let (rate, total) = (self.sampler.rate(), self.references as f64);
+        Some(
+            self.stacks
+                .iter()
+                .map(|s| s.curve_distinct(self.cfg.unit, rate, total, d, regression))
+                .collect(),
+        )
     }
 }
 
@@ -788,7 +813,7 @@ impl MrcModel for Krr {
     #[inline]
     fn access(&mut self, key: u64, size: u32) {
         self.references += 1;
-        if let Some(sketch) = &mut self.sketch {
+        if let Some(DistinctKeys::Sketch(sketch)) = &self.distinct {
             // One hash for the sketch and the sampler.
             let mixed = crate::mix64(key);
             sketch.observe(mixed);
@@ -857,6 +882,9 @@ impl MrcModel for Krr {
     }
 
     fn curves(&self) -> Vec<Curve> {
+        if let Some(curves) = self.curves_by(true) {
+            return curves;
+        }
         let rate = self.sampler.rate();
         let expected = self.references as f64 * rate;
         let unit = self.cfg.unit;
@@ -865,11 +893,10 @@ impl MrcModel for Krr {
             .map(|s| match self.estimator() {
                 SampleAdjust::None => s.curve(unit, 1.0 / rate, self.sampled as f64),
                 SampleAdjust::Shards => s.curve(unit, 1.0 / rate, expected),
-                SampleAdjust::Regression => s.curve_regression(unit, 1.0 / rate, expected),
-                SampleAdjust::Distinct => match self.distinct_keys() {
-                    Some(d) => s.curve_distinct(unit, rate, self.references as f64, d),
-                    None => s.curve_regression(unit, 1.0 / rate, expected),
-                },
+                // Distinct without a count of D yet.
+                SampleAdjust::Regression | SampleAdjust::Distinct => {
+                    s.curve_regression(unit, 1.0 / rate, expected)
+                }
             })
             .collect()
     }
@@ -1030,7 +1057,7 @@ mod tests {
         ] {
             let mut offline = Krr::new(sampled_cfg(adjust));
             let mut online = Krr::new(sampled_cfg(adjust));
-            let sketch = augur_sim::distinct::SharedDistinctCounter::new();
+            let sketch = augur_sim::distinct::DistinctCounter::new();
             let mut skipped = 0;
             for (i, &key) in stream.iter().enumerate() {
                 offline.access(key, 1);

@@ -183,28 +183,6 @@ pub struct ServerConfig {
     pub aclfile: String,
 }
 
-/// `tenant-sample-adjust`'s names of the estimators.
-pub fn sample_adjust_name(a: augur_mrc::krr::SampleAdjust) -> &'static str {
-    use augur_mrc::krr::SampleAdjust::*;
-    match a {
-        Distinct => "distinct",
-        Shards => "shards",
-        Regression => "regression",
-        None => "none",
-    }
-}
-
-fn sample_adjust_from_name(name: &str) -> Option<augur_mrc::krr::SampleAdjust> {
-    use augur_mrc::krr::SampleAdjust::*;
-    Some(match name.to_ascii_lowercase().as_str() {
-        "distinct" => Distinct,
-        "shards" => Shards,
-        "regression" => Regression,
-        "none" => None,
-        _ => return Option::None,
-    })
-}
-
 /// The kRedis tuner's objective (`tenant-objective`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TenantObjective {
@@ -661,7 +639,7 @@ impl ServerConfig {
                 }
             }
             "tenant-sample-adjust" => {
-                self.tenant_sample_adjust = sample_adjust_from_name(value).ok_or(
+                self.tenant_sample_adjust = augur_mrc::krr::SampleAdjust::from_name(value).ok_or(
                     "argument(s) must be one of the following: distinct, shards, regression, none",
                 )?
             }
@@ -859,7 +837,7 @@ impl ServerConfig {
             "shards" => self.shards.to_string(),
             "tenant-partitioning" => self.tenant_partitioning.name().to_string(),
             "tenant-objective" => self.tenant_objective.name().to_string(),
-            "tenant-sample-adjust" => sample_adjust_name(self.tenant_sample_adjust).to_string(),
+            "tenant-sample-adjust" => self.tenant_sample_adjust.name().to_string(),
             "tenant-interval" => self.tenant_interval.to_string(),
             "tenant-interval-ms" => self.tenant_interval_ms.to_string(),
             "tenant-sample-rate" if self.tenant_sample_rate_auto => "auto".into(),

@@ -834,8 +834,13 @@ impl Profiler {
             // The K this interval was evicted with: the tuner's, else the global one.
             let k_used = self.shared.store.tenant_samples(u.id) as u32;
             let dropped_total = self.shared.ref_queue.dropped(u.id);
-            // The store, for the tenant's distinct-key sketch (the model borrows self).
-            let shared = self.shared.clone();
+            // The tenant's distinct keys (its sketch is cleared only where its model
+            // restarts, in `refresh`, not by `model` below).
+            let distinct = self
+                .shared
+                .store
+                .tenant_distinct(u.id)
+                .map(|s| s.estimate());
             let Some(m) = self.model(u.id) else { continue };
             let dropped = dropped_total.saturating_sub(m.last_dropped);
             m.last_dropped = dropped_total;
@@ -865,8 +870,8 @@ impl Profiler {
                 refs
             };
             m.krr.add_unsampled_references(seen.saturating_sub(fed));
-            if let Some(sketch) = shared.store.tenant_distinct(u.id) {
-                m.krr.set_distinct_keys(sketch.estimate());
+            if let Some(d) = distinct {
+                m.krr.set_distinct_keys(d);
             }
             m.fed_in_interval = 0;
             // Miss latency: the interval's mean, folded into a mean that halves the
@@ -894,7 +899,7 @@ impl Profiler {
             // What windows of references are drawn from (`Krr::window_curves`: the
             // cumulative curves, or their part that differences exactly).
             let window = if m.fed > 0 {
-                m.krr.window_curves()
+                m.krr.window_curves().unwrap_or_else(|| curves.clone())
             } else {
                 Vec::new()
             };

@@ -10,11 +10,12 @@
 //! avoids tracking. 2^14 one-byte registers (16 KB, within L1) give a relative standard
 //! error of 1.04 / 2^7 = 0.81 %.
 //!
-//! The registers are bytes behind a [`Registers`] trait so that the server's
-//! concurrent sketch ([`SharedDistinctCounter`]: atomic bytes, written by every
-//! request-path thread) and the offline model's plain one ([`DistinctCounter`]) share
-//! one update rule and one estimator, and therefore give the same `D` for the same
-//! keys. (It lives in this crate because both the store and the models depend on it.)
+//! One type serves both sides: the store's request-path threads update a tenant's
+//! sketch concurrently, and the offline model updates its own. The registers are
+//! atomic bytes read and written with relaxed loads and stores (plain moves on x86), so
+//! both sides share one update rule and one estimator and give the same `D` for the
+//! same keys. (It lives in this crate because both the store and the models depend on
+//! it.)
 
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -35,15 +36,11 @@ pub fn slot(hash: u64) -> (usize, u8) {
     (index, rest.leading_zeros() as u8 + 1)
 }
 
-/// Register storage of a sketch.
-pub trait Registers {
-    fn get(&self, i: usize) -> u8;
-}
-
-/// A HyperLogLog sketch owned by one thread (the offline model's).
-#[derive(Debug, Clone)]
+/// A HyperLogLog sketch. A register is read before it is written and written only when
+/// the rank is higher, so once a key's register holds its rank the update is a read:
+/// no cache line bounces between request threads for keys seen before.
 pub struct DistinctCounter {
-    registers: Box<[u8]>,
+    registers: Box<[AtomicU8]>,
 }
 
 impl Default for DistinctCounter {
@@ -52,65 +49,37 @@ impl Default for DistinctCounter {
     }
 }
 
-impl DistinctCounter {
-    pub fn new() -> Self {
+impl Clone for DistinctCounter {
+    fn clone(&self) -> Self {
         Self {
-            registers: vec![0; REGISTERS].into_boxed_slice(),
+            registers: self
+                .registers
+                .iter()
+                .map(|r| AtomicU8::new(r.load(Relaxed)))
+                .collect(),
         }
     }
+}
 
-    /// Counts a key by its hash (adding a key again changes nothing).
-    #[inline]
-    pub fn observe(&mut self, hash: u64) {
-        let (i, rank) = slot(hash);
-        let r = &mut self.registers[i];
-        if *r < rank {
-            *r = rank;
-        }
-    }
-
-    /// The estimated number of distinct keys observed.
-    pub fn estimate(&self) -> f64 {
-        estimate(self)
-    }
-
-    /// Bytes held.
-    pub fn memory_bytes(&self) -> usize {
-        self.registers.len()
+impl std::fmt::Debug for DistinctCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DistinctCounter")
+            .field("estimate", &self.estimate())
+            .finish()
     }
 }
 
-impl Registers for DistinctCounter {
-    #[inline]
-    fn get(&self, i: usize) -> u8 {
-        self.registers[i]
-    }
-}
-
-/// A HyperLogLog sketch updated concurrently (the store's request path, one per
-/// profiled tenant). A register is read before it is written and written only when the
-/// rank is higher, so once a key's register holds its rank the update is a read: no
-/// cache line bounces between request threads for keys seen before.
-pub struct SharedDistinctCounter {
-    registers: Box<[AtomicU8]>,
-}
-
-impl Default for SharedDistinctCounter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SharedDistinctCounter {
+impl DistinctCounter {
     pub fn new() -> Self {
         Self {
             registers: (0..REGISTERS).map(|_| AtomicU8::new(0)).collect(),
         }
     }
 
-    /// Counts a key by its hash. Two threads raising one register at once may leave
-    /// the lower rank (a lost update): the register then waits for its next key of a
-    /// higher rank, an error far below the sketch's own.
+    /// Counts a key by its hash (adding a key again changes nothing). Two threads
+    /// raising one register at once may leave the lower rank (a lost update): the
+    /// register then waits for its next key of a higher rank, an error far below the
+    /// sketch's own.
     #[inline]
     pub fn observe(&self, hash: u64) {
         let (i, rank) = slot(hash);
@@ -120,9 +89,25 @@ impl SharedDistinctCounter {
         }
     }
 
-    /// The estimated number of distinct keys observed.
+    /// The estimated number of distinct keys observed: Ertl's improved raw estimator
+    /// (his Algorithm 6).
     pub fn estimate(&self) -> f64 {
-        estimate(self)
+        let q = (64 - PRECISION) as usize;
+        let mut counts = [0u32; 64];
+        for r in self.registers.iter() {
+            counts[usize::from(r.load(Relaxed).min(MAX_RANK))] += 1;
+        }
+        let m = REGISTERS as f64;
+        let mut z = m * tau(1.0 - f64::from(counts[q + 1]) / m);
+        for k in (1..=q).rev() {
+            z = 0.5 * (z + f64::from(counts[k]));
+        }
+        z += m * sigma(f64::from(counts[0]) / m);
+        if !z.is_finite() {
+            return 0.0;
+        }
+        // α∞ = 1 / (2 ln 2).
+        m * m / (2.0 * std::f64::consts::LN_2 * z)
     }
 
     /// Forgets every key (a model restart).
@@ -136,33 +121,6 @@ impl SharedDistinctCounter {
     pub fn memory_bytes(&self) -> usize {
         self.registers.len()
     }
-}
-
-impl Registers for SharedDistinctCounter {
-    #[inline]
-    fn get(&self, i: usize) -> u8 {
-        self.registers[i].load(Relaxed)
-    }
-}
-
-/// Ertl's improved raw estimator (his Algorithm 6) over any register storage.
-pub fn estimate(r: &impl Registers) -> f64 {
-    let q = (64 - PRECISION) as usize;
-    let mut counts = [0u32; 64];
-    for i in 0..REGISTERS {
-        counts[usize::from(r.get(i).min(MAX_RANK))] += 1;
-    }
-    let m = REGISTERS as f64;
-    let mut z = m * tau(1.0 - f64::from(counts[q + 1]) / m);
-    for k in (1..=q).rev() {
-        z = 0.5 * (z + f64::from(counts[k]));
-    }
-    z += m * sigma(f64::from(counts[0]) / m);
-    if !z.is_finite() {
-        return 0.0;
-    }
-    // α∞ = 1 / (2 ln 2).
-    m * m / (2.0 * std::f64::consts::LN_2 * z)
 }
 
 /// σ(x) = x + Σ_{k≥1} x^(2^k) 2^(k-1) (Ertl, Eq. 26).
@@ -215,7 +173,7 @@ mod tests {
 
     #[test]
     fn empty_is_zero_and_repeats_count_once() {
-        let mut c = DistinctCounter::new();
+        let c = DistinctCounter::new();
         assert_eq!(c.estimate(), 0.0);
         for _ in 0..1000 {
             c.observe(mix64(7));
@@ -229,7 +187,7 @@ mod tests {
     #[test]
     fn estimates_are_within_four_standard_errors_over_the_range() {
         let se = 1.04 / (REGISTERS as f64).sqrt();
-        let mut c = DistinctCounter::new();
+        let c = DistinctCounter::new();
         let mut n = 0u64;
         for target in [
             10u64, 1_000, 20_000, 40_000, 80_000, 200_000, 1_000_000, 10_000_000,
@@ -250,15 +208,15 @@ mod tests {
     }
 
     #[test]
-    fn the_shared_sketch_estimates_what_the_plain_one_does() {
-        let (mut plain, shared) = (DistinctCounter::new(), SharedDistinctCounter::new());
+    fn a_clone_estimates_what_the_original_does_and_clear_forgets() {
+        let sketch = DistinctCounter::new();
         for k in 0..300_000u64 {
-            let h = mix64(k % 120_000);
-            plain.observe(h);
-            shared.observe(h);
+            sketch.observe(mix64(k % 120_000));
         }
-        assert_eq!(plain.estimate(), shared.estimate());
-        shared.clear();
-        assert_eq!(shared.estimate(), 0.0);
+        let copy = sketch.clone();
+        assert_eq!(copy.estimate(), sketch.estimate());
+        sketch.clear();
+        assert_eq!(sketch.estimate(), 0.0);
+        assert!(copy.estimate() > 0.0);
     }
 }

@@ -742,24 +742,16 @@ impl Store {
         thr as f64 / crate::tenant::SAMPLE_MODULUS as f64
     }
 
-    /// Tenant `t`'s distinct-key sketch (created with its first sampling rate above 0,
-    /// or by this call): while the tenant is profiled, the request path counts every
-    /// key it references in it, sampled or not (see `Shard::sampled`). The profiler
-    /// reads it at the end of an interval and clears it when its model restarts.
-    pub fn tenant_distinct(
-        &self,
-        t: TenantId,
-    ) -> Option<&augur_sim::distinct::SharedDistinctCounter> {
+    /// Tenant `t`'s distinct-key sketch, once it was ever profiled (created with its
+    /// first sampling rate above 0): while the tenant is profiled, the request path
+    /// counts every key it references in it, sampled or not (see `Shard::sampled`). The
+    /// profiler reads it at the end of an interval and clears it when its model
+    /// restarts.
+    pub fn tenant_distinct(&self, t: TenantId) -> Option<&augur_sim::distinct::DistinctCounter> {
         if t as usize >= MAX_TENANTS {
             return None;
         }
-        Some(
-            self.config
-                .tenants
-                .get(t)
-                .distinct
-                .get_or_init(Default::default),
-        )
+        self.config.tenants.get(t).distinct.get()
     }
 
     /// Installs where sampled references go; only the first call takes effect.
@@ -776,7 +768,7 @@ impl Store {
         self.set_tenant_limits(t, 0, 0, 0);
         self.set_tenant_policy(t, None);
         self.set_tenant_sample_rate(t, 0.0);
-        if let Some(sketch) = self.config.tenants.get(t).distinct.get() {
+        if let Some(sketch) = self.tenant_distinct(t) {
             sketch.clear();
         }
         for s in self.shards.iter() {

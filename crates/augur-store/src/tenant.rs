@@ -112,9 +112,10 @@ pub struct TenantLimits {
     pub(crate) used: AtomicU64,
     /// Every key the tenant references while it is profiled, sampled or not: the
     /// distinct-key count `D` of the profiler's estimator (`augur_mrc::krr::SampleAdjust::
-    /// Distinct`). Created by the profiler ([`crate::Store::tenant_distinct`]), so that a
-    /// tenant nobody profiles pays neither its 16 KB nor its update.
-    pub(crate) distinct: std::sync::OnceLock<augur_sim::distinct::SharedDistinctCounter>,
+    /// Distinct`). Created with the tenant's first sampling rate above 0
+    /// ([`crate::Store::set_tenant_sample_rate`]), so that a tenant nobody profiles pays
+    /// neither its 16 KB nor its update.
+    pub(crate) distinct: std::sync::OnceLock<augur_sim::distinct::DistinctCounter>,
 }
 
 impl TenantLimits {

@@ -91,8 +91,8 @@ pub struct ModelArgs {
     /// the expected sampled references), `regression` (the regression estimator, which
     /// credits the surplus of sampled references as hits or misses the way the hot
     /// sampled keys hit or miss) or `none` (divide by the sampled references).
-    #[arg(long, value_enum, default_value = "distinct")]
-    pub sample_adjust: SampleAdjustArg,
+    #[arg(long, default_value = "distinct", value_parser = sample_adjust_parser())]
+    pub sample_adjust: SampleAdjust,
 
     /// MIMIR: number of buckets B (MIMIR §3; more is more accurate and slower).
     #[arg(long, default_value_t = MIMIR_BUCKETS)]
@@ -130,13 +130,11 @@ fn parse_k_exponent(s: &str) -> std::result::Result<f64, String> {
     }
 }
 
-/// KRR's [`augur_mrc::krr::SampleAdjust`] on the command line.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum SampleAdjustArg {
-    None,
-    Shards,
-    Regression,
-    Distinct,
+/// KRR's [`SampleAdjust`] on the command line, by its own names.
+fn sample_adjust_parser() -> impl clap::builder::TypedValueParser<Value = SampleAdjust> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(SampleAdjust::ALL.map(SampleAdjust::name))
+        .map(|name: String| SampleAdjust::from_name(&name).expect("one of the possible values"))
 }
 
 /// MIMIR's aging policy on the command line.
@@ -167,12 +165,7 @@ impl ModelArgs {
             rate: self.rate,
             unit: self.unit(),
             k_exponent: (!self.no_k_correction).then_some(self.k_exponent),
-            krr_adjust: match self.sample_adjust {
-                SampleAdjustArg::None => SampleAdjust::None,
-                SampleAdjustArg::Shards => SampleAdjust::Shards,
-                SampleAdjustArg::Regression => SampleAdjust::Regression,
-                SampleAdjustArg::Distinct => SampleAdjust::Distinct,
-            },
+            krr_adjust: self.sample_adjust,
             mimir_buckets: self.buckets,
             mimir_aging: match self.aging {
                 AgingArg::Rounder => augur_mrc::mimir::Aging::Rounder,
