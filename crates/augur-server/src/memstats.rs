@@ -209,18 +209,3 @@ pub fn malloc_stats() -> String {
     }
     out
 }
-
-/// MEMORY PURGE: returns the dirty pages of every jemalloc arena to the system.
-pub fn purge() {
-    use std::os::raw::{c_char, c_void};
-    // SAFETY: "arena.<MALLCTL_ARENAS_ALL>.purge" takes no value and returns none.
-    unsafe {
-        tikv_jemalloc_sys::mallctl(
-            c"arena.4096.purge".as_ptr() as *const c_char,
-            std::ptr::null_mut::<c_void>(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            0,
-        );
-    }
-}

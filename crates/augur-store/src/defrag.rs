@@ -48,20 +48,19 @@ fn query_mib() -> Option<&'static [usize]> {
     .as_deref()
 }
 
-/// Returns every arena's dirty pages to the OS now (`arena.<MALLCTL_ARENAS_ALL>.purge`)
-/// instead of after the decay time. The index calls it after a resize freed a large
-/// table: during a fast fill every shard's table doubles several times within a second,
-/// and the freed tables (about the size of the final index) otherwise stay resident
-/// until they decay, raising peak RSS past `maxmemory`'s bound just as eviction starts.
-/// Harmless when the caller's allocations come from another allocator (the tests'): it
-/// purges jemalloc's arenas only.
-pub(crate) fn purge_dirty_pages() {
+/// Returns every jemalloc arena's dirty pages to the OS now
+/// (`arena.<MALLCTL_ARENAS_ALL>.purge`) instead of after the decay time: MEMORY PURGE,
+/// and the index after a resize freed a large table (during a fast fill every shard's
+/// table doubles several times within a second, and the freed tables, about the size of
+/// the final index, otherwise stay resident until they decay, raising peak RSS past
+/// `maxmemory`'s bound just as eviction starts). Harmless when the caller's allocations
+/// come from another allocator (the tests'): it purges jemalloc's arenas only.
+pub fn purge_dirty_pages() {
     // MALLCTL_ARENAS_ALL is 4096 in jemalloc 5.
-    let name = b"arena.4096.purge\0";
     // SAFETY: a NUL-terminated name, no input or output.
     unsafe {
         tikv_jemalloc_sys::mallctl(
-            name.as_ptr() as *const _,
+            c"arena.4096.purge".as_ptr(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),

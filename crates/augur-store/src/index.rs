@@ -369,20 +369,9 @@ impl Table {
     fn resize(&mut self, mut new_cap: usize, hash_of: &impl Fn(Entry) -> u64) {
         let old = std::mem::take(&mut self.words);
         self.epoch = self.epoch.wrapping_add(1);
-        self.rehash_into(&old, &mut new_cap, hash_of);
-        let old_bytes = old.capacity() * std::mem::size_of::<u64>();
-        drop(old);
-        if old_bytes >= PURGE_AFTER_FREEING {
-            crate::defrag::purge_dirty_pages();
-        }
-    }
-
-    /// Places every entry of `old` in a new table of `new_cap` words (grown further if
-    /// a cluster overflows).
-    fn rehash_into(&mut self, old: &[u64], new_cap: &mut usize, hash_of: &impl Fn(Entry) -> u64) {
         'retry: loop {
-            self.cap = *new_cap;
-            self.words = vec![0; *new_cap + overflow_for(*new_cap)];
+            self.cap = new_cap;
+            self.words = vec![0; new_cap + overflow_for(new_cap)];
             // Rehashing reads every entry's key: a cache miss each. Prefetching the
             // entries a few positions ahead overlaps those misses (resize time is the
             // tail latency of a write that triggers it).
@@ -398,11 +387,16 @@ impl Table {
                 }
                 let e = entry_of(w);
                 if self.place(hash_of(e), e).is_none() {
-                    *new_cap += *new_cap / 2 + 16;
+                    new_cap += new_cap / 2 + 16;
                     continue 'retry;
                 }
             }
-            return;
+            break;
+        }
+        let old_bytes = old.capacity() * std::mem::size_of::<u64>();
+        drop(old);
+        if old_bytes >= PURGE_AFTER_FREEING {
+            crate::defrag::purge_dirty_pages();
         }
     }
 }

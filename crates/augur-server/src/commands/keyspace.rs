@@ -262,7 +262,7 @@ pub(super) fn memory_command(
             c.out.bulk(crate::memstats::malloc_stats().as_bytes());
         }
         "purge" => {
-            crate::memstats::purge();
+            augur_store::defrag::purge_dirty_pages();
             c.out.ok();
         }
         _ => help_reply(
