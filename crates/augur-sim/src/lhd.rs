@@ -322,8 +322,14 @@ impl LhdModel {
     /// [`LhdModel::rank`] of an object of coarsened `age`, `class` and explorer flag.
     #[inline]
     fn density_at(&self, age: usize, class: usize, explorer: bool, size: u64) -> f32 {
+        self.rank_at(class * self.cfg.max_age + age, explorer, size)
+    }
+
+    /// The rank read from entry `at` of the density table (`class * max_age + age`).
+    #[inline]
+    fn rank_at(&self, at: usize, explorer: bool, size: u64) -> f32 {
         // The last age holds -inf (see `density`): below every real density (>= 0).
-        let density = self.density[class * self.cfg.max_age + age];
+        let density = self.density[at];
         // Objects mode ranks objects of size 1: no division (the same value).
         let density = if size <= 1 {
             density
@@ -386,17 +392,7 @@ impl LhdModel {
     /// same value: `density_at` on the same entry).
     #[inline]
     fn rank_located(&self, located: u32, size: u64) -> f32 {
-        let density = self.density[(located & !(1 << 31)) as usize];
-        let density = if size <= 1 {
-            density
-        } else {
-            density / size as f32
-        };
-        if located >> 31 != 0 {
-            density + 1.0
-        } else {
-            density
-        }
+        self.rank_at((located & !(1 << 31)) as usize, located >> 31 != 0, size)
     }
 
     #[inline]
@@ -701,8 +697,9 @@ pub struct LhdCache {
     recent_head: usize,
     /// Scratch for [`LhdCache::evict_one`]'s candidates (kept to not allocate per miss).
     candidates: Vec<u32>,
-    /// The candidates as (slot, tag code, coarsened age), computed once per eviction (8
-    /// bytes each: with the whole tag, 16, the eviction measured ~8 % slower).
+    /// The candidates as (slot, [`LhdModel::locate_compact`]'s density-table entry and
+    /// explorer mark), computed once per eviction (8 bytes each: with the whole tag, 16,
+    /// the eviction measured ~8 % slower).
     located: Vec<(u32, u32)>,
     /// Uniform draws for the next eviction, made (and prefetched) one eviction ahead,
     /// over `next_len` slots.
@@ -941,11 +938,9 @@ impl LhdCache {
         self.next = next;
         self.next_len = self.tags.len();
         let (mut best, mut best_rank) = (usize::MAX, f32::MAX);
-        let objects = self.unit == Unit::Objects;
         for &(i, at) in &located {
             let i = i as usize;
-            let cost = if objects { 1 } else { self.cost_of(i) };
-            let r = self.model.rank_located(at, cost);
+            let r = self.model.rank_located(at, self.cost_of(i));
             if r < best_rank {
                 (best, best_rank) = (i, r);
                 // The victim's key is read next (to unindex it): asking for it when a
