@@ -48,6 +48,17 @@ fn two_tenants() -> ServerConfig {
     }
 }
 
+/// [`two_tenants`] profiled at the fixed sampling rate `rate` (not `auto`, which the CPU
+/// budget may lower under a test's load) with intervals of `interval_ms`.
+fn two_tenants_profiled(rate: f64, interval_ms: u64) -> ServerConfig {
+    ServerConfig {
+        tenant_sample_rate: rate,
+        tenant_sample_rate_auto: false,
+        tenant_interval_ms: interval_ms,
+        ..two_tenants()
+    }
+}
+
 #[tokio::test]
 async fn every_keyspace_command_sees_only_the_callers_tenant() {
     let s = TestServer::start(two_tenants()).await;
@@ -414,10 +425,7 @@ async fn static_limits_keep_one_tenants_load_away_from_anothers_keys() {
 
 #[tokio::test]
 async fn miss_latency_is_the_refill_delay() {
-    let mut cfg = two_tenants();
-    cfg.tenant_sample_rate = 1.0;
-    cfg.tenant_sample_rate_auto = false;
-    cfg.tenant_interval_ms = 200;
+    let cfg = two_tenants_profiled(1.0, 200);
     let s = TestServer::start(cfg).await;
     let mut d = s.con().await;
     let mut a = s.con_as("app1", "pw1").await;
@@ -498,11 +506,8 @@ async fn cache_workload(con: &mut MultiplexedConnection, n: usize) -> Vec<(Strin
 
 #[tokio::test]
 async fn online_curve_equals_offline_augur_mrc_on_the_same_references() {
-    let mut cfg = two_tenants();
-    cfg.tenant_sample_rate = 1.0;
-    cfg.tenant_sample_rate_auto = false;
+    let mut cfg = two_tenants_profiled(1.0, 200);
     cfg.tenant_k_set = vec![1, 2, 4, 16];
-    cfg.tenant_interval_ms = 200;
     let s = TestServer::start(cfg).await;
     let mut d = s.con().await;
     let mut a = s.con_as("app1", "pw1").await;
@@ -683,14 +688,11 @@ async fn the_model_describes_each_interval_it_measured() {
 #[tokio::test]
 async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
     use rand::{Rng, SeedableRng};
-    let mut cfg = two_tenants();
-    cfg.maxmemory = 6 << 20;
-    cfg.tenant_partitioning = augur_store::Partitioning::Kredis;
     // A quarter of the keys (375 of app1's, 3000 of app2's): enough for the curves, and
     // a profiler that keeps up with this test's pipelined load on two busy cores.
-    cfg.tenant_sample_rate = 0.25;
-    cfg.tenant_sample_rate_auto = false;
-    cfg.tenant_interval_ms = 300;
+    let mut cfg = two_tenants_profiled(0.25, 300);
+    cfg.maxmemory = 6 << 20;
+    cfg.tenant_partitioning = augur_store::Partitioning::Kredis;
     cfg.tenant_alloc_unit = 128 << 10;
     // K = 16 is K' = 256 swaps-per-level in KRR: too slow to keep up with this test's
     // unsampled load on two cores; the small set keeps the profiler current.
@@ -763,10 +765,7 @@ async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
 
 #[tokio::test]
 async fn tenant_parameters_change_live() {
-    let mut cfg = two_tenants();
-    cfg.tenant_sample_rate = 1.0;
-    cfg.tenant_sample_rate_auto = false;
-    cfg.tenant_interval_ms = 150;
+    let cfg = two_tenants_profiled(1.0, 150);
     let s = TestServer::start(cfg).await;
     let mut d = s.con().await;
     let mut a = s.con_as("app1", "pw1").await;
@@ -914,11 +913,8 @@ async fn prometheus_metrics_per_tenant() {
 
 #[tokio::test]
 async fn augur_tenants_prints_the_table_and_writes_each_tenants_curves() {
-    let mut cfg = two_tenants();
-    cfg.tenant_sample_rate = 1.0;
-    cfg.tenant_sample_rate_auto = false;
+    let mut cfg = two_tenants_profiled(1.0, 150);
     cfg.tenant_k_set = vec![1, 4];
-    cfg.tenant_interval_ms = 150;
     let s = TestServer::start(cfg).await;
     let mut d = s.con().await;
     let mut a = s.con_as("app1", "pw1").await;
@@ -1069,10 +1065,7 @@ async fn touch_distinct(con: &mut MultiplexedConnection, prefix: &str, n: usize)
 /// keys are sampled, and a model restart (a new sampling rate) starts it again.
 #[tokio::test]
 async fn the_distinct_key_count_covers_unsampled_keys_and_restarts_with_the_model() {
-    let mut cfg = two_tenants();
-    cfg.tenant_sample_rate = 0.05;
-    cfg.tenant_sample_rate_auto = false;
-    cfg.tenant_interval_ms = 150;
+    let cfg = two_tenants_profiled(0.05, 150);
     let s = TestServer::start(cfg).await;
     let mut d = s.con().await;
     let mut a = s.con_as("app1", "pw1").await;
