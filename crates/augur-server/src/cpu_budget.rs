@@ -71,8 +71,6 @@ pub struct CpuBudget {
     work: Duration,
     calm: u32,
     caps: HashMap<TenantId, f64>,
-    /// The share of one core spent handling references in the last window.
-    last_share: f64,
 }
 
 impl Default for CpuBudget {
@@ -88,7 +86,6 @@ impl CpuBudget {
             work: Duration::ZERO,
             calm: 0,
             caps: HashMap::new(),
-            last_share: 0.0,
         }
     }
 
@@ -107,13 +104,7 @@ impl CpuBudget {
         let share = self.work.as_secs_f64() / wall.as_secs_f64();
         self.window_start = now;
         self.work = Duration::ZERO;
-        self.last_share = share;
         Some(share)
-    }
-
-    /// The share of one core spent handling references in the last window.
-    pub fn last_share(&self) -> f64 {
-        self.last_share
     }
 
     /// The cap on tenant `t`'s rate (1 when none).
