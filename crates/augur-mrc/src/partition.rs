@@ -144,6 +144,25 @@ impl MergedMrc {
     pub fn best_k(&self, bytes: u64) -> u32 {
         self.at(bytes).1
     }
+
+    /// The K to run at `bytes` when `running` runs now: the best K, unless `running` is
+    /// among the curves and its miss ratio at `bytes` is less than `margin` above the
+    /// best one's, in which case `running` stays.
+    ///
+    /// Why: the curves are sampled estimates (spatial sampling at R = 0.01 misses the
+    /// exact K-LRU curve by ~0.003 on average, issue 8's bar is 0.005), so two Ks whose
+    /// curves differ by less than that are not known to differ at all; and a switch has
+    /// a cost the curves do not show: the cache still holds what the old K kept, and the
+    /// intervals right after a switch missed the model by up to 3.7 points where K went
+    /// 8 -> 1 -> 8 between 10-s intervals on arc_oltp (BENCHMARKS.md, "With the
+    /// distinct-key estimator"). kRedis (§4.2 step 3) takes the argmin each interval.
+    pub fn k_to_run(&self, bytes: u64, running: u32, margin: f64) -> u32 {
+        let (best_mr, best_k) = self.at(bytes);
+        match self.curves.iter().find(|(k, _)| *k == running) {
+            Some((_, c)) if c.miss_ratio_at(bytes as f64) < best_mr + margin => running,
+            _ => best_k,
+        }
+    }
 }
 
 /// What one tenant asks of the pool for the next interval (kRedis §4.2 step 1-2).

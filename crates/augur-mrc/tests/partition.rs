@@ -258,6 +258,26 @@ proptest! {
 }
 
 #[test]
+fn partition_k_to_run_keeps_the_running_k_within_the_margin() {
+    let k1 = curve(1, 100, &[0.50, 0.30, 0.20]);
+    let k8 = curve(8, 100, &[0.40, 0.297, 0.10]);
+    let m = MergedMrc::new(&[k1, k8]).unwrap();
+    // At 200 bytes K = 8 is best by 0.003: within a 0.005 margin K = 1 stays, and K = 8
+    // (the best) stays too.
+    assert_eq!(m.best_k(200), 8);
+    assert_eq!(m.k_to_run(200, 1, 0.005), 1);
+    assert_eq!(m.k_to_run(200, 8, 0.005), 8);
+    // A margin of 0 (or one smaller than the gap) switches to the best.
+    assert_eq!(m.k_to_run(200, 1, 0.0), 8);
+    assert_eq!(m.k_to_run(200, 1, 0.002), 8);
+    // At 100 and 300 bytes K = 8 is better by 0.1: K = 1 is left.
+    assert_eq!(m.k_to_run(100, 1, 0.005), 8);
+    assert_eq!(m.k_to_run(300, 1, 0.005), 8);
+    // A running K with no curve (a K set changed under it) gives way to the best.
+    assert_eq!(m.k_to_run(200, 4, 0.005), 8);
+}
+
+#[test]
 fn partition_merged_mrc_takes_the_lowest_curve_and_its_k() {
     // K=1 is poor when small and best when large; K=16 the opposite.
     let k1 = curve(1, 100, &[0.9, 0.5, 0.1]);

@@ -127,6 +127,10 @@ pub struct ServerConfig {
     pub tenant_k_set: Vec<u32>,
     /// Allocation unit G of the partitioning DP, in bytes (Alg. 3).
     pub tenant_alloc_unit: u64,
+    /// The tuner keeps a tenant's running K unless the best K's curve predicts a miss
+    /// ratio lower by at least this much at the tenant's new target
+    /// (`augur_mrc::partition::MergedMrc::k_to_run`; 0: kRedis's argmin every interval).
+    pub tenant_k_switch_margin: f64,
     /// A refill SET later than this after the GET miss is not counted as the miss's
     /// latency (milliseconds).
     pub tenant_miss_cutoff_ms: u64,
@@ -243,6 +247,7 @@ impl Default for ServerConfig {
             tenant_sample_rate_auto: true,
             tenant_k_set: vec![1, 2, 4, 8],
             tenant_alloc_unit: 1024 * 1024,
+            tenant_k_switch_margin: 0.005,
             tenant_miss_cutoff_ms: 1000,
             tenant_profiler_cpu: 1.0,
             tenant_default_miss_penalty_us: 1000.0,
@@ -322,6 +327,7 @@ pub const PARAMS: &[&str] = &[
     "dlru-interval",
     "k-chooser",
     "tenant-alloc-unit",
+    "tenant-k-switch-margin",
     "tenant-miss-cutoff-ms",
     "tenant-profiler-cpu",
     "tenant-default-miss-penalty",
@@ -393,6 +399,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "dlru-interval",
     "k-chooser",
     "tenant-alloc-unit",
+    "tenant-k-switch-margin",
     "tenant-miss-cutoff-ms",
     "tenant-profiler-cpu",
     "tenant-default-miss-penalty",
@@ -687,6 +694,15 @@ impl ServerConfig {
                 }
                 self.tenant_alloc_unit = n;
             }
+            "tenant-k-switch-margin" => {
+                let margin: f64 = value
+                    .parse()
+                    .map_err(|_| "argument couldn't be parsed into a number".to_string())?;
+                if !(0.0..=1.0).contains(&margin) {
+                    return Err("argument must be between 0 and 1 inclusive".into());
+                }
+                self.tenant_k_switch_margin = margin;
+            }
             "tenant-miss-cutoff-ms" => self.tenant_miss_cutoff_ms = parse_int_in(value, 1, u64::MAX)?,
             "tenant-profiler-cpu" => {
                 let pct: f64 = value
@@ -849,6 +865,7 @@ impl ServerConfig {
                 .collect::<Vec<_>>()
                 .join(","),
             "tenant-alloc-unit" => self.tenant_alloc_unit.to_string(),
+            "tenant-k-switch-margin" => self.tenant_k_switch_margin.to_string(),
             "tenant-miss-cutoff-ms" => self.tenant_miss_cutoff_ms.to_string(),
             "tenant-profiler-cpu" => self.tenant_profiler_cpu.to_string(),
             "tenant-default-miss-penalty" => format!("{}us", self.tenant_default_miss_penalty_us),

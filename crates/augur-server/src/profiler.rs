@@ -827,6 +827,8 @@ impl Profiler {
             id: TenantId,
             demand: TenantDemand,
             view: TenantView,
+            /// The K the tenant ran with this interval.
+            k_used: u32,
         }
         let mut rows: Vec<Row> = Vec::new();
         for u in &users {
@@ -972,6 +974,7 @@ impl Profiler {
                 id: u.id,
                 demand,
                 view,
+                k_used,
             });
         }
 
@@ -995,7 +998,14 @@ impl Profiler {
                 Ok(alloc) => {
                     *self.shared.profiler.last_error.lock() = None;
                     for (i, row) in rows.iter_mut().enumerate() {
-                        let (target, k) = (alloc.bytes[i], alloc.k[i]);
+                        let target = alloc.bytes[i];
+                        // The partition's K is the argmin at the target; one within
+                        // the margin of it that runs now keeps running.
+                        let k =
+                            row.demand
+                                .mrc
+                                .k_to_run(target, row.k_used, cfg.tenant_k_switch_margin);
+                        debug_assert!(k == alloc.k[i] || k == row.k_used);
                         let cap = row.demand.max_bytes.unwrap_or(0);
                         self.shared
                             .store

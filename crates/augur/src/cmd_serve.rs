@@ -110,6 +110,10 @@ pub struct Args {
     /// Allocation unit G of the partitioning DP (bytes or with a unit).
     #[arg(long)]
     pub tenant_alloc_unit: Option<String>,
+    /// The tuner changes a tenant's K only for a predicted miss ratio lower by at least
+    /// this much (default 0.005; 0 = switch to the best K every interval).
+    #[arg(long)]
+    pub tenant_k_switch_margin: Option<String>,
     /// A miss not refilled within this many milliseconds is not timed.
     #[arg(long)]
     pub tenant_miss_cutoff_ms: Option<String>,
@@ -191,6 +195,7 @@ impl Args {
             ("dlru-interval", &self.dlru_interval),
             ("k-chooser", &self.k_chooser),
             ("tenant-alloc-unit", &self.tenant_alloc_unit),
+            ("tenant-k-switch-margin", &self.tenant_k_switch_margin),
             ("tenant-miss-cutoff-ms", &self.tenant_miss_cutoff_ms),
             ("tenant-profiler-cpu", &self.tenant_profiler_cpu),
             (
