@@ -11,7 +11,7 @@
 # model's figure for the interval itself (`model_miss_ratio`: the interval's own
 # references' curve at the memory held); and per trace the mean and max |observed -
 # forecast| and |observed - model| after the first WARMUP intervals (the bar: within 0.02).
-# Usage: bench/model_vs_reality.sh [LIMIT=2000000] [FRACTION=0.5]
+# Usage: [SERVER_ARGS='--tenant-k-switch-margin 0'] bench/model_vs_reality.sh [LIMIT=2000000] [FRACTION=0.5]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 LIMIT=${1:-2000000}
@@ -31,7 +31,8 @@ for name in $TRACES; do
   kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null || true
   maxmem=$(python3 -c "print(int($ws * $FRACTION))")
   start_augur $port --maxmemory "$maxmem" --maxmemory-policy allkeys-lru \
-    --tenant-partitioning kredis --tenant-interval-ms "$INTERVAL_MS" --tenant-interval 100000000
+    --tenant-partitioning kredis --tenant-interval-ms "$INTERVAL_MS" --tenant-interval 100000000 \
+    ${SERVER_ARGS:-}
   "$AUGUR" replay "$trace" --addr 127.0.0.1:$port --limit "$LIMIT" --connections 4 --no-progress \
     --loop --duration "$DURATION" >/dev/null &
   rp=$!

@@ -155,7 +155,9 @@ impl MergedMrc {
     /// a cost the curves do not show: the cache still holds what the old K kept, and the
     /// intervals right after a switch missed the model by up to 3.7 points where K went
     /// 8 -> 1 -> 8 between 10-s intervals on arc_oltp (BENCHMARKS.md, "With the
-    /// distinct-key estimator"). kRedis (§4.2 step 3) takes the argmin each interval.
+    /// distinct-key estimator"). kRedis (§4.2 step 3) takes the argmin each interval
+    /// (a margin of 0 here). Holding a K has its own cost when the best K is better by
+    /// a little less than the margin, so the server's default margin is 0.
     pub fn k_to_run(&self, bytes: u64, running: u32, margin: f64) -> u32 {
         let (best_mr, best_k) = self.at(bytes);
         match self.curves.iter().find(|(k, _)| *k == running) {

@@ -129,7 +129,9 @@ pub struct ServerConfig {
     pub tenant_alloc_unit: u64,
     /// The tuner keeps a tenant's running K unless the best K's curve predicts a miss
     /// ratio lower by at least this much at the tenant's new target
-    /// (`augur_mrc::partition::MergedMrc::k_to_run`; 0: kRedis's argmin every interval).
+    /// (`augur_mrc::partition::MergedMrc::k_to_run`). Default 0: kRedis's argmin every
+    /// interval; 0.005 stopped K flapping in one measured run but held a worse K in
+    /// another (BENCHMARKS.md, "Keeping the running K").
     pub tenant_k_switch_margin: f64,
     /// A refill SET later than this after the GET miss is not counted as the miss's
     /// latency (milliseconds).
@@ -247,7 +249,7 @@ impl Default for ServerConfig {
             tenant_sample_rate_auto: true,
             tenant_k_set: vec![1, 2, 4, 8],
             tenant_alloc_unit: 1024 * 1024,
-            tenant_k_switch_margin: 0.005,
+            tenant_k_switch_margin: 0.0,
             tenant_miss_cutoff_ms: 1000,
             tenant_profiler_cpu: 1.0,
             tenant_default_miss_penalty_us: 1000.0,

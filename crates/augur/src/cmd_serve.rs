@@ -111,7 +111,7 @@ pub struct Args {
     #[arg(long)]
     pub tenant_alloc_unit: Option<String>,
     /// The tuner changes a tenant's K only for a predicted miss ratio lower by at least
-    /// this much (default 0.005; 0 = switch to the best K every interval).
+    /// this much (default 0: switch to the best K every interval, as kRedis).
     #[arg(long)]
     pub tenant_k_switch_margin: Option<String>,
     /// A miss not refilled within this many milliseconds is not timed.

@@ -776,18 +776,21 @@ async fn tenant_parameters_change_live() {
     assert_eq!(got["tenant-k-set"], "1,8");
     let e = err(&mut d, &["CONFIG", "SET", "tenant-k-set", "0,3"]).await;
     assert!(e.starts_with("ERR"), "{e}");
-    // The K-switch margin: 0.005 by default, 0 (kRedis's argmin) to 1, live.
-    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-k-switch-margin"])
-        .await
-        .unwrap();
-    assert_eq!(got["tenant-k-switch-margin"], "0.005");
-    let _: () = q(&mut d, &["CONFIG", "SET", "tenant-k-switch-margin", "0"])
-        .await
-        .unwrap();
+    // The K-switch margin: 0 (kRedis's argmin) by default, up to 1, live.
     let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-k-switch-margin"])
         .await
         .unwrap();
     assert_eq!(got["tenant-k-switch-margin"], "0");
+    let _: () = q(
+        &mut d,
+        &["CONFIG", "SET", "tenant-k-switch-margin", "0.005"],
+    )
+    .await
+    .unwrap();
+    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-k-switch-margin"])
+        .await
+        .unwrap();
+    assert_eq!(got["tenant-k-switch-margin"], "0.005");
     let e = err(&mut d, &["CONFIG", "SET", "tenant-k-switch-margin", "1.5"]).await;
     assert!(e.contains("between 0 and 1"), "{e}");
     let _: () = q(
