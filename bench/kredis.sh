@@ -25,7 +25,12 @@
 # empty server) after one pass of every tenant's prefix with no limit, measured on each
 # server kind, and maxmemory = empty used_memory + FRACTION x working set.
 #
-# Usage: bench/kredis.sh            (env: PREFIX CONNS WARMUP DURATION FRACS RUN15 ...)
+# Closed loop by default (a connection's next request waits for the previous one, so a
+# tenant whose misses are slow offers fewer requests, and Eq. 6's measured access rate
+# weighs it less); RATE=N replays open loop, every tenant offered N requests/s
+# (`augur replay --rate`: latency counted from when a request was due).
+#
+# Usage: bench/kredis.sh            (env: PREFIX CONNS WARMUP DURATION FRACS RUN15 RATE ...)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TRACES=${TRACES:-${AUGUR_TRACES:-$ROOT/../shared/traces}}
@@ -34,6 +39,8 @@ PREFIX15=${PREFIX15:-90000}      # requests of the trace divided into 15 tenants
 TRACE15=${TRACE15:-arc_oltp}
 CONNS=${CONNS:-2}                # connections per tenant (4-tenant runs)
 CONNS15=${CONNS15:-2}            # connections per tenant (15-tenant runs)
+RATE=${RATE:-}                   # open loop: requests/s offered per tenant (4 tenants;
+RATE15=${RATE15:-}               #   15 tenants); empty: closed loop (augur replay --rate)
 WARMUP=${WARMUP:-15}             # seconds, unmeasured (4 tenants)
 WARMUP15=${WARMUP15:-30}         # seconds, unmeasured (15 tenants: 16 ms misses are slow)
 DURATION=${DURATION:-40}         # seconds, measured
@@ -166,10 +173,10 @@ experiment() {
 }
 
 t0=$(date +%s)
-mapfile -t G4 < <(groups4)
+mapfile -t G4 < <(groups4 ${RATE:+,rate=$RATE})
 experiment t4 "$FRACS" "$WARMUP" "${G4[@]}"
 if [ "$RUN15" = 1 ]; then
-  mapfile -t G15 < <(groups15)
+  mapfile -t G15 < <(groups15 ${RATE15:+,rate=$RATE15})
   experiment t15 "$FRAC15" "$WARMUP15" "${G15[@]}"
 fi
 echo "total wall time: $(( $(date +%s) - t0 )) s"

@@ -72,7 +72,7 @@ const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
     after_help = "Groups: each positional TRACE is one group using the top-level options; \
     --group 'name=t1,trace=PATH,user=t1,pass=pw,penalty=200us,connections=2,prefix=t1:,limit=500000' \
     adds a group (fields: trace, name, user, pass, auth, penalty, connections, prefix, limit, \
-    value-size, value-size-cap, loop, tenant, split) whose missing fields default to the \
+    value-size, value-size-cap, loop, tenant, split, rate) whose missing fields default to the \
     top-level options. `split=I/N` keeps the keys of the trace (or of its limit prefix) whose \
     hash is I mod N: N groups with split=0/N .. N-1/N divide one trace between N tenants, as \
     the kRedis paper's 15-tenant study divides a trace by client id. All groups run concurrently."
@@ -81,7 +81,7 @@ pub struct Args {
     /// Trace files to replay, one group (tenant) each.
     pub traces: Vec<PathBuf>,
     /// Additional groups: `trace=PATH,name=..,user=..,pass=..,penalty=..,connections=..,
-    /// prefix=..,limit=..,value-size=..,value-size-cap=..,loop=..,tenant=..,split=I/N`.
+    /// prefix=..,limit=..,value-size=..,value-size-cap=..,loop=..,tenant=..,split=I/N,rate=..`.
     #[arg(long = "group", value_name = "SPEC")]
     pub groups: Vec<GroupSpec>,
     /// Server address.
@@ -116,6 +116,16 @@ pub struct Args {
     /// (plus the penalty and the fill's round trip if it missed).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub pipeline: u32,
+    /// Open loop: offer each group this many requests per second, whatever the server's
+    /// speed. Each connection sends its share on a fixed schedule (request i at
+    /// i x connections / RATE seconds) and a request's latency counts from when it was
+    /// due, so time a request spent queued behind a slow one (a miss's penalty) is
+    /// charged to it instead of slowing the group down (no coordinated omission).
+    /// Without it the replay is closed-loop: a connection sends its next request when
+    /// the previous one is done, so a group whose misses are slow offers fewer
+    /// requests. Needs `--pipeline 1`.
+    #[arg(long, value_name = "REQ_PER_SEC", value_parser = parse_rate)]
+    pub rate: Option<f64>,
     /// Size of every SET value in bytes, instead of the request's size.
     #[arg(long)]
     pub value_size: Option<u32>,
@@ -173,6 +183,16 @@ pub struct GroupSpec {
     pub tenant: Option<String>,
     /// `split=I/N`: only the keys whose hash is I mod N.
     pub split: Option<(u64, u64)>,
+    /// `rate=N`: the group's open-loop request rate (see `--rate`).
+    pub rate: Option<f64>,
+}
+
+/// A `--rate` / `rate=` value: requests per second, finite and above 0.
+fn parse_rate(v: &str) -> Result<f64> {
+    match v.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => bail!("rate={v:?} must be a number of requests per second above 0"),
+    }
 }
 
 fn parse_split(v: &str) -> Result<(u64, u64)> {
@@ -225,9 +245,11 @@ impl FromStr for GroupSpec {
                 "loop" => g.looped = Some(parse_bool(v)?),
                 "tenant" => g.tenant = Some(v.to_owned()),
                 "split" => g.split = Some(parse_split(v)?),
+                "rate" => g.rate = Some(parse_rate(v)?),
                 other => bail!(
                     "unknown group field {other:?} (trace, name, user, pass, auth, penalty, \
-                     connections, prefix, limit, value-size, value-size-cap, loop, tenant, split)"
+                     connections, prefix, limit, value-size, value-size-cap, loop, tenant, \
+                     split, rate)"
                 ),
             }
         }
@@ -322,6 +344,8 @@ struct Group {
     /// Polled with `TENANT INFO` (the AUTH user unless given).
     tenant: Option<String>,
     split: Option<(u64, u64)>,
+    /// Open-loop requests per second (`--rate`), or closed loop.
+    rate: Option<f64>,
 }
 
 fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
@@ -381,6 +405,10 @@ fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
         let tenant = g
             .tenant
             .or_else(|| auth.as_ref().and_then(|a| a.user.clone()));
+        let rate = g.rate.or(args.rate);
+        if rate.is_some() && args.pipeline > 1 {
+            bail!("group {name}: an open-loop rate needs --pipeline 1");
+        }
         groups.push(Group {
             name,
             trace: g.trace,
@@ -397,6 +425,7 @@ fn resolve_groups(args: &Args) -> Result<Vec<Group>> {
             looped,
             tenant,
             split: g.split,
+            rate,
         });
     }
     // Group names key the JSON and the table: make duplicates distinct.
@@ -769,6 +798,9 @@ struct Stats {
     latency: Histogram<u64>,
     /// The connection stopped at the `--duration` deadline with requests still queued.
     cut: bool,
+    /// Open loop: requests sent 1 ms or more after they were due, and the largest delay.
+    late: u64,
+    max_lag: Duration,
 }
 
 impl Stats {
@@ -785,6 +817,8 @@ impl Stats {
             latency: Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3)
                 .expect("valid histogram bounds"),
             cut: false,
+            late: 0,
+            max_lag: Duration::ZERO,
         }
     }
 
@@ -797,6 +831,8 @@ impl Stats {
         self.deletes += o.deletes;
         self.errors += o.errors;
         self.cut |= o.cut;
+        self.late += o.late;
+        self.max_lag = self.max_lag.max(o.max_lag);
         if self.first_error.is_none() {
             self.first_error.clone_from(&o.first_error);
         }
@@ -846,6 +882,8 @@ struct ConnCfg {
     progress: Arc<AtomicU64>,
     /// Set at the `--duration` deadline.
     deadline: Arc<AtomicBool>,
+    /// Open loop: time between this connection's requests (connections / rate).
+    interval: Option<Duration>,
 }
 
 /// Sends a `SET` of `size` bytes (or the group's fixed size, capped) and returns the
@@ -978,6 +1016,8 @@ async fn run_conn(
     mut rx: mpsc::Receiver<Vec<Request>>,
 ) -> Result<Stats> {
     let mut st = Stats::new();
+    // Open loop: when this connection's next request is due.
+    let mut due: Option<Instant> = None;
     'batches: while let Some(batch) = rx.recv().await {
         for (done, r) in batch.iter().enumerate() {
             if cfg.deadline.load(Ordering::Relaxed) {
@@ -985,7 +1025,25 @@ async fn run_conn(
                 st.cut = true;
                 break 'batches;
             }
-            let start = Instant::now();
+            // The latency clock starts when the request is due (open loop) or sent.
+            let start = match cfg.interval {
+                None => Instant::now(),
+                Some(interval) => {
+                    let at = due.map_or_else(Instant::now, |d| d + interval);
+                    due = Some(at);
+                    let now = Instant::now();
+                    if at > now {
+                        cfg.waiter.wait(at - now).await;
+                    } else {
+                        let lag = now - at;
+                        if lag >= Duration::from_millis(1) {
+                            st.late += 1;
+                        }
+                        st.max_lag = st.max_lag.max(lag);
+                    }
+                    at
+                }
+            };
             let nanos = match r.op {
                 Op::Get => {
                     st.gets += 1;
@@ -1134,6 +1192,12 @@ pub struct GroupReport {
     pub throughput_rps: f64,
     pub hits_per_sec: f64,
     pub latency_us: LatencyReport,
+    /// Open loop (`--rate`): the rate offered, the requests sent 1 ms or more after
+    /// they were due (the server, or the penalties, did not keep up), and the largest
+    /// delay in ms. None / 0 in closed loop.
+    pub offered_rps: Option<f64>,
+    pub late_requests: u64,
+    pub max_lag_ms: f64,
 }
 
 /// All groups together: sums, and latency over every request of every group.
@@ -1228,6 +1292,9 @@ fn report(group: &Group, st: &Stats, seconds: f64, complete: bool) -> GroupRepor
         throughput_rps: per_sec(st.requests, seconds),
         hits_per_sec: per_sec(st.hits, seconds),
         latency_us: latency_report(&st.latency),
+        offered_rps: group.rate,
+        late_requests: st.late,
+        max_lag_ms: st.max_lag.as_secs_f64() * 1e3,
     }
 }
 
@@ -1285,6 +1352,9 @@ async fn replay_group(
             waiter: waiter.clone(),
             progress: progress.clone(),
             deadline: deadline.clone(),
+            interval: group
+                .rate
+                .map(|r| Duration::from_secs_f64(group.connections as f64 / r)),
         };
         let stop = stop.clone();
         let depth = group.pipeline;
@@ -1549,6 +1619,15 @@ fn print_table(run: &RunReport) {
     }
     if run.groups.iter().any(|r| !r.complete) {
         println!("* cut by --duration (or looping): not the whole trace");
+    }
+    for r in &run.groups {
+        if let Some(offered) = r.offered_rps {
+            println!(
+                "{}: open loop at {offered:.0} req/s offered; {} requests sent 1 ms or more late \
+                 (largest delay {:.1} ms)",
+                r.name, r.late_requests, r.max_lag_ms
+            );
+        }
     }
     if let Some(p) = &run.tenant_polls {
         println!(

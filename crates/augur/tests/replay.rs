@@ -734,6 +734,69 @@ fn duration_bounds_the_run_and_loop_repeats_the_prefix() {
     assert!(!out.status.success());
 }
 
+#[test]
+fn open_loop_rate_offers_the_rate_and_charges_queueing() {
+    let Some(redis) = Redis::start(&[]) else {
+        return;
+    };
+    let cs = trace("lirs_cs");
+    let cpp = trace("lirs_cpp");
+    // `steady`: 400 req/s over 2 connections, no penalty: the server keeps up.
+    // `behind`: 200 req/s offered to one connection whose every request is a cold miss
+    // with a 20 ms penalty, so it serves ~50/s and falls further behind each request.
+    let steady = format!(
+        "name=steady,trace={},limit=100,loop=1,connections=2,prefix=s:,rate=400",
+        cpp.display()
+    );
+    let behind = format!(
+        "name=behind,trace={},penalty=20ms,connections=1,prefix=b:,rate=200",
+        cs.display()
+    );
+    let (_, doc) = replay_json_file(
+        &[
+            "--addr",
+            &redis.addr(),
+            "--group",
+            &steady,
+            "--group",
+            &behind,
+            "--duration",
+            "1500ms",
+        ],
+        "open-loop",
+    );
+    let g = doc["groups"].as_array().unwrap();
+    let (steady, behind) = (&g[0], &g[1]);
+    assert_eq!(f(steady, "offered_rps"), 400.0);
+    // Never more than the schedule allows (each connection's first request is due at
+    // once), and most of it on time on an idle machine.
+    let n = u(steady, "requests");
+    assert!(n <= 400 * 3 / 2 + 2, "{steady}");
+    assert!(n >= 300, "{steady}");
+    // Closed loop would have sent thousands in 1.5 s; sent on schedule, each request's
+    // latency is just the round trip.
+    assert!(f(&steady["latency_us"], "mean") < 20_000.0, "{steady}");
+    // Behind: at most one miss per 20 ms was served, the rest waited. Their latency
+    // counts from when they were due, so the mean is far above the 20 ms penalty (the
+    // k-th request waits ~15 k ms), where closed loop would report ~20 ms.
+    assert!(u(behind, "fills") <= 1500 / 20 + 1, "{behind}");
+    assert!(u(behind, "late_requests") > 10, "{behind}");
+    assert!(f(behind, "max_lag_ms") > 300.0, "{behind}");
+    assert!(f(&behind["latency_us"], "mean") > 150_000.0, "{behind}");
+
+    // A rate needs one request in flight per connection, and must be above 0.
+    let addr = redis.addr();
+    let cpp = cpp.to_str().unwrap();
+    for bad in [
+        vec![cpp, "--addr", &addr, "--rate", "100", "--pipeline", "2"],
+        vec![cpp, "--addr", &addr, "--rate", "0"],
+        vec![cpp, "--addr", &addr, "--rate", "fast"],
+    ] {
+        let out = replay(&bad);
+        assert!(!out.status.success(), "{bad:?}");
+    }
+}
+
 /// A minimal Redis-protocol server with tenants: AUTH and SET answer +OK, GET always
 /// misses, `TENANT INFO name` answers `# name`, `target:<GETs so far>` and `k:5` as a
 /// bulk string. One thread per connection; it lives until the test process exits.
