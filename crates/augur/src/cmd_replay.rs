@@ -118,9 +118,10 @@ pub struct Args {
     pub pipeline: u32,
     /// Open loop: offer each group this many requests per second, whatever the server's
     /// speed. Each connection sends its share on a fixed schedule (request i at
-    /// i x connections / RATE seconds) and a request's latency counts from when it was
-    /// due, so time a request spent queued behind a slow one (a miss's penalty) is
-    /// charged to it instead of slowing the group down (no coordinated omission).
+    /// i x connections / RATE seconds); a request sent late because its connection was
+    /// still busy counts its latency from when it was due, so time spent queued behind
+    /// a slow one (a miss's penalty) is charged to it instead of slowing the group down
+    /// (no coordinated omission).
     /// Without it the replay is closed-loop: a connection sends its next request when
     /// the previous one is done, so a group whose misses are slow offers fewer
     /// requests. Needs `--pipeline 1`.
@@ -1025,7 +1026,11 @@ async fn run_conn(
                 st.cut = true;
                 break 'batches;
             }
-            // The latency clock starts when the request is due (open loop) or sent.
+            // The latency clock starts when the request is sent, or in open loop when
+            // it was due if the connection is behind (still busy with earlier requests
+            // then): that wait is the server's doing. A connection ahead of schedule
+            // sleeps until the request is due and starts the clock when it wakes, so
+            // the timer's own lateness (tens of µs) is not charged to the server.
             let start = match cfg.interval {
                 None => Instant::now(),
                 Some(interval) => {
@@ -1034,14 +1039,15 @@ async fn run_conn(
                     let now = Instant::now();
                     if at > now {
                         cfg.waiter.wait(at - now).await;
+                        Instant::now()
                     } else {
                         let lag = now - at;
                         if lag >= Duration::from_millis(1) {
                             st.late += 1;
                         }
                         st.max_lag = st.max_lag.max(lag);
+                        at
                     }
-                    at
                 }
             };
             let nanos = match r.op {
