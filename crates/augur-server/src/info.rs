@@ -350,6 +350,14 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
                 "tenant_intervals:{}",
                 shared.profiler.intervals.load(Relaxed)
             );
+            line!(
+                "tenant_interval_last_us:{}",
+                shared.profiler.interval_last_us.load(Relaxed)
+            );
+            line!(
+                "tenant_interval_max_us:{}",
+                shared.profiler.interval_max_us.load(Relaxed)
+            );
             if let Some(e) = shared.profiler.last_error.lock().clone() {
                 line!("tenant_last_error:{e}");
             }

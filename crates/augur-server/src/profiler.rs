@@ -184,6 +184,12 @@ impl TenantView {
 pub struct ProfilerState {
     pub views: Mutex<HashMap<TenantId, TenantView>>,
     pub intervals: AtomicU64,
+    /// How long the last interval's work took on the profiler thread (curves, the
+    /// partition, DLRU), and the longest so far, in µs: the burst a worker may wait
+    /// behind when the profiler shares its core (INFO `tenant_interval_last_us`,
+    /// `tenant_interval_max_us`).
+    pub interval_last_us: AtomicU64,
+    pub interval_max_us: AtomicU64,
     /// The last partitioning error (e.g. min-memory above maxmemory), for INFO.
     pub last_error: Mutex<Option<String>>,
     /// DLRU's last decision per scope (`maxmemory-samples auto`), for INFO.
@@ -798,6 +804,15 @@ impl Profiler {
     /// End of an interval: refresh every tenant's view and, in `kredis` mode, partition
     /// memory and install targets and K.
     pub fn run_interval(&mut self) {
+        let began = Instant::now();
+        self.run_interval_work();
+        let us = began.elapsed().as_micros() as u64;
+        let state = &self.shared.profiler;
+        state.interval_last_us.store(us, Relaxed);
+        state.interval_max_us.fetch_max(us, Relaxed);
+    }
+
+    fn run_interval_work(&mut self) {
         // The interval ends at once with what the model has: draining the queue first
         // could take seconds when the profiler is behind (and forever under load).
         self.refresh();

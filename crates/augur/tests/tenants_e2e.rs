@@ -1023,6 +1023,26 @@ async fn the_profiler_cpu_budget_lowers_the_busy_tenants_rate_and_gives_it_back(
         lowered <= 0.25 + 1e-6,
         "app1's rate was not lowered: {lowered}"
     );
+    // Intervals ran (200 ms each) and INFO says how long the last and longest took.
+    let info: String = redis::cmd("INFO")
+        .arg("tenants")
+        .query_async(&mut d)
+        .await
+        .unwrap();
+    let field = |name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} in {info}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(field("tenant_intervals") > 0, "{info}");
+    let (last, max) = (
+        field("tenant_interval_last_us"),
+        field("tenant_interval_max_us"),
+    );
+    assert!(max > 0 && last <= max, "{info}");
     assert_eq!(
         rate(&tenant_info(&mut d, "app2").await),
         0.5,
