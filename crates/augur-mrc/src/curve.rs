@@ -82,6 +82,17 @@ impl Curve {
         lo_mr + t * (hi.miss_ratio - lo_mr)
     }
 
+    /// [`Self::miss_ratio_at`] for a series of non-decreasing sizes in one pass over the
+    /// points, instead of a binary search per size: differencing two curves of ~50k points
+    /// each (the profiler's interval curves) took ~20 ms of searches per tenant.
+    pub fn cursor(&self) -> MissRatioCursor<'_> {
+        MissRatioCursor {
+            points: &self.points,
+            next: 0,
+            last_size: f64::NEG_INFINITY,
+        }
+    }
+
     /// The curve resampled at `n` evenly spaced sizes `max/n, 2max/n, ..., max`.
     pub fn resample(&self, max_size: f64, n: usize) -> Curve {
         let points = evenly_spaced(max_size, n)
@@ -304,6 +315,46 @@ impl DistanceHistogram {
     }
 }
 
+/// See [`Curve::cursor`].
+pub struct MissRatioCursor<'a> {
+    points: &'a [Point],
+    /// The first point whose size is not below the last size asked for.
+    next: usize,
+    last_size: f64,
+}
+
+impl MissRatioCursor<'_> {
+    /// The curve's miss ratio at `size`, exactly as [`Curve::miss_ratio_at`] gives it.
+    /// Sizes must come in non-decreasing order.
+    pub fn at(&mut self, size: f64) -> f64 {
+        debug_assert!(size >= self.last_size, "sizes must not decrease");
+        self.last_size = size;
+        let pts = self.points;
+        if pts.is_empty() || size <= 0.0 {
+            return 1.0;
+        }
+        // `partition_point(|p| p.size < size)`, resumed where the last size left it.
+        while self.next < pts.len() && pts[self.next].size < size {
+            self.next += 1;
+        }
+        let i = self.next;
+        if i == pts.len() {
+            return pts[pts.len() - 1].miss_ratio;
+        }
+        let hi = pts[i];
+        let (lo_size, lo_mr) = if i == 0 {
+            (0.0, 1.0)
+        } else {
+            (pts[i - 1].size, pts[i - 1].miss_ratio)
+        };
+        if hi.size <= lo_size {
+            return hi.miss_ratio;
+        }
+        let t = (size - lo_size) / (hi.size - lo_size);
+        lo_mr + t * (hi.miss_ratio - lo_mr)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,6 +368,32 @@ mod tests {
                 .map(|&(size, miss_ratio)| Point { size, miss_ratio })
                 .collect(),
         )
+    }
+
+    proptest::proptest! {
+        /// The cursor answers exactly what `miss_ratio_at` answers, for curves with
+        /// repeated sizes too and for sizes below, between, on and past the points.
+        #[test]
+        fn cursor_equals_miss_ratio_at(
+            pts in proptest::collection::vec((0u32..200, 0.0f64..=1.0), 0..40),
+            sizes in proptest::collection::vec(-5i32..250, 0..80),
+        ) {
+            let c = Curve::new(
+                "t",
+                Some(1),
+                SizeUnit::Bytes,
+                pts.iter()
+                    .map(|&(s, m)| Point { size: f64::from(s) / 2.0, miss_ratio: m })
+                    .collect(),
+            );
+            let mut sizes: Vec<f64> = sizes.iter().map(|&s| f64::from(s) / 2.0 + 0.25).collect();
+            sizes.extend(c.points.iter().map(|p| p.size));
+            sizes.sort_by(f64::total_cmp);
+            let mut cur = c.cursor();
+            for s in sizes {
+                proptest::prop_assert_eq!(cur.at(s).to_bits(), c.miss_ratio_at(s).to_bits(), "at {}", s);
+            }
+        }
     }
 
     #[test]

@@ -1086,13 +1086,13 @@ fn interval_curves(end: &[Curve], total: f64, start: Option<&(Vec<Curve>, f64)>)
     }
     end.iter()
         .map(|c| {
-            let before = start_curves.iter().find(|s| s.k == c.k);
+            // The points come in increasing size: one pass over the start curve.
+            let mut before = start_curves.iter().find(|s| s.k == c.k).map(Curve::cursor);
             let points = c
                 .points
                 .iter()
                 .map(|p| {
-                    let misses_before =
-                        before.map_or(0.0, |b| b.miss_ratio_at(p.size) * start_total);
+                    let misses_before = before.as_mut().map_or(0.0, |b| b.at(p.size) * start_total);
                     Point {
                         size: p.size,
                         miss_ratio: ((p.miss_ratio * total - misses_before) / n).clamp(0.0, 1.0),
