@@ -65,21 +65,7 @@ impl Curve {
         if size <= 0.0 {
             return 1.0;
         }
-        let i = pts.partition_point(|p| p.size < size);
-        if i == pts.len() {
-            return pts[pts.len() - 1].miss_ratio;
-        }
-        let hi = pts[i];
-        let (lo_size, lo_mr) = if i == 0 {
-            (0.0, 1.0)
-        } else {
-            (pts[i - 1].size, pts[i - 1].miss_ratio)
-        };
-        if hi.size <= lo_size {
-            return hi.miss_ratio;
-        }
-        let t = (size - lo_size) / (hi.size - lo_size);
-        lo_mr + t * (hi.miss_ratio - lo_mr)
+        interpolate(pts, pts.partition_point(|p| p.size < size), size)
     }
 
     /// [`Self::miss_ratio_at`] for a series of non-decreasing sizes in one pass over the
@@ -337,22 +323,28 @@ impl MissRatioCursor<'_> {
         while self.next < pts.len() && pts[self.next].size < size {
             self.next += 1;
         }
-        let i = self.next;
-        if i == pts.len() {
-            return pts[pts.len() - 1].miss_ratio;
-        }
-        let hi = pts[i];
-        let (lo_size, lo_mr) = if i == 0 {
-            (0.0, 1.0)
-        } else {
-            (pts[i - 1].size, pts[i - 1].miss_ratio)
-        };
-        if hi.size <= lo_size {
-            return hi.miss_ratio;
-        }
-        let t = (size - lo_size) / (hi.size - lo_size);
-        lo_mr + t * (hi.miss_ratio - lo_mr)
+        interpolate(pts, self.next, size)
     }
+}
+
+/// The miss ratio at `size > 0` of the non-empty sorted `pts`, where `i` is the first
+/// point whose size is not below `size`: linear between `pts[i - 1]` (or (0, 1) before
+/// the first point) and `pts[i]`, flat past the last point.
+fn interpolate(pts: &[Point], i: usize, size: f64) -> f64 {
+    if i == pts.len() {
+        return pts[pts.len() - 1].miss_ratio;
+    }
+    let hi = pts[i];
+    let (lo_size, lo_mr) = if i == 0 {
+        (0.0, 1.0)
+    } else {
+        (pts[i - 1].size, pts[i - 1].miss_ratio)
+    };
+    if hi.size <= lo_size {
+        return hi.miss_ratio;
+    }
+    let t = (size - lo_size) / (hi.size - lo_size);
+    lo_mr + t * (hi.miss_ratio - lo_mr)
 }
 
 #[cfg(test)]
