@@ -507,6 +507,17 @@ fn parse_int_in<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
     Ok(n)
 }
 
+/// A number within `lo..=hi` (NaN is outside), with config.c's out-of-range text.
+pub(crate) fn parse_number_in(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    let x: f64 = v
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into a number".to_string())?;
+    if !(lo..=hi).contains(&x) {
+        return Err(format!("argument must be between {lo} and {hi} inclusive"));
+    }
+    Ok(x)
+}
+
 fn parse_bool(v: &str) -> Result<bool, String> {
     match v.to_ascii_lowercase().as_str() {
         "yes" => Ok(true),
@@ -659,13 +670,7 @@ impl ServerConfig {
                 self.tenant_sample_rate_auto = true;
             }
             "tenant-sample-rate" => {
-                let r: f64 = value
-                    .parse()
-                    .map_err(|_| "argument couldn't be parsed into a number".to_string())?;
-                if !(0.0..=1.0).contains(&r) {
-                    return Err("argument must be between 0 and 1 inclusive".into());
-                }
-                self.tenant_sample_rate = r;
+                self.tenant_sample_rate = parse_number_in(value, 0.0, 1.0)?;
                 self.tenant_sample_rate_auto = false;
             }
             "tenant-k-set" => {
@@ -697,24 +702,11 @@ impl ServerConfig {
                 self.tenant_alloc_unit = n;
             }
             "tenant-k-switch-margin" => {
-                let margin: f64 = value
-                    .parse()
-                    .map_err(|_| "argument couldn't be parsed into a number".to_string())?;
-                if !(0.0..=1.0).contains(&margin) {
-                    return Err("argument must be between 0 and 1 inclusive".into());
-                }
-                self.tenant_k_switch_margin = margin;
+                self.tenant_k_switch_margin = parse_number_in(value, 0.0, 1.0)?
             }
             "tenant-miss-cutoff-ms" => self.tenant_miss_cutoff_ms = parse_int_in(value, 1, u64::MAX)?,
             "tenant-profiler-cpu" => {
-                let pct: f64 = value
-                    .trim_end_matches('%')
-                    .parse()
-                    .map_err(|_| "argument couldn't be parsed into a number".to_string())?;
-                if !(0.0..=100.0).contains(&pct) {
-                    return Err("argument must be between 0 and 100 inclusive".into());
-                }
-                self.tenant_profiler_cpu = pct;
+                self.tenant_profiler_cpu = parse_number_in(value.trim_end_matches('%'), 0.0, 100.0)?
             }
             "tenant-default-miss-penalty" => {
                 self.tenant_default_miss_penalty_us =

@@ -69,13 +69,7 @@ impl TenantSettings {
                 self.sample_rate = if value.eq_ignore_ascii_case("default") || value.is_empty() {
                     None
                 } else {
-                    let r: f64 = value
-                        .parse()
-                        .map_err(|_| "argument couldn't be parsed into a number".to_string())?;
-                    if !(0.0..=1.0).contains(&r) {
-                        return Err("argument must be between 0 and 1 inclusive".into());
-                    }
-                    Some(r)
+                    Some(crate::config::parse_number_in(value, 0.0, 1.0)?)
                 }
             }
             _ => return Err(format!("Unknown tenant parameter '{name}'")),
