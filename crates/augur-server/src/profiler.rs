@@ -439,6 +439,12 @@ impl Profiler {
         // A model is of one user at one rate over one K set: when any of them changed,
         // the next reference starts a new one.
         let (meta, ks, adjust) = (&self.tenant_meta, &self.ks, self.adjust);
+        // A restart (a new rate, K set or estimator for the same tenant) models the
+        // references from now on, so its model starts now rather than at its first
+        // sampled reference: the tenant's counts so far would add its whole history to
+        // the first interval's N, and the keys its distinct sketch holds are not the new
+        // model's (a tenant's first model, made at its first sampled reference, covers
+        // the tenant's whole stream, as its counts and its sketch do).
         let mut restarted = Vec::new();
         self.models.retain(|t, m| {
             let Some((name, rate)) = meta.get(t) else {
@@ -449,26 +455,16 @@ impl Profiler {
                 && m.ks == *ks
                 && m.krr.config().adjust == adjust;
             if !keep && m.name == *name {
-                restarted.push(*t);
+                restarted.push((*t, TenantModel::new(name.clone(), ks, *rate, adjust)));
             }
             keep
         });
-        // A restart (a new rate, K set or estimator for the same tenant) models the references from
-        // now on, so its model starts now rather than at its first sampled reference:
-        // the tenant's counts so far would add its whole history to the first
-        // interval's N, and the keys its distinct sketch holds are not the new model's
-        // (a tenant's first model, made at its first sampled reference, covers the
-        // tenant's whole stream, as its counts and its sketch do).
-        for t in restarted {
-            let Some((name, rate)) = self.tenant_meta.get(&t) else {
-                continue;
-            };
-            let mut m = TenantModel::new(name.clone(), &self.ks, *rate, self.adjust);
-            let st = store
-                .tenant_stats()
-                .get(t as usize)
-                .cloned()
-                .unwrap_or_default();
+        if restarted.is_empty() {
+            return;
+        }
+        let stats = store.tenant_stats();
+        for (t, mut m) in restarted {
+            let st = stats.get(t as usize).cloned().unwrap_or_default();
             m.last_counts = (st.hits, st.misses, st.writes);
             if let Some(sketch) = store.tenant_distinct(t) {
                 sketch.clear();
