@@ -887,6 +887,45 @@ struct ConnCfg {
     interval: Option<Duration>,
 }
 
+/// An open-loop connection's timetable (`--rate`): request i is due `i x interval` after
+/// the first.
+struct Schedule {
+    interval: Duration,
+    /// When the last request was due (None before the first).
+    due: Option<Instant>,
+}
+
+impl Schedule {
+    fn new(interval: Duration) -> Schedule {
+        Schedule {
+            interval,
+            due: None,
+        }
+    }
+
+    /// Waits until the next request is due and returns when its latency clock starts.
+    /// A connection behind schedule (still busy with earlier requests when this one
+    /// fell due) sends at once and counts from the due time: that wait is the
+    /// server's doing, and is counted in `st.late` (1 ms or more) and `st.max_lag`.
+    /// A connection ahead of schedule sleeps and counts from when it wakes, so the
+    /// timer's own lateness (tens of µs) is not charged to the server.
+    async fn next(&mut self, waiter: &Waiter, st: &mut Stats) -> Instant {
+        let at = self.due.map_or_else(Instant::now, |d| d + self.interval);
+        self.due = Some(at);
+        let now = Instant::now();
+        if at > now {
+            waiter.wait(at - now).await;
+            return Instant::now();
+        }
+        let lag = now - at;
+        if lag >= Duration::from_millis(1) {
+            st.late += 1;
+        }
+        st.max_lag = st.max_lag.max(lag);
+        at
+    }
+}
+
 /// Sends a `SET` of `size` bytes (or the group's fixed size, capped) and returns the
 /// server's error reply, if any.
 async fn set(conn: &mut Conn, cfg: &ConnCfg, key: u64, size: u32) -> Result<Option<String>> {
@@ -1017,8 +1056,7 @@ async fn run_conn(
     mut rx: mpsc::Receiver<Vec<Request>>,
 ) -> Result<Stats> {
     let mut st = Stats::new();
-    // Open loop: when this connection's next request is due.
-    let mut due: Option<Instant> = None;
+    let mut schedule = cfg.interval.map(Schedule::new);
     'batches: while let Some(batch) = rx.recv().await {
         for (done, r) in batch.iter().enumerate() {
             if cfg.deadline.load(Ordering::Relaxed) {
@@ -1026,29 +1064,9 @@ async fn run_conn(
                 st.cut = true;
                 break 'batches;
             }
-            // The latency clock starts when the request is sent, or in open loop when
-            // it was due if the connection is behind (still busy with earlier requests
-            // then): that wait is the server's doing. A connection ahead of schedule
-            // sleeps until the request is due and starts the clock when it wakes, so
-            // the timer's own lateness (tens of µs) is not charged to the server.
-            let start = match cfg.interval {
+            let start = match schedule.as_mut() {
                 None => Instant::now(),
-                Some(interval) => {
-                    let at = due.map_or_else(Instant::now, |d| d + interval);
-                    due = Some(at);
-                    let now = Instant::now();
-                    if at > now {
-                        cfg.waiter.wait(at - now).await;
-                        Instant::now()
-                    } else {
-                        let lag = now - at;
-                        if lag >= Duration::from_millis(1) {
-                            st.late += 1;
-                        }
-                        st.max_lag = st.max_lag.max(lag);
-                        at
-                    }
-                }
+                Some(s) => s.next(&cfg.waiter, &mut st).await,
             };
             let nanos = match r.op {
                 Op::Get => {
