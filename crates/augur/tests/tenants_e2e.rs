@@ -6,7 +6,7 @@
 mod common;
 
 use augur_server::ServerConfig;
-use common::{err, q, TestServer};
+use common::{err, info_field, q, TestServer};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -763,60 +763,41 @@ async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
     s.stop().await;
 }
 
+/// CONFIG GET of one parameter's value.
+async fn config_get(con: &mut MultiplexedConnection, name: &str) -> String {
+    let got: HashMap<String, String> = q(con, &["CONFIG", "GET", name]).await.unwrap();
+    got[name].clone()
+}
+
+/// CONFIG SET of one parameter (it must succeed).
+async fn config_set(con: &mut MultiplexedConnection, name: &str, value: &str) {
+    let _: () = q(con, &["CONFIG", "SET", name, value]).await.unwrap();
+}
+
 #[tokio::test]
 async fn tenant_parameters_change_live() {
     let cfg = two_tenants_profiled(1.0, 150);
     let s = TestServer::start(cfg).await;
     let mut d = s.con().await;
     let mut a = s.con_as("app1", "pw1").await;
-    let _: () = q(&mut d, &["CONFIG", "SET", "tenant-k-set", "1,8"])
-        .await
-        .unwrap();
-    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-k-set"]).await.unwrap();
-    assert_eq!(got["tenant-k-set"], "1,8");
+    config_set(&mut d, "tenant-k-set", "1,8").await;
+    assert_eq!(config_get(&mut d, "tenant-k-set").await, "1,8");
     let e = err(&mut d, &["CONFIG", "SET", "tenant-k-set", "0,3"]).await;
     assert!(e.starts_with("ERR"), "{e}");
     // The K-switch margin: 0 (kRedis's argmin) by default, up to 1, live.
-    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-k-switch-margin"])
-        .await
-        .unwrap();
-    assert_eq!(got["tenant-k-switch-margin"], "0");
-    let _: () = q(
-        &mut d,
-        &["CONFIG", "SET", "tenant-k-switch-margin", "0.005"],
-    )
-    .await
-    .unwrap();
-    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-k-switch-margin"])
-        .await
-        .unwrap();
-    assert_eq!(got["tenant-k-switch-margin"], "0.005");
+    assert_eq!(config_get(&mut d, "tenant-k-switch-margin").await, "0");
+    config_set(&mut d, "tenant-k-switch-margin", "0.005").await;
+    assert_eq!(config_get(&mut d, "tenant-k-switch-margin").await, "0.005");
     let e = err(&mut d, &["CONFIG", "SET", "tenant-k-switch-margin", "1.5"]).await;
     assert!(e.contains("between 0 and 1"), "{e}");
-    let _: () = q(
-        &mut d,
-        &["CONFIG", "SET", "tenant-objective", "mean-latency"],
-    )
-    .await
-    .unwrap();
-    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-objective"])
-        .await
-        .unwrap();
-    assert_eq!(got["tenant-objective"], "mean-latency");
+    config_set(&mut d, "tenant-objective", "mean-latency").await;
+    assert_eq!(config_get(&mut d, "tenant-objective").await, "mean-latency");
     let e = err(&mut d, &["CONFIG", "SET", "tenant-objective", "fairness"]).await;
     assert!(e.contains("latency, hits, mean-latency"), "{e}");
     // The profiler's estimator: distinct by default, any of the four, live.
-    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-sample-adjust"])
-        .await
-        .unwrap();
-    assert_eq!(got["tenant-sample-adjust"], "distinct");
-    let _: () = q(&mut d, &["CONFIG", "SET", "tenant-sample-adjust", "shards"])
-        .await
-        .unwrap();
-    let got: HashMap<String, String> = q(&mut d, &["CONFIG", "GET", "tenant-sample-adjust"])
-        .await
-        .unwrap();
-    assert_eq!(got["tenant-sample-adjust"], "shards");
+    assert_eq!(config_get(&mut d, "tenant-sample-adjust").await, "distinct");
+    config_set(&mut d, "tenant-sample-adjust", "shards").await;
+    assert_eq!(config_get(&mut d, "tenant-sample-adjust").await, "shards");
     let e = err(&mut d, &["CONFIG", "SET", "tenant-sample-adjust", "magic"]).await;
     assert!(e.contains("distinct, shards, regression, none"), "{e}");
     let e = err(
@@ -1029,14 +1010,7 @@ async fn the_profiler_cpu_budget_lowers_the_busy_tenants_rate_and_gives_it_back(
         .query_async(&mut d)
         .await
         .unwrap();
-    let field = |name: &str| -> u64 {
-        info.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}:")))
-            .unwrap_or_else(|| panic!("{name} in {info}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    let field = |name: &str| info_field(&info, name);
     assert!(field("tenant_intervals") > 0, "{info}");
     let (last, max) = (
         field("tenant_interval_last_us"),
