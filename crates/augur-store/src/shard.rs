@@ -2482,6 +2482,19 @@ impl Shard {
                 .oom_exempt
                 .load(std::sync::atomic::Ordering::Relaxed);
             if policy == EvictionPolicy::NoEviction {
+                // Redis refuses a write when the server is over maxmemory, not when one
+                // of our shards is over its 1/N share: with values large against a
+                // share (1 MB over 64 shards, 10 KB values) a share fills after a key
+                // or two, and a store at a tenth of its limit answered OOM. A shard
+                // over its share borrows what the others leave (their published usage:
+                // concurrent writers may overshoot by a write each, as Redis's check
+                // before the command lets its write overshoot).
+                if !over_cap
+                    && self.config.store_used_except(&self.published) + self.used() + incoming
+                        <= self.config.maxmemory()
+                {
+                    break;
+                }
                 self.publish();
                 if exempt {
                     return Ok(false);

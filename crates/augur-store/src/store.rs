@@ -4,7 +4,6 @@ use crate::defrag::DefragStats;
 use crate::tenant::{Ns, Partitioning, ReferenceSink, TenantId, TenantTable, MAX_TENANTS};
 use crate::{EvictionPolicy, Shard};
 use parking_lot::{Mutex, MutexGuard};
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -91,6 +90,9 @@ pub(crate) struct SharedConfig {
     pub(crate) oom_exempt: std::sync::atomic::AtomicBool,
     /// The compressed zone's settings (`crate::zone`).
     pub(crate) zone: crate::zone::ZoneSettings,
+    /// Every shard's [`Published`] cell (the store's own list): what a shard reads to
+    /// know the whole store's usage (see [`SharedConfig::store_used_except`]).
+    published: Box<[Arc<Published>]>,
 }
 
 /// `ceil(m / n)` for `n >= 1`. Every write asks for its shard's limits (twice): a shift for
@@ -136,6 +138,19 @@ impl SharedConfig {
     /// This shard's share of `maxmemory` (0 = unlimited).
     pub(crate) fn shard_limit(&self) -> u64 {
         self.shard_share(self.maxmemory.load(Ordering::Relaxed))
+    }
+    /// `maxmemory` itself (0 = unlimited).
+    pub(crate) fn maxmemory(&self) -> u64 {
+        self.maxmemory.load(Ordering::Relaxed)
+    }
+    /// The store's usage as the shards last published it, leaving out shard `me`'s
+    /// (which its caller, holding that shard, knows exactly).
+    pub(crate) fn store_used_except(&self, me: &Published) -> u64 {
+        self.published
+            .iter()
+            .filter(|p| !std::ptr::eq(p.as_ref(), me))
+            .map(|p| p.used.load(Ordering::Relaxed))
+            .sum()
     }
     /// This shard's share of tenant `t`'s cap under partitioning (0: none, or
     /// `tenant-partitioning off`, where caps do not apply).
@@ -199,16 +214,27 @@ impl SharedConfig {
     }
 }
 
-fn hasher() -> &'static hashbrown::hash_map::DefaultHashBuilder {
-    static HASHER: OnceLock<hashbrown::hash_map::DefaultHashBuilder> = OnceLock::new();
-    HASHER.get_or_init(Default::default)
-}
+/// The key hash's state: a fixed seed, so a key lands in the same shard and index position
+/// in every process of a build (what the ahash state it replaced did too, whatever its
+/// comment said: without its `runtime-rng` feature ahash seeds from constants). Tests lean
+/// on that reproducibility (shard shares, per-shard budgets); a per-process seed (Redis
+/// seeds siphash from /dev/urandom against hash flooding) would need them reworked first.
+static KEY_HASHER: foldhash::quality::FixedState =
+    foldhash::quality::FixedState::with_seed(0x2d35_8dcc_aa6c_78a5);
 
-/// The hash of a key, shared by shard selection and the shards' indexes. Its seed is
-/// random per process (hash-flooding resistance), fixed for the process's lifetime.
+/// The hash of a key, shared by shard selection and the shards' indexes.
+///
+/// foldhash rather than ahash's portable path: a pipelined SET hashes its key ~4 times
+/// (the prefetch, the lookup, and ~2 rehashes while a table grows by 1.25x), and for a
+/// short key foldhash is two folded multiplies where ahash takes several more steps. The
+/// bytes are written without `Hash`'s length prefix: foldhash already mixes the length
+/// into its seed before the bytes, so the prefix would add work and no distinctness.
 #[inline]
 pub(crate) fn key_hash(key: &[u8]) -> u64 {
-    hasher().hash_one(key)
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = KEY_HASHER.build_hasher();
+    h.write(key);
+    h.finish()
 }
 
 /// What a shard publishes for readers that do not take its lock, on cache lines of its
@@ -347,6 +373,8 @@ pub struct Store {
 impl Store {
     pub fn new(config: StoreConfig) -> Self {
         let n = config.shards.clamp(1, 1024).next_power_of_two();
+        let published: Box<[Arc<Published>]> =
+            (0..n).map(|_| Arc::new(Published::default())).collect();
         let shared = Arc::new(SharedConfig {
             maxmemory: AtomicU64::new(config.maxmemory),
             policy: AtomicU8::new(policy_code(config.policy)),
@@ -361,9 +389,8 @@ impl Store {
             events: OnceLock::new(),
             oom_exempt: std::sync::atomic::AtomicBool::new(false),
             zone: crate::zone::ZoneSettings::new(&config.zone),
+            published: published.clone(),
         });
-        let published: Box<[Arc<Published>]> =
-            (0..n).map(|_| Arc::new(Published::default())).collect();
         let shards = (0..n)
             .map(|i| {
                 PaddedShard(Mutex::new(Shard::new(

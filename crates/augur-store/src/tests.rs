@@ -240,6 +240,35 @@ fn random_policy_evicts_and_noeviction_refuses_writes() {
     assert_eq!(s.stats(0).evicted_keys, 0);
 }
 
+/// noeviction refuses a write when the store is full, not when the key's shard is over
+/// its 1/N share: 10 KB values in 1 MB over 64 shards (16 KB shares) filled ~95 of 100
+/// possible values once shards borrowed; before, the first key to land on an occupied
+/// shard was refused (after ~10 keys, a birthday collision).
+#[test]
+fn noeviction_fills_the_whole_store_not_one_shard_share() {
+    let limit = 1u64 << 20;
+    let s = store(limit, EvictionPolicy::NoEviction, 64);
+    let value = [7u8; 10_000];
+    let mut stored = 0u32;
+    for i in 0..1000u32 {
+        match set(&s, &format!("k:{i}"), &value) {
+            Ok(()) => stored += 1,
+            Err(WriteError::OutOfMemory) => break,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    let block = s.used_memory() / u64::from(stored);
+    assert!(
+        u64::from(stored) * block + block > limit * 9 / 10,
+        "stored {stored} values of ~{block} B in {limit} B"
+    );
+    // Never more than maxmemory (one writer at a time here: no overshoot).
+    assert!(s.used_memory() <= limit, "used {}", s.used_memory());
+    assert!(s.over_limit_for_writes() || set(&s, "tiny", b"x").is_ok());
+    assert_eq!(s.stats(0).evicted_keys, 0);
+    check_all(&s);
+}
+
 #[test]
 fn volatile_policies_evict_only_keys_with_a_ttl() {
     for policy in [
