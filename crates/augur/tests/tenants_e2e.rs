@@ -970,7 +970,7 @@ async fn augur_tenants_prints_the_table_and_writes_each_tenants_curves() {
 }
 
 /// `tenant-profiler-cpu` (crate::cpu_budget): over budget the busiest auto-rate tenant's
-/// rate halves, an idle tenant's and an operator-set rate stay, and with the budget off
+/// rate is cut (at least halved), an idle tenant's and an operator-set rate stay, and with the budget off
 /// §5's rate comes back.
 #[tokio::test]
 async fn the_profiler_cpu_budget_lowers_the_busy_tenants_rate_and_gives_it_back() {
@@ -991,7 +991,7 @@ async fn the_profiler_cpu_budget_lowers_the_busy_tenants_rate_and_gives_it_back(
         .unwrap();
     assert!(info.contains("tenant_profiler_cpu_budget:0.01"), "{info}");
 
-    // Windows are 500 ms: load for up to 20 s until the first cut shows.
+    // Windows are 200 ms: load for up to 20 s until the first cut shows.
     let start = std::time::Instant::now();
     let mut lowered = 0.5;
     let mut round = 0;
