@@ -284,8 +284,12 @@ impl DistanceHistogram {
         }
         let recorded = self.total as f64;
         let mut hits = 0u64;
+        let n = self.counts.len();
         for (i, &c) in self.counts.iter().enumerate() {
             hits += c;
+            if !bucket_point_needed(&[&self.counts], i, n) {
+                continue;
+            }
             points.push(Point {
                 size: ((i as u64 + 1) * self.width) as f64 * scale,
                 miss_ratio: ((recorded - hits as f64) / total).clamp(0.0, 1.0),
@@ -299,6 +303,24 @@ impl DistanceHistogram {
         }
         Curve::new(model, k, unit, points)
     }
+}
+
+/// Whether bucket `i` (of `n`) of a histogram curve needs its point, given the
+/// histograms whose counts the curve's miss ratios are computed from: the first and last
+/// always, any other only if it or the next bucket holds references in one of them. A
+/// bucket with none leaves the miss ratio where the previous point had it, so a point
+/// whose bucket and next bucket are both empty lies inside a flat run, and linear
+/// interpolation between the run's ends gives the same value at every size: dropping it
+/// changes no miss ratio anywhere (`Curve::miss_ratio_at` is the same function). What it
+/// saves: a histogram of 65,536 byte-wide buckets fed a sparse sample (the profiler's
+/// ~2k sampled references of a tenant) made curves of ~50k points, almost all of them
+/// flat, which every interval copied, differenced, merged and partitioned. A cumulative
+/// histogram only gains references, so its later curve keeps every point an earlier one
+/// has (same width): differencing the two at the later curve's points stays exact.
+#[inline]
+pub(crate) fn bucket_point_needed(counts: &[&[u64]], i: usize, n: usize) -> bool {
+    let busy = |j: usize| counts.iter().any(|c| c.get(j).is_some_and(|&x| x != 0));
+    i == 0 || i + 1 >= n || busy(i) || busy(i + 1)
 }
 
 /// See [`Curve::cursor`].
@@ -384,6 +406,59 @@ mod tests {
             let mut cur = c.cursor();
             for s in sizes {
                 proptest::prop_assert_eq!(cur.at(s).to_bits(), c.miss_ratio_at(s).to_bits(), "at {}", s);
+            }
+        }
+
+        /// A histogram's curve without the points of its flat runs is the same function
+        /// as the curve with a point per bucket: bit-equal miss ratios at every bucket
+        /// edge, every midpoint, below the first and past the last; and it keeps a point
+        /// wherever the count changes.
+        #[test]
+        fn dropping_flat_run_points_keeps_the_curve(
+            distances in proptest::collection::vec(1u64..5000, 0..60),
+            cold in 0u64..20,
+            buckets in 2usize..300,
+            scale in 1.0f64..1000.0,
+        ) {
+            let mut h = DistanceHistogram::new(buckets);
+            for &d in &distances {
+                h.record(d);
+            }
+            for _ in 0..cold {
+                h.record_cold();
+            }
+            let total = h.total() as f64 * 1.1;
+            let c = h.to_curve_with_total("t", None, SizeUnit::Bytes, scale, total);
+            // The reference: one point per bucket, as before the flat runs were dropped.
+            let mut full = Vec::new();
+            let mut hits = 0u64;
+            for (i, &n) in h.counts().iter().enumerate() {
+                hits += n;
+                full.push(Point {
+                    size: ((i as u64 + 1) * h.width()) as f64 * scale,
+                    miss_ratio: ((h.total() as f64 - hits as f64) / total).clamp(0.0, 1.0),
+                });
+            }
+            if h.total() == 0 {
+                proptest::prop_assert!(c.points.is_empty());
+                return Ok(());
+            }
+            if full.is_empty() {
+                proptest::prop_assert_eq!(c.points.len(), 1);
+                return Ok(());
+            }
+            let reference = Curve::new("t", None, SizeUnit::Bytes, full);
+            let busy = h.counts().iter().filter(|&&n| n != 0).count();
+            proptest::prop_assert!(c.points.len() <= 2 * busy + 2, "{} points", c.points.len());
+            let w = h.width() as f64 * scale;
+            for i in 0..=h.counts().len() + 1 {
+                for s in [i as f64 * w, i as f64 * w + w / 2.0, i as f64 * w + w / 3.0] {
+                    proptest::prop_assert_eq!(
+                        c.miss_ratio_at(s).to_bits(),
+                        reference.miss_ratio_at(s).to_bits(),
+                        "at {}", s
+                    );
+                }
             }
         }
     }

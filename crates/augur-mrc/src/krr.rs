@@ -50,7 +50,7 @@
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
-use crate::curve::{Curve, DistanceHistogram, Point, SizeUnit};
+use crate::curve::{bucket_point_needed, Curve, DistanceHistogram, Point, SizeUnit};
 use crate::{KeyMap, MrcModel, SpatialSampler};
 use augur_sim::distinct::DistinctCounter;
 
@@ -583,6 +583,9 @@ impl KrrStack {
         for i in 0..n {
             hits += h.counts().get(i).copied().unwrap_or(0);
             whits += w.counts().get(i).copied().unwrap_or(0);
+            if !bucket_point_needed(&[h.counts(), w.counts()], i, n) {
+                continue;
+            }
             let misses = sampled - hits as f64;
             let b = (wtotal - whits as f64) / wtotal;
             points.push(Point {
@@ -625,6 +628,9 @@ impl KrrStack {
         for i in 0..n {
             hits += h.counts().get(i).copied().unwrap_or(0);
             whits += w.counts().get(i).copied().unwrap_or(0);
+            if !bucket_point_needed(&[h.counts(), w.counts()], i, n) {
+                continue;
+            }
             let later_misses = sampled - hits as f64 - cold;
             let b = if regression && wsum_later > 0.0 {
                 ((wtotal - whits as f64 - cold) / wsum_later).clamp(0.0, 1.0)
