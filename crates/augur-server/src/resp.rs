@@ -376,6 +376,28 @@ impl Parser {
 /// what that path gives: it exists because memchr's set-up costs more than a 3-digit line.
 #[inline]
 fn length_line(b: &[u8]) -> Option<(usize, usize)> {
+    // Unrolled for one to three digits (commands' counts, keys' and most values'
+    // lengths), with the byte after `\r` known to be there; the loop takes the rest.
+    if let [c0, c1, c2, c3, _, ..] = *b {
+        let (d0, d1, d2) = (
+            c0.wrapping_sub(b'0') as usize,
+            c1.wrapping_sub(b'0') as usize,
+            c2.wrapping_sub(b'0') as usize,
+        );
+        if d0 <= 9 {
+            if c1 == b'\r' {
+                return Some((d0, 3));
+            }
+            if d0 != 0 && d1 <= 9 {
+                if c2 == b'\r' {
+                    return Some((d0 * 10 + d1, 4));
+                }
+                if d2 <= 9 && c3 == b'\r' {
+                    return Some((d0 * 100 + d1 * 10 + d2, 5));
+                }
+            }
+        }
+    }
     let first = b.first()?.wrapping_sub(b'0');
     if first > 9 {
         return None;
