@@ -2488,7 +2488,12 @@ impl Shard {
                 // or two, and a store at a tenth of its limit answered OOM. A shard
                 // over its share borrows what the others leave (their published usage:
                 // concurrent writers may overshoot by a write each, as Redis's check
-                // before the command lets its write overshoot).
+                // before the command lets its write overshoot). A shard still under its
+                // share does not look at the others, so after borrowing the store can
+                // go over `maxmemory` by what such shards then accept; the server's
+                // check before every `denyoom` command (`Store::over_limit_for_writes`,
+                // Redis's rule) refuses writes once it is over, which bounds that to a
+                // write per connection in flight.
                 if !over_cap
                     && self.config.store_used_except(&self.published) + self.used() + incoming
                         <= self.config.maxmemory()
