@@ -2384,10 +2384,18 @@ impl Shard {
 
     fn publish(&mut self) {
         self.settle();
-        self.published.used.store(self.used(), Ordering::Relaxed);
+        let used = self.used();
+        self.published.used.store(used, Ordering::Relaxed);
+        // Index resizes purge freed tables only past half the shard's budget (see
+        // `Table::set_purge_freed`).
+        let budget = self.config.shard_limit();
+        let tight = budget > 0 && used > budget / 2;
         let t = self.touched as usize;
-        if let (Some(p), Some(hint)) = (self.parts.get(t), self.published.index.0.get(t)) {
-            hint.note(p.table.layout());
+        if let Some(p) = self.parts.get_mut(t) {
+            p.table.set_purge_freed(tight);
+            if let Some(hint) = self.published.index.0.get(t) {
+                hint.note(p.table.layout());
+            }
         }
         self.sync_tenant_used(self.touched, false);
     }
