@@ -242,37 +242,30 @@ impl Parser {
 
     fn multibulk_header(&self, cmd: &[u8]) -> Result<Header, ProtocolError> {
         // The common case, a short count line, without memchr's set-up (see
-        // `length_line`); anything else takes the general path below.
-        if let Some((n, consumed)) = length_line(&cmd[1..]) {
-            if n as i64 > MAX_MULTIBULK_LEN {
-                return Err(ProtocolError::InvalidMultibulkLength);
+        // `length_line`); anything else takes the general path.
+        let (n, consumed) = match length_line(&cmd[1..]) {
+            Some((n, used)) => (n as i64, used + 1),
+            None => {
+                let cr = match memchr::memchr(b'\r', cmd) {
+                    Some(cr) if cr <= INLINE_MAX_SIZE => cr,
+                    None if cmd.len() <= INLINE_MAX_SIZE => return Ok(Header::Incomplete),
+                    _ => return Err(ProtocolError::TooBigMbulkCount),
+                };
+                if cr + 1 >= cmd.len() {
+                    // Redis waits for the byte after '\r' before reading the count.
+                    return Ok(Header::Incomplete);
+                }
+                let n = parse_i64(&cmd[1..cr]).ok_or(ProtocolError::InvalidMultibulkLength)?;
+                // Redis skips "\r" plus one more byte, whatever it is.
+                (n, cr + 2)
             }
-            if n as i64 > UNAUTH_MAX_MULTIBULK && self.auth_required {
-                return Err(ProtocolError::UnauthenticatedMultibulkLength);
-            }
-            if n == 0 {
-                return Ok(Header::Empty(consumed + 1));
-            }
-            return Ok(Header::Count(n, consumed + 1));
-        }
-        let cr = match memchr::memchr(b'\r', cmd) {
-            Some(cr) if cr <= INLINE_MAX_SIZE => cr,
-            None if cmd.len() <= INLINE_MAX_SIZE => return Ok(Header::Incomplete),
-            _ => return Err(ProtocolError::TooBigMbulkCount),
         };
-        if cr + 1 >= cmd.len() {
-            // Redis waits for the byte after '\r' before reading the count.
-            return Ok(Header::Incomplete);
-        }
-        let n = parse_i64(&cmd[1..cr]).ok_or(ProtocolError::InvalidMultibulkLength)?;
         if n > MAX_MULTIBULK_LEN {
             return Err(ProtocolError::InvalidMultibulkLength);
         }
         if n > UNAUTH_MAX_MULTIBULK && self.auth_required {
             return Err(ProtocolError::UnauthenticatedMultibulkLength);
         }
-        // Redis skips "\r" plus one more byte, whatever it is.
-        let consumed = cr + 2;
         if n <= 0 {
             return Ok(Header::Empty(consumed));
         }
@@ -287,16 +280,14 @@ impl Parser {
                 Some(len) => len,
                 None => {
                     let rest = &cmd[self.pos..];
-                    let (n, header) = match rest {
-                        [b'$', digits @ ..] => match length_line(digits) {
-                            Some((n, used)) => (n as i64, used + 1),
-                            None => Self::bulk_header_slow(rest)?,
-                        },
-                        _ => Self::bulk_header_slow(rest)?,
+                    let fast = rest.strip_prefix(b"$").and_then(length_line);
+                    let header = match fast {
+                        Some((n, used)) => Some((n as i64, used + 1)),
+                        None => Self::bulk_header_slow(rest)?,
                     };
-                    if header == 0 {
+                    let Some((n, header)) = header else {
                         return Ok(Parsed::Incomplete);
-                    }
+                    };
                     if n < 0 || n as u64 > self.max_bulk_len as u64 {
                         return Err(ProtocolError::InvalidBulkLength);
                     }
@@ -324,22 +315,22 @@ impl Parser {
         Ok(Parsed::Command(total))
     }
 
-    /// A bulk header (`$len\r\n`) in general: its length and header size, or a header
-    /// size of 0 while it is incomplete.
-    fn bulk_header_slow(rest: &[u8]) -> Result<(i64, usize), ProtocolError> {
+    /// A bulk header (`$len\r\n`) in general: its length and header size, None while
+    /// it is incomplete.
+    fn bulk_header_slow(rest: &[u8]) -> Result<Option<(i64, usize)>, ProtocolError> {
         let cr = match memchr::memchr(b'\r', rest) {
             Some(cr) if cr <= INLINE_MAX_SIZE => cr,
-            None if rest.len() <= INLINE_MAX_SIZE => return Ok((0, 0)),
+            None if rest.len() <= INLINE_MAX_SIZE => return Ok(None),
             _ => return Err(ProtocolError::TooBigBulkCount),
         };
         if cr + 1 >= rest.len() {
-            return Ok((0, 0));
+            return Ok(None);
         }
         if rest[0] != b'$' {
             return Err(ProtocolError::ExpectedDollar(rest[0]));
         }
         let n = parse_i64(&rest[1..cr]).ok_or(ProtocolError::InvalidBulkLength)?;
-        Ok((n, cr + 2))
+        Ok(Some((n, cr + 2)))
     }
 
     /// Parses an inline command line. Returns the bytes consumed; the arguments (possibly
