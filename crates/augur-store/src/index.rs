@@ -52,9 +52,10 @@ const MAX_LOAD: usize = 90;
 const TARGET_LOAD: usize = 72;
 /// Shrink when the fill falls below this (percent).
 const MIN_LOAD: usize = 20;
-/// A resize that frees a table at least this large returns the allocator's dirty pages
-/// at once ([`crate::defrag::purge_dirty_pages`]): a few purges per shard over a fill
-/// from empty, and none in a steady state.
+/// A resize that frees a table at least this large tells its owner
+/// ([`Table::take_freed_large`]), which may return the allocator's dirty pages at once
+/// ([`crate::defrag::purge_dirty_pages`]): a few times per shard over a fill from empty,
+/// and never in a steady state.
 const PURGE_AFTER_FREEING: usize = 16 << 10;
 /// Entries after a removed one whose headers are prefetched before the backward shift.
 const REMOVE_PREFETCH: usize = 32;
@@ -95,9 +96,9 @@ pub(crate) struct Table {
     cap: usize,
     len: usize,
     epoch: u32,
-    /// Whether a resize that frees a large table purges the allocator's dirty pages
-    /// (see [`PURGE_AFTER_FREEING`]); the shard sets it while its memory is tight.
-    purge_freed: bool,
+    /// A resize freed a table of at least [`PURGE_AFTER_FREEING`] bytes since the
+    /// owner last asked ([`Table::take_freed_large`]).
+    freed_large: bool,
 }
 
 impl Table {
@@ -107,18 +108,19 @@ impl Table {
             cap: 0,
             len: 0,
             epoch: 0,
-            purge_freed: true,
+            freed_large: false,
         }
     }
 
-    /// Whether resizes purge the allocator's dirty pages after freeing a large table.
-    /// The purge is of every arena, so it also returns pages other code freed and would
-    /// reuse: a refill after FLUSHALL at -P 16 took ~10k more page faults (40 MB) and
-    /// 5-10 % more CPU with it. Worth it only near the memory limit, where the freed
-    /// tables would otherwise hold RSS over `maxmemory`'s bound as eviction starts.
+    /// Whether a resize freed a large table since the last call (and forgets it). The
+    /// owner decides whether to return the allocator's dirty pages then: a purge is of
+    /// every arena, so it also returns pages other code freed and would reuse (a refill
+    /// after FLUSHALL at -P 16 took ~10k more page faults, 40 MB, and 5-10 % more CPU
+    /// when every such resize purged); it is worth it near the memory limit, where the
+    /// freed tables would otherwise hold RSS over `maxmemory`'s bound as eviction starts.
     #[inline]
-    pub fn set_purge_freed(&mut self, on: bool) {
-        self.purge_freed = on;
+    pub fn take_freed_large(&mut self) -> bool {
+        std::mem::take(&mut self.freed_large)
     }
 
     pub fn len(&self) -> usize {
@@ -409,9 +411,7 @@ impl Table {
         }
         let old_bytes = old.capacity() * std::mem::size_of::<u64>();
         drop(old);
-        if old_bytes >= PURGE_AFTER_FREEING && self.purge_freed {
-            crate::defrag::purge_dirty_pages();
-        }
+        self.freed_large |= old_bytes >= PURGE_AFTER_FREEING;
     }
 }
 

@@ -2386,13 +2386,16 @@ impl Shard {
         self.settle();
         let used = self.used();
         self.published.used.store(used, Ordering::Relaxed);
-        // Index resizes purge freed tables only past half the shard's budget (see
-        // `Table::set_purge_freed`).
-        let budget = self.config.shard_limit();
-        let tight = budget > 0 && used > budget / 2;
         let t = self.touched as usize;
         if let Some(p) = self.parts.get_mut(t) {
-            p.table.set_purge_freed(tight);
+            // A resize freed a large index table: return jemalloc's dirty pages now,
+            // but only past half the shard's budget (see `Table::take_freed_large`).
+            if p.table.take_freed_large() {
+                let budget = self.config.shard_limit();
+                if budget > 0 && used > budget / 2 {
+                    crate::defrag::purge_dirty_pages();
+                }
+            }
             if let Some(hint) = self.published.index.0.get(t) {
                 hint.note(p.table.layout());
             }
@@ -2502,10 +2505,10 @@ impl Shard {
                 // check before every `denyoom` command (`Store::over_limit_for_writes`,
                 // Redis's rule) refuses writes once it is over, which bounds that to a
                 // write per connection in flight.
-                if !over_cap
-                    && self.config.store_used_except(&self.published) + self.used() + incoming
-                        <= self.config.maxmemory()
-                {
+                // The store's usage with this shard's published figure replaced by
+                // the exact one.
+                let others = self.config.store_used() - self.published.used.load(Ordering::Relaxed);
+                if !over_cap && others + self.used() + incoming <= self.config.maxmemory() {
                     break;
                 }
                 self.publish();

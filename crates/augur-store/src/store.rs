@@ -91,9 +91,10 @@ pub(crate) struct SharedConfig {
     pub(crate) oom_exempt: std::sync::atomic::AtomicBool,
     /// The compressed zone's settings (`crate::zone`).
     pub(crate) zone: crate::zone::ZoneSettings,
-    /// Every shard's [`Published`] cell (the store's own list): what a shard reads to
-    /// know the whole store's usage (see [`SharedConfig::store_used_except`]).
-    published: Box<[Arc<Published>]>,
+    /// Every shard's [`Published`] cell, in shard order: the store reads the usage and
+    /// index hints there without a shard's lock, and a shard reads the whole store's
+    /// usage ([`SharedConfig::store_used`]).
+    pub(crate) published: Box<[Arc<Published>]>,
 }
 
 /// `ceil(m / n)` for `n >= 1`. Every write asks for its shard's limits (twice): a shift for
@@ -144,12 +145,10 @@ impl SharedConfig {
     pub(crate) fn maxmemory(&self) -> u64 {
         self.maxmemory.load(Ordering::Relaxed)
     }
-    /// The store's usage as the shards last published it, leaving out shard `me`'s
-    /// (which its caller, holding that shard, knows exactly).
-    pub(crate) fn store_used_except(&self, me: &Published) -> u64 {
+    /// The store's usage as the shards last published it.
+    pub(crate) fn store_used(&self) -> u64 {
         self.published
             .iter()
-            .filter(|p| !std::ptr::eq(p.as_ref(), me))
             .map(|p| p.used.load(Ordering::Relaxed))
             .sum()
     }
@@ -356,8 +355,6 @@ struct DefragWalk {
 
 pub struct Store {
     shards: Box<[PaddedShard]>,
-    /// Each shard's [`Published`] cell: its used bytes and its tenants' index hints.
-    published: Box<[Arc<Published>]>,
     config: Arc<SharedConfig>,
     shard_bits: u32,
     /// Where active defragmentation continues, and what the walk under way has done.
@@ -383,20 +380,19 @@ impl Store {
             events: OnceLock::new(),
             oom_exempt: std::sync::atomic::AtomicBool::new(false),
             zone: crate::zone::ZoneSettings::new(&config.zone),
-            published: published.clone(),
+            published,
         });
         let shards = (0..n)
             .map(|i| {
                 PaddedShard(Mutex::new(Shard::new(
                     shared.clone(),
-                    published[i].clone(),
+                    shared.published[i].clone(),
                     0x5eed + i as u64,
                 )))
             })
             .collect();
         Store {
             shards,
-            published,
             config: shared,
             shard_bits: n.trailing_zeros(),
             defrag: Mutex::new(DefragWalk::default()),
@@ -420,7 +416,11 @@ impl Store {
             tenant: ns.tenant,
             h: crate::shard::db_hash(kh, ns.db),
         };
-        if let Some(hint) = self.published[at.shard].index.0.get(at.tenant as usize) {
+        if let Some(hint) = self.config.published[at.shard]
+            .index
+            .0
+            .get(at.tenant as usize)
+        {
             hint.prefetch(at.h);
         }
         at
@@ -594,10 +594,7 @@ impl Store {
 
     /// Bytes charged to stored data: allocator usable sizes plus index overhead.
     pub fn used_memory(&self) -> u64 {
-        self.published
-            .iter()
-            .map(|u| u.used.load(Ordering::Relaxed))
-            .sum()
+        self.config.store_used()
     }
 
     /// Whether a write must be refused up front (noeviction and over maxmemory). Write
@@ -1134,7 +1131,7 @@ mod hint_tests {
         let check = |s: &Store| {
             for i in 0..s.shard_count() {
                 let shard = s.lock_shard(i);
-                let hint = &s.published[i].index.0[0];
+                let hint = &s.config.published[i].index.0[0];
                 let layout = shard.index_layout(0);
                 assert_eq!(hint.base.load(Ordering::Relaxed), layout.0, "shard {i}");
                 assert_eq!(hint.homes.load(Ordering::Relaxed), layout.1, "shard {i}");
