@@ -150,6 +150,12 @@ fn proc_kb(path: &str, key: &str) -> Option<u64> {
 
 /// jemalloc's allocated, active and resident bytes (zmalloc_get_allocator_info), after
 /// refreshing its statistics epoch; None if jemalloc does not provide them.
+///
+/// The store's entry slabs (`augur_store::slab`) are whole jemalloc allocations, so
+/// jemalloc counts their free slots as allocated; they are fragmentation (only entries
+/// of the same size can use them), so they are moved from `allocated` to the
+/// active-but-unallocated share here, where INFO's allocator_frag_* and the active
+/// defragmenter's trigger see them, as they see free regions of jemalloc's own slabs.
 pub(crate) fn jemalloc_stats() -> Option<(u64, u64, u64)> {
     use std::os::raw::{c_char, c_void};
     // SAFETY: mallctl with NUL-terminated names, properly sized out-parameters and no
@@ -176,7 +182,8 @@ pub(crate) fn jemalloc_stats() -> Option<(u64, u64, u64)> {
             );
             (r == 0).then_some(v as u64)
         };
-        let allocated = read(c"stats.allocated")?;
+        let slab_free = augur_store::slab::stats().free_bytes() as u64;
+        let allocated = read(c"stats.allocated")?.saturating_sub(slab_free);
         let active = read(c"stats.active")?;
         let resident = read(c"stats.resident")?;
         (allocated > 0).then_some((allocated, active, resident))

@@ -2,23 +2,33 @@
 //!
 //! Why one allocation: a cache's memory per key is dominated by per-entry overhead, not
 //! payload. Redis spends ~185 B of `used_memory` on a 14-byte key with a 100-byte value
-//! (dictEntry + robj + two sds + expires entry). Here the header, key and value share one
-//! block whose size for that case is 12 + 14 + 100 = 126 bytes, which jemalloc serves from
-//! its 128-byte size class.
+//! (dictEntry + robj + two sds + expires entry).
+//! Here the header, key and value share one
+//! block, whose size for that case is 8 + 14 + 100 = 122 bytes, in a slot of exactly that
+//! size (`crate::slab`).
 //!
-//! Layout (all integers little-endian, byte-addressed so no alignment is needed):
+//! Layout (all integers little-endian, byte-addressed so no alignment is needed). Two
+//! header formats: *short* (8 bytes) when the key and the value are each at most 255
+//! bytes, the common cache item, stored in an exact-size slab slot; *normal* (12 bytes)
+//! otherwise, a jemalloc block. The format is chosen when a block is allocated and never
+//! changes in place: a short entry whose value changes length gets a new block.
 //!
 //! ```text
 //! 0   u32  atime      logical access time (the shard's clock, truncated; see `Shard`)
-//! 4   u32  value_len
-//! 8   u16  key_len    (0xFFFF: the real length is the u32 in the LONG_KEY block)
-//! 10  u8   db
-//! 11  u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, hash, set) | LHD_FORMAT |
-//!                 LHD_EXPLORER | S3_FORMAT | RAW_STRING
-//! 12  [u64 expire_at_ms, u32 volatile_index]   only with HAS_TTL
-//!     [u32 key_len]                             only with LONG_KEY
-//!     key bytes, then value bytes
+//! 4   u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, hash, set) |
+//!                 policy (2 bits: LRU, LHD, LHD explorer, S3-FIFO) | SHORT | RAW_STRING
+//! 5   u8   db
+//! short:  6 u8 key_len, 7 u8 value_len                        (header: 8 bytes)
+//! normal: 6 u16 key_len (0xFFFF: the real length is the u32 in the LONG_KEY block),
+//!         8 u32 value_len                                     (header: 12 bytes)
+//! then [u64 expire_at_ms, u32 volatile_index]   only with HAS_TTL
+//!      [u32 key_len]                             only with LONG_KEY
+//!      key bytes, then value bytes
 //! ```
+//!
+//! A short block's slot is exactly its size, so its usable size is computed from its
+//! header without asking the allocator, and a value of another length never fits in
+//! place (an overwrite with a value of the same length does).
 //!
 //! # Hashes and sets
 //!
@@ -36,16 +46,29 @@
 //! two and releases the other with [`Entry::free_block`]. [`Entry::take_object`] detaches
 //! the object (the entry is then released with `free_block`).
 //!
-//! Entries are allocated straight from jemalloc (not the global allocator) so that the
-//! size charged to a key is what jemalloc really handed out (`malloc_usable_size`),
-//! whatever allocator the embedding binary or test uses.
+//! Entries are allocated straight from jemalloc or the slabs (not the global allocator)
+//! so that the size charged to a key is what was really handed out (the slot's size,
+//! or jemalloc's `malloc_usable_size`), whatever allocator the embedding binary or test
+//! uses.
 
 use crate::object::{Kind, Object};
+use crate::slab;
 use std::ptr::NonNull;
 
+/// A normal (jemalloc) block's header bytes.
 const HEADER: usize = 12;
+/// A short (slab) block's header bytes.
+const SHORT_HEADER: usize = 8;
+/// The longest key and value a short block holds (one length byte each).
+const SHORT_MAX: usize = u8::MAX as usize;
+const FLAGS_AT: usize = 4;
+const DB_AT: usize = 5;
+const KEY_LEN_AT: usize = 6;
+/// The value length: a byte in a short header, a u32 in a normal one.
+const SHORT_VALUE_LEN_AT: usize = 7;
+const VALUE_LEN_AT: usize = 8;
 /// The fewest bytes any entry is charged (a header with an empty key and value).
-pub(crate) const SMALLEST_ENTRY: usize = HEADER;
+pub(crate) const SMALLEST_ENTRY: usize = SHORT_HEADER;
 const TTL_BLOCK: usize = 12;
 const LONG_KEY_BLOCK: usize = 4;
 const HAS_TTL: u8 = 1;
@@ -55,27 +78,28 @@ const TYPE_MASK: u8 = 0b1100;
 const TYPE_HASH: u8 = 0b0100;
 const TYPE_SET: u8 = 0b1000;
 const PTR_LEN: usize = std::mem::size_of::<*mut Object>();
+/// The block is in the short format, in a slab slot of exactly its size.
+const SHORT: u8 = 0x40;
 /// The value was last written by an in-place string modification (APPEND, SETRANGE,
 /// SETBIT, BITFIELD, BITOP's result), which in Redis leaves a string in the `raw`
 /// encoding whatever its length or content (t_string.c, bitops.c: dbUnshareStringValue);
 /// a plain SET (tryObjectEncoding) clears it. Only OBJECT ENCODING reads it.
 const RAW_STRING: u8 = 0x80;
+/// The two policy bits say which policy's format the `atime` word is in: none (LRU's
+/// 32-bit clock), [`LHD_FORMAT`], [`LHD_EXPLORER_FORMAT`] or [`S3_FORMAT`]; every
+/// format but LRU's keeps only [`LHD_CLOCK_MASK`]'s 24 clock bits.
+const POLICY_BITS: u8 = 0x30;
 /// The `atime` word is in LHD's format (see `crate::lhd`): 24 bits of clock and two
 /// 4-bit hit-age classes instead of the 32-bit clock. Set only by [`Entry::set_lhd`];
 /// [`Entry::set_atime`] (an LRU touch) clears it, so either policy can read any entry.
 const LHD_FORMAT: u8 = 0x10;
-/// LHD's explorer mark (§3.5), meaningful only with [`LHD_FORMAT`].
-const LHD_EXPLORER: u8 = 0x20;
-const LHD_BITS: u8 = LHD_FORMAT | LHD_EXPLORER;
+/// LHD's format with LHD's explorer mark (§3.5).
+const LHD_EXPLORER_FORMAT: u8 = 0x30;
 /// The `atime` word is in S3-FIFO's format (see `crate::s3fifo`): 24 bits of clock (the
 /// time the entry entered its queue), 2 bits of hit count, the small-queue bit and, in
 /// bits 27-31 ([`S3_HIT_CODE_SHIFT`]), the code of its last hit since it entered.
 /// Set only by [`Entry::set_s3`]; an LRU touch or an LHD tag clears it.
-const S3_FORMAT: u8 = 0x40;
-/// Every bit that says which policy's format `atime` is in.
-const POLICY_BITS: u8 = LHD_BITS | S3_FORMAT;
-/// Formats whose `atime` keeps only [`LHD_CLOCK_MASK`]'s 24 clock bits.
-const CLOCK24_FORMATS: u8 = LHD_FORMAT | S3_FORMAT;
+const S3_FORMAT: u8 = 0x20;
 /// Clock bits an LHD-format `atime` keeps.
 pub(crate) const LHD_CLOCK_MASK: u32 = (1 << 24) - 1;
 
@@ -90,7 +114,7 @@ pub(crate) fn clock24_age(word: u32, clock: u32) -> u32 {
 pub(crate) const S3_HIT_CODE_SHIFT: u32 = 27;
 /// Flag bits that describe the block's layout (recomputed whenever a block is rebuilt);
 /// every other bit describes the value and is carried over by [`Entry::rekeyed`].
-const LAYOUT_FLAGS: u8 = HAS_TTL | LONG_KEY;
+const LAYOUT_FLAGS: u8 = HAS_TTL | LONG_KEY | SHORT;
 const SHORT_KEY_MAX: usize = 0xFFFE;
 
 /// Largest value (and key) length an entry can hold.
@@ -142,7 +166,7 @@ impl Entry {
         };
         let ptr = Box::into_raw(obj) as usize as u64;
         let e = Entry::new(db, key, &ptr.to_le_bytes(), ttl, atime);
-        e.write_u8(11, e.flags() | tag);
+        e.write_u8(FLAGS_AT, e.flags() | tag);
         e
     }
 
@@ -199,8 +223,17 @@ impl Entry {
         self.usable_size() + self.object().map_or(0, |o| o.bytes())
     }
 
+    /// Whether an entry of this shape gets a short block (in a slab).
+    #[inline]
+    fn is_short_shape(key_len: usize, value_len: usize) -> bool {
+        key_len <= SHORT_MAX && value_len <= SHORT_MAX
+    }
+
     /// Bytes requested from the allocator for an entry of this shape.
     pub fn block_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
+        if Self::is_short_shape(key_len, value_len) {
+            return SHORT_HEADER + if ttl { TTL_BLOCK } else { 0 } + key_len + value_len;
+        }
         HEADER
             + if ttl { TTL_BLOCK } else { 0 }
             + if key_len > SHORT_KEY_MAX {
@@ -212,9 +245,29 @@ impl Entry {
             + value_len
     }
 
+    /// Bytes an entry of this shape is charged (a string's [`Entry::usable_size`]): a
+    /// short block's exact size, or a normal block's jemalloc size class.
+    pub fn allocated_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
+        let block = Self::block_size(key_len, value_len, ttl);
+        if Self::is_short_shape(key_len, value_len) {
+            return block;
+        }
+        // SAFETY: nallocx only computes the size class; flags 0 = default alignment.
+        unsafe { tikv_jemalloc_sys::nallocx(block, 0) }
+    }
+
     fn alloc_uninit(db: u8, key_len: usize, value_len: usize, ttl: bool, atime: u32) -> Entry {
-        let long = key_len > SHORT_KEY_MAX;
         let size = Self::block_size(key_len, value_len, ttl);
+        if Self::is_short_shape(key_len, value_len) {
+            let e = Entry(slab::alloc(size));
+            e.write_u32(0, atime);
+            e.write_u8(FLAGS_AT, SHORT | if ttl { HAS_TTL } else { 0 });
+            e.write_u8(DB_AT, db);
+            e.write_u8(KEY_LEN_AT, key_len as u8);
+            e.write_u8(SHORT_VALUE_LEN_AT, value_len as u8);
+            return e;
+        }
+        let long = key_len > SHORT_KEY_MAX;
         // SAFETY: plain malloc; the result is checked for null below.
         let raw = unsafe { tikv_jemalloc_sys::malloc(size) } as *mut u8;
         let Some(ptr) = NonNull::new(raw) else {
@@ -224,10 +277,10 @@ impl Entry {
         let flags = if ttl { HAS_TTL } else { 0 } | if long { LONG_KEY } else { 0 };
         debug_assert!(flags & !LAYOUT_FLAGS == 0);
         e.write_u32(0, atime);
-        e.write_u32(4, value_len as u32);
-        e.write_u16(8, if long { 0xFFFF } else { key_len as u16 });
-        e.write_u8(10, db);
-        e.write_u8(11, flags);
+        e.write_u8(FLAGS_AT, flags);
+        e.write_u8(DB_AT, db);
+        e.write_u16(KEY_LEN_AT, if long { 0xFFFF } else { key_len as u16 });
+        e.write_u32(VALUE_LEN_AT, value_len as u32);
         if long {
             let off = HEADER + if ttl { TTL_BLOCK } else { 0 };
             e.write_u32(off, key_len as u32);
@@ -255,22 +308,44 @@ impl Entry {
     /// Releases the block only (its object was moved elsewhere or is shared with a
     /// `with_ttl` copy).
     pub fn free_block(self) {
+        if self.is_short() {
+            slab::free(self.0, self.usable_size());
+            return;
+        }
         // SAFETY: the block came from jemalloc's malloc and is owned by `self`.
         unsafe { tikv_jemalloc_sys::free(self.0.as_ptr() as *mut _) }
     }
 
-    /// Bytes jemalloc really reserved for this entry.
+    /// Bytes really reserved for this entry: a short block's slot is exactly its size;
+    /// a normal block is jemalloc's.
+    #[inline]
     pub fn usable_size(&self) -> usize {
+        if self.is_short() {
+            return self.used_size();
+        }
         // SAFETY: the block came from jemalloc's malloc and is live.
         unsafe { tikv_jemalloc_sys::malloc_usable_size(self.0.as_ptr() as *const _) }
     }
 
+    /// Bytes the header, TTL block, key and value take.
+    #[inline]
+    fn used_size(&self) -> usize {
+        self.key_offset() + self.key_len() + self.value_len()
+    }
+
+    /// Whether the block is in the short format (a slab slot).
+    #[inline]
+    fn is_short(&self) -> bool {
+        self.flags() & SHORT != 0
+    }
+
+    #[inline]
     fn flags(&self) -> u8 {
-        self.read_u8(11)
+        self.read_u8(FLAGS_AT)
     }
 
     pub fn db(&self) -> u8 {
-        self.read_u8(10)
+        self.read_u8(DB_AT)
     }
 
     pub fn atime(&self) -> u32 {
@@ -283,7 +358,7 @@ impl Entry {
         self.write_u32(0, t);
         let f = self.flags();
         if f & POLICY_BITS != 0 {
-            self.write_u8(11, f & !POLICY_BITS);
+            self.write_u8(FLAGS_AT, f & !POLICY_BITS);
         }
     }
 
@@ -296,12 +371,12 @@ impl Entry {
     #[inline]
     pub fn idle(&self, clock: u32) -> u32 {
         let w = self.atime();
-        let f = self.flags();
-        if f & CLOCK24_FORMATS == 0 {
+        let format = self.flags() & POLICY_BITS;
+        if format == 0 {
             return clock.wrapping_sub(w);
         }
         let d = clock24_age(w, clock);
-        if f & S3_FORMAT == 0 {
+        if format != S3_FORMAT {
             return d;
         }
         let credit = augur_sim::s3fifo::hit_recency_credit((w >> S3_HIT_CODE_SHIFT) as u8);
@@ -312,7 +387,7 @@ impl Entry {
     /// entry in another format, [`Entry::idle`] (read as entering when last touched).
     #[inline]
     pub fn queue_age(&self, clock: u32) -> u32 {
-        if self.flags() & S3_FORMAT != 0 {
+        if self.flags() & POLICY_BITS == S3_FORMAT {
             clock24_age(self.atime(), clock)
         } else {
             self.idle(clock)
@@ -322,13 +397,13 @@ impl Entry {
     /// The LHD tag word and explorer mark, if `atime` is in LHD's format.
     #[inline]
     pub fn lhd(&self) -> Option<(u32, bool)> {
-        let f = self.flags();
-        (f & LHD_FORMAT != 0).then(|| (self.atime(), f & LHD_EXPLORER != 0))
+        let format = self.flags() & POLICY_BITS;
+        (format & LHD_FORMAT != 0).then(|| (self.atime(), format == LHD_EXPLORER_FORMAT))
     }
 
     #[inline]
     pub fn is_lhd_explorer(&self) -> bool {
-        self.flags() & LHD_BITS == LHD_BITS
+        self.flags() & POLICY_BITS == LHD_EXPLORER_FORMAT
     }
 
     /// Stores an LHD tag word (see `crate::lhd`).
@@ -336,14 +411,19 @@ impl Entry {
     pub fn set_lhd(&self, word: u32, explorer: bool) {
         self.write_u32(0, word);
         let f = self.flags() & !POLICY_BITS;
-        self.write_u8(11, f | LHD_FORMAT | if explorer { LHD_EXPLORER } else { 0 });
+        let format = if explorer {
+            LHD_EXPLORER_FORMAT
+        } else {
+            LHD_FORMAT
+        };
+        self.write_u8(FLAGS_AT, f | format);
     }
 
     /// The S3-FIFO word (24 clock bits, hit count in bits 24-25, small-queue bit 26, hit
     /// code in bits 27-31), if `atime` is in S3-FIFO's format.
     #[inline]
     pub fn s3(&self) -> Option<u32> {
-        (self.flags() & S3_FORMAT != 0).then(|| self.atime())
+        (self.flags() & POLICY_BITS == S3_FORMAT).then(|| self.atime())
     }
 
     /// Stores an S3-FIFO word (see `crate::s3fifo`).
@@ -351,22 +431,21 @@ impl Entry {
     pub fn set_s3(&self, word: u32) {
         self.write_u32(0, word);
         let f = self.flags() & !POLICY_BITS;
-        self.write_u8(11, f | S3_FORMAT);
+        self.write_u8(FLAGS_AT, f | S3_FORMAT);
     }
 
     /// Gives this entry `other`'s recency (its `atime` word in any format).
     pub fn copy_recency_from(&self, other: &Entry) {
         self.write_u32(0, other.atime());
         let f = self.flags() & !POLICY_BITS;
-        self.write_u8(11, f | (other.flags() & POLICY_BITS));
+        self.write_u8(FLAGS_AT, f | (other.flags() & POLICY_BITS));
     }
 
     /// The entry's size for ranking: header, key and value bytes plus a hash's or set's
     /// object bytes, without asking the allocator (cheaper than [`Entry::charge`]).
     #[inline]
     pub fn rank_size(&self) -> u64 {
-        (self.key_offset() + self.key_len() + self.value_len()) as u64
-            + self.object().map_or(0, |o| o.bytes()) as u64
+        self.used_size() as u64 + self.object().map_or(0, |o| o.bytes()) as u64
     }
 
     pub fn has_ttl(&self) -> bool {
@@ -375,33 +454,47 @@ impl Entry {
 
     /// Expiry time in Unix ms, if the entry has a TTL.
     pub fn expire_at(&self) -> Option<u64> {
-        self.has_ttl().then(|| self.read_u64(HEADER))
+        self.has_ttl().then(|| self.read_u64(self.header_len()))
     }
 
     /// Position of this entry in its shard's volatile (has-TTL) list.
     pub fn volatile_index(&self) -> u32 {
         debug_assert!(self.has_ttl());
-        self.read_u32(HEADER + 8)
+        self.read_u32(self.header_len() + 8)
     }
 
     pub fn set_volatile_index(&self, idx: u32) {
         debug_assert!(self.has_ttl());
-        self.write_u32(HEADER + 8, idx)
+        self.write_u32(self.header_len() + 8, idx)
     }
 
     /// Updates the expiry time of an entry that already has a TTL block.
     pub fn set_expire_at(&self, at_ms: u64) {
         debug_assert!(self.has_ttl());
-        self.write_u64(HEADER, at_ms)
+        self.write_u64(self.header_len(), at_ms)
     }
 
     fn set_ttl_fields(&self, at_ms: u64, idx: u32) {
-        self.write_u64(HEADER, at_ms);
-        self.write_u32(HEADER + 8, idx);
+        let h = self.header_len();
+        self.write_u64(h, at_ms);
+        self.write_u32(h + 8, idx);
     }
 
+    #[inline]
+    fn header_len(&self) -> usize {
+        if self.is_short() {
+            SHORT_HEADER
+        } else {
+            HEADER
+        }
+    }
+
+    #[inline]
     fn key_len(&self) -> usize {
-        let short = self.read_u16(8);
+        if self.is_short() {
+            return self.read_u8(KEY_LEN_AT) as usize;
+        }
+        let short = self.read_u16(KEY_LEN_AT);
         if short == 0xFFFF && self.flags() & LONG_KEY != 0 {
             self.read_u32(HEADER + if self.has_ttl() { TTL_BLOCK } else { 0 }) as usize
         } else {
@@ -409,15 +502,34 @@ impl Entry {
         }
     }
 
+    #[inline]
     fn key_offset(&self) -> usize {
         let f = self.flags();
+        if f & SHORT != 0 {
+            return SHORT_HEADER + if f & HAS_TTL != 0 { TTL_BLOCK } else { 0 };
+        }
         HEADER
             + if f & HAS_TTL != 0 { TTL_BLOCK } else { 0 }
             + if f & LONG_KEY != 0 { LONG_KEY_BLOCK } else { 0 }
     }
 
+    #[inline]
     pub fn value_len(&self) -> usize {
-        self.read_u32(4) as usize
+        if self.is_short() {
+            self.read_u8(SHORT_VALUE_LEN_AT) as usize
+        } else {
+            self.read_u32(VALUE_LEN_AT) as usize
+        }
+    }
+
+    /// Records a new value length (the block holds it: checked by the caller).
+    fn set_value_len(&self, len: usize) {
+        if self.is_short() {
+            debug_assert!(len <= SHORT_MAX);
+            self.write_u8(SHORT_VALUE_LEN_AT, len as u8)
+        } else {
+            self.write_u32(VALUE_LEN_AT, len as u32)
+        }
     }
 
     pub fn key<'a>(self) -> &'a [u8] {
@@ -433,8 +545,12 @@ impl Entry {
         unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(off), self.value_len()) }
     }
 
-    /// Whether a value of `len` bytes fits this block in place (same header layout).
+    /// Whether a value of `len` bytes fits this block in place (same header layout): in
+    /// a short block only a value of the same length (its slot is exactly its size).
     pub fn fits_in_place(&self, len: usize) -> bool {
+        if self.is_short() {
+            return len == self.value_len();
+        }
         self.key_offset() + self.key_len() + len <= self.usable_size()
     }
 
@@ -446,6 +562,13 @@ impl Entry {
     pub fn reuse_for(&self, len: usize) -> bool {
         // A hash or set becoming a string gets a fresh block (its object is freed).
         if self.is_object() || !self.fits_in_place(len) {
+            return false;
+        }
+        if self.is_short() {
+            return true;
+        }
+        if Self::is_short_shape(self.key_len(), len) {
+            // A fresh block would be a short one.
             return false;
         }
         let block = self.key_offset() + self.key_len() + len;
@@ -461,12 +584,12 @@ impl Entry {
 
     pub fn set_raw(&self, raw: bool) {
         let f = self.flags() & !RAW_STRING;
-        self.write_u8(11, if raw { f | RAW_STRING } else { f });
+        self.write_u8(FLAGS_AT, if raw { f | RAW_STRING } else { f });
     }
 
     /// Moves the entry to database `db` (MOVE: same key, same block).
     pub fn set_db(&self, db: u8) {
-        self.write_u8(10, db)
+        self.write_u8(DB_AT, db)
     }
 
     /// A new block holding this entry's value (and value flags, e.g. a type tag) under
@@ -475,7 +598,7 @@ impl Entry {
     pub fn rekeyed(&self, db: u8, key: &[u8], ttl: Option<(u64, u32)>) -> Entry {
         let value = self.value();
         let e = Self::alloc_uninit(db, key.len(), value.len(), ttl.is_some(), self.atime());
-        e.write_u8(11, e.flags() | (self.flags() & !LAYOUT_FLAGS));
+        e.write_u8(FLAGS_AT, e.flags() | (self.flags() & !LAYOUT_FLAGS));
         if let Some((at, idx)) = ttl {
             e.set_ttl_fields(at, idx);
         }
@@ -507,6 +630,9 @@ impl Entry {
     pub fn grow_value(self, len: usize) -> Entry {
         let old = self.value_len();
         debug_assert!(len >= old && len <= MAX_LEN);
+        if self.is_short() && len != old {
+            return self.resized(len);
+        }
         let off = self.key_offset() + self.key_len();
         let e = if off + len <= self.usable_size() {
             self
@@ -523,7 +649,31 @@ impl Entry {
         };
         // SAFETY: the block holds off + len bytes (checked or just reallocated).
         unsafe { std::ptr::write_bytes(e.0.as_ptr().add(off + old), 0, len - old) };
-        e.write_u32(4, len as u32);
+        e.set_value_len(len);
+        e
+    }
+
+    /// This string entry in a new block for a value of `len` bytes (the block's format
+    /// chosen for the new shape), the value's first bytes kept and any new ones zeroed;
+    /// the old block is freed.
+    fn resized(self, len: usize) -> Entry {
+        debug_assert!(!self.is_object());
+        let (key, value) = (self.key(), self.value());
+        let e = Self::alloc_uninit(self.db(), key.len(), len, self.has_ttl(), self.atime());
+        e.write_u8(FLAGS_AT, e.flags() | (self.flags() & !LAYOUT_FLAGS));
+        if let Some(at) = self.expire_at() {
+            e.set_ttl_fields(at, self.volatile_index());
+        }
+        let keep = value.len().min(len);
+        // SAFETY: alloc_uninit sized the block for this key and a `len`-byte value.
+        unsafe {
+            let ko = e.key_offset();
+            let dst = e.0.as_ptr().add(ko);
+            std::ptr::copy_nonoverlapping(key.as_ptr(), dst, key.len());
+            std::ptr::copy_nonoverlapping(value.as_ptr(), dst.add(key.len()), keep);
+            std::ptr::write_bytes(dst.add(key.len() + keep), 0, len - keep);
+        }
+        self.free_block();
         e
     }
 
@@ -535,7 +685,7 @@ impl Entry {
         unsafe {
             std::ptr::copy_nonoverlapping(value.as_ptr(), self.0.as_ptr().add(off), value.len())
         };
-        self.write_u32(4, value.len() as u32);
+        self.set_value_len(value.len());
     }
 
     /// A copy of this entry with a TTL block (`Some`) or without one (`None`). The caller
@@ -546,12 +696,30 @@ impl Entry {
         self.rekeyed(self.db(), self.key(), ttl)
     }
 
+    /// Whether [`Entry::relocated`] would free space (`crate::defrag`): the block sits in
+    /// a sparse slab (of `crate::slab`'s, or of jemalloc's size class).
+    pub fn worth_moving(&self) -> bool {
+        if self.is_short() {
+            slab::worth_moving(self.0.as_ptr(), self.used_size())
+        } else {
+            crate::defrag::worth_moving(self.0.as_ptr())
+        }
+    }
+
     /// Active defragmentation (`crate::defrag`): the same entry in a fresh allocation
     /// taken past the thread cache (so it lands in the fullest slab of its size class
     /// with room), the old block released past it too (so its sparse slab empties).
     /// A hash's or set's object moves with the block (it holds the pointer). `None`
     /// (and `self` untouched) if the allocation fails.
     pub fn relocated(self) -> Option<Entry> {
+        if self.is_short() {
+            let len = self.used_size();
+            let fresh = slab::alloc(len);
+            // SAFETY: both slots are `len` bytes and distinct (the old one is live).
+            unsafe { std::ptr::copy_nonoverlapping(self.0.as_ptr(), fresh.as_ptr(), len) };
+            slab::free(self.0, len);
+            return Some(Entry(fresh));
+        }
         let len = Self::block_size(self.key_len(), self.value_len(), self.has_ttl());
         // SAFETY: mallocx with a non-zero size; checked for null below.
         let raw = unsafe { tikv_jemalloc_sys::mallocx(len, tikv_jemalloc_sys::MALLOCX_TCACHE_NONE) }
@@ -608,9 +776,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn short_entry_for_a_14_byte_key_and_100_byte_value_fits_128_bytes() {
+    fn a_14_byte_key_and_100_byte_value_take_a_122_byte_slot() {
         let e = Entry::new(3, b"key:0000000001", &[7u8; 100], None, 42);
-        assert_eq!(e.usable_size(), 128);
+        assert_eq!(e.usable_size(), 122);
+        assert_eq!(Entry::allocated_size(14, 100, false), 122);
         assert_eq!(e.db(), 3);
         assert_eq!(e.key(), b"key:0000000001");
         assert_eq!(e.value(), &[7u8; 100][..]);
@@ -666,12 +835,61 @@ mod tests {
 
     #[test]
     fn overwrite_in_place_only_when_it_fits() {
-        let e = Entry::new(0, b"k", b"0123456789", None, 0);
+        // A normal (jemalloc) block: any value within its size class.
+        let key = [b'k'; 300];
+        let e = Entry::new(0, &key, b"0123456789", None, 0);
         assert!(e.fits_in_place(3));
         e.overwrite_value(b"abc");
         assert_eq!(e.value(), b"abc");
         assert!(!e.fits_in_place(1000));
         e.free();
+        // A short (slab) block is exactly its size: only a value of the same length.
+        let e = Entry::new(0, b"k", b"0123456789", None, 0);
+        assert_eq!(e.usable_size(), 8 + 1 + 10);
+        assert!(!e.fits_in_place(3) && !e.fits_in_place(11) && e.fits_in_place(10));
+        assert!(e.reuse_for(10) && !e.reuse_for(9));
+        e.overwrite_value(b"abcdefghij");
+        assert_eq!((e.key(), e.value()), (&b"k"[..], &b"abcdefghij"[..]));
+        e.free();
+    }
+
+    #[test]
+    fn the_format_follows_the_shape_across_growth_and_copies() {
+        // Short while key and value are at most 255 bytes; growing past that moves the
+        // value into a normal block, with its TTL, flags, recency and key.
+        let e = Entry::new(7, b"key", &[1u8; 250], Some((99, 4)), 0);
+        e.set_raw(true);
+        e.set_lhd(0x00AB_CDEF, true);
+        assert_eq!(e.usable_size(), 8 + 12 + 3 + 250);
+        let g = e.grow_value(255);
+        assert_eq!(g.usable_size(), 8 + 12 + 3 + 255);
+        let g = g.grow_value(256);
+        assert!(g.usable_size() >= 12 + 12 + 3 + 256);
+        assert_eq!((g.db(), g.key(), g.value_len()), (7, &b"key"[..], 256));
+        assert!(g.value()[..250].iter().all(|&b| b == 1));
+        assert!(g.value()[250..].iter().all(|&b| b == 0));
+        assert_eq!((g.expire_at(), g.volatile_index()), (Some(99), 4));
+        assert!(g.is_raw() && g.is_lhd_explorer());
+        assert_eq!(g.lhd(), Some((0x00AB_CDEF, true)));
+        // A copy under a short key with a short value is short again.
+        let c = g.rekeyed(1, b"k2", None);
+        assert!(c.usable_size() >= 12 + 2 + 256);
+        g.free();
+        let s = Entry::new(0, b"s", b"v", None, 0);
+        s.set_s3(0x1234_5678);
+        assert_eq!(
+            (s.s3(), s.lhd(), s.is_lhd_explorer()),
+            (Some(0x1234_5678), None, false)
+        );
+        s.set_atime(5);
+        assert_eq!((s.s3(), s.lhd(), s.atime()), (None, None, 5));
+        let moved = s.relocated().unwrap();
+        assert_eq!(
+            (moved.key(), moved.value(), moved.atime()),
+            (&b"s"[..], &b"v"[..], 5)
+        );
+        moved.free();
+        c.free();
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod object;
 mod policy_name;
 mod s3fifo;
 mod shard;
+pub mod slab;
 mod store;
 mod tenant;
 mod watch;

@@ -50,7 +50,7 @@ mod keyops;
 mod wallclock;
 pub use keyops::{ObjectInfo, Relocated, Relocation};
 
-use crate::defrag::{self, DefragStats};
+use crate::defrag::DefragStats;
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::{self, Table};
 use crate::lhd::PartLhd;
@@ -579,7 +579,7 @@ impl Part {
     }
 
     /// Active defragmentation (`crate::defrag`): visits up to `budget` index positions
-    /// from `from`, moving each entry whose slab jemalloc says is sparse. Returns the
+    /// from `from`, moving each entry whose slab is sparse (`Entry::worth_moving`). Returns the
     /// next position (None once past the last) and what it did.
     fn defrag_step(&mut self, from: usize, budget: usize) -> (Option<usize>, DefragStats) {
         let mut stats = DefragStats::default();
@@ -588,7 +588,7 @@ impl Part {
             let Some(e) = self.table.at(pos) else {
                 continue;
             };
-            if !defrag::worth_moving(e.addr() as *const u8) {
+            if !e.worth_moving() {
                 stats.misses += 1;
                 continue;
             }
@@ -1306,10 +1306,7 @@ const MIN_TENANT_SYNC_BYTES: u64 = 1 << 10;
 /// The bytes a key of this shape is charged in the profiler's curves: jemalloc's size
 /// class for its block plus [`PROFILE_INDEX_BYTES`].
 pub fn charged_bytes(key_len: usize, value_len: usize, ttl: bool) -> u64 {
-    let block = Entry::block_size(key_len, value_len, ttl);
-    // SAFETY: nallocx only computes the size class; flags 0 = default alignment.
-    let class = unsafe { tikv_jemalloc_sys::nallocx(block, 0) };
-    class as u64 + PROFILE_INDEX_BYTES
+    Entry::allocated_size(key_len, value_len, ttl) as u64 + PROFILE_INDEX_BYTES
 }
 
 /// A reference's size for the profiler: the key's whole charge (a hash or set with its

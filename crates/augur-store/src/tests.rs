@@ -433,9 +433,10 @@ fn memory_accounting_returns_to_baseline_after_flush() {
             .unwrap();
     }
     let full = s.used_memory();
-    // 128-byte blocks plus index: between 136 and 160 bytes per key.
+    // 122-byte slots (8-byte header, 14-byte key, 100-byte value) plus the index's
+    // 9-11.3 bytes per key and its overflow tail.
     let per_key = (full - empty) as f64 / 10_000.0;
-    assert!((136.0..160.0).contains(&per_key), "{per_key} B/key");
+    assert!((130.0..136.0).contains(&per_key), "{per_key} B/key");
     let info = s
         .lock_key(b"key:0000000001")
         .info(Ns::new(0, 0), b"key:0000000001", 0)
@@ -664,10 +665,17 @@ fn under_pressure_the_tenant_most_over_its_target_gives() {
     assert!((b - 1e6).abs() < 0.15 * 1e6, "tenant 2 holds {b}");
     // Tenant 2 writing at its target evicts its own keys: tenant 1 loses at most what
     // it held above its target (entry granularity), never memory below it.
+    // The eviction decision reads each tenant's store-wide usage, which every shard
+    // updates once its own change reaches a step (1/64 of its 1 MB share here,
+    // `Shard::sync_tenant_used`): tenant 2's figure can lag its real usage by up to a
+    // step per shard, 4 x 15,625 B, and tenant 1 lose that much below its target. (This
+    // bound was 0.5 % of the target, 15 KB, which the design never promised: it held by
+    // the layout's luck until entries shrank from 128 to 122 bytes.)
     fill(&s, 2, "c", 20_000, &[0u8; 100]);
     let after = s.tenant_stats();
+    let sync_lag = 4.0 * 15_625.0;
     assert!(
-        after[1].used_bytes as f64 >= 0.995 * 3e6,
+        after[1].used_bytes as f64 >= 3e6 - sync_lag,
         "tenant 1 now holds {}",
         after[1].used_bytes
     );
