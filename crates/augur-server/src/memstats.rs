@@ -151,11 +151,11 @@ fn proc_kb(path: &str, key: &str) -> Option<u64> {
 /// jemalloc's allocated, active and resident bytes (zmalloc_get_allocator_info), after
 /// refreshing its statistics epoch; None if jemalloc does not provide them.
 ///
-/// The store's entry slabs (`augur_store::slab`) are whole jemalloc allocations, so
-/// jemalloc counts their free slots as allocated; they are fragmentation (only entries
-/// of the same size can use them), so they are moved from `allocated` to the
-/// active-but-unallocated share here, where INFO's allocator_frag_* and the active
-/// defragmenter's trigger see them, as they see free regions of jemalloc's own slabs.
+/// The store's entry slabs (`augur_store::slab`) are an allocator beside jemalloc, so
+/// their figures are added: their slots in use to `allocated`, their slabs to `active`
+/// and `resident`. Free slots are then active but unallocated, i.e. fragmentation (only
+/// entries of the same size can use them), which INFO's allocator_frag_* and the active
+/// defragmenter's trigger see as they see free regions of jemalloc's own slabs.
 pub(crate) fn jemalloc_stats() -> Option<(u64, u64, u64)> {
     use std::os::raw::{c_char, c_void};
     // SAFETY: mallctl with NUL-terminated names, properly sized out-parameters and no
@@ -182,10 +182,10 @@ pub(crate) fn jemalloc_stats() -> Option<(u64, u64, u64)> {
             );
             (r == 0).then_some(v as u64)
         };
-        let slab_free = augur_store::slab::stats().free_bytes() as u64;
-        let allocated = read(c"stats.allocated")?.saturating_sub(slab_free);
-        let active = read(c"stats.active")?;
-        let resident = read(c"stats.resident")?;
+        let slabs = augur_store::slab::stats();
+        let allocated = read(c"stats.allocated")? + slabs.live_bytes as u64;
+        let active = read(c"stats.active")? + slabs.bytes as u64;
+        let resident = read(c"stats.resident")? + slabs.bytes as u64;
         (allocated > 0).then_some((allocated, active, resident))
     }
 }

@@ -234,6 +234,10 @@ impl Entry {
         if Self::is_short_shape(key_len, value_len) {
             return SHORT_HEADER + if ttl { TTL_BLOCK } else { 0 } + key_len + value_len;
         }
+        Self::normal_block_size(key_len, value_len, ttl)
+    }
+
+    fn normal_block_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
         HEADER
             + if ttl { TTL_BLOCK } else { 0 }
             + if key_len > SHORT_KEY_MAX {
@@ -258,8 +262,13 @@ impl Entry {
 
     fn alloc_uninit(db: u8, key_len: usize, value_len: usize, ttl: bool, atime: u32) -> Entry {
         let size = Self::block_size(key_len, value_len, ttl);
-        if Self::is_short_shape(key_len, value_len) {
-            let e = Entry(slab::alloc(size));
+        // A short shape gets a slab slot while the slab region has room (64 GB), else a
+        // normal block.
+        if let Some(slot) = Self::is_short_shape(key_len, value_len)
+            .then(|| slab::alloc(size))
+            .flatten()
+        {
+            let e = Entry(slot);
             e.write_u32(0, atime);
             e.write_u8(FLAGS_AT, SHORT | if ttl { HAS_TTL } else { 0 });
             e.write_u8(DB_AT, db);
@@ -268,6 +277,7 @@ impl Entry {
             return e;
         }
         let long = key_len > SHORT_KEY_MAX;
+        let size = Self::normal_block_size(key_len, value_len, ttl);
         // SAFETY: plain malloc; the result is checked for null below.
         let raw = unsafe { tikv_jemalloc_sys::malloc(size) } as *mut u8;
         let Some(ptr) = NonNull::new(raw) else {
@@ -308,6 +318,7 @@ impl Entry {
     /// Releases the block only (its object was moved elsewhere or is shared with a
     /// `with_ttl` copy).
     pub fn free_block(self) {
+        debug_assert_eq!(self.is_short(), slab::is_slot(self.0.as_ptr()));
         if self.is_short() {
             slab::free(self.0, self.usable_size());
             return;
@@ -714,13 +725,13 @@ impl Entry {
     pub fn relocated(self) -> Option<Entry> {
         if self.is_short() {
             let len = self.used_size();
-            let fresh = slab::alloc(len);
+            let fresh = slab::alloc_packed(len)?;
             // SAFETY: both slots are `len` bytes and distinct (the old one is live).
             unsafe { std::ptr::copy_nonoverlapping(self.0.as_ptr(), fresh.as_ptr(), len) };
-            slab::free(self.0, len);
+            slab::free_to_slab(self.0, len);
             return Some(Entry(fresh));
         }
-        let len = Self::block_size(self.key_len(), self.value_len(), self.has_ttl());
+        let len = Self::normal_block_size(self.key_len(), self.value_len(), self.has_ttl());
         // SAFETY: mallocx with a non-zero size; checked for null below.
         let raw = unsafe { tikv_jemalloc_sys::mallocx(len, tikv_jemalloc_sys::MALLOCX_TCACHE_NONE) }
             as *mut u8;
