@@ -938,3 +938,105 @@ mod tests {
         e.free();
     }
 }
+
+#[cfg(test)]
+mod format_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Grow the value by this many zero bytes (APPEND, SETRANGE).
+        Grow(usize),
+        /// Overwrite with a value of this length if the block can be reused (SET).
+        Overwrite(usize, u8),
+        /// Copy under a new key of this length, with or without a TTL (RENAME).
+        Rekey(usize, Option<u64>),
+        /// Move to a fresh block (active defragmentation).
+        Relocate,
+        Tag(u32),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0usize..300).prop_map(Step::Grow),
+            (0usize..300, any::<u8>()).prop_map(|(n, b)| Step::Overwrite(n, b)),
+            (0usize..300, prop::option::of(1u64..1 << 40)).prop_map(|(n, t)| Step::Rekey(n, t)),
+            Just(Step::Relocate),
+            any::<u32>().prop_map(Step::Tag),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the sequence, an entry holds the key, value, TTL, database, raw
+        /// flag and recency it was given; its format is short exactly when key and
+        /// value fit a byte each (slab slots are then exactly the block), and what it
+        /// is charged is the size of what holds it.
+        #[test]
+        fn entries_keep_their_contents_across_formats(
+            key_len in 0usize..300,
+            value in prop::collection::vec(any::<u8>(), 0..300),
+            ttl in prop::option::of(1u64..1 << 40),
+            db in any::<u8>(),
+            steps in prop::collection::vec(step(), 0..12),
+        ) {
+            let mut key = vec![b'k'; key_len];
+            let mut value = value;
+            let mut ttl = ttl;
+            let mut e = Entry::new(db, &key, &value, ttl.map(|t| (t, 3)), 77);
+            e.set_raw(true);
+            let mut recency = 77u32;
+            for s in steps {
+                match s {
+                    Step::Grow(n) => {
+                        let len = value.len() + n;
+                        e = e.grow_value(len);
+                        value.resize(len, 0);
+                    }
+                    Step::Overwrite(n, b) => {
+                        if e.reuse_for(n) {
+                            let v = vec![b; n];
+                            e.overwrite_value(&v);
+                            value = v;
+                        }
+                    }
+                    Step::Rekey(n, t) => {
+                        let k = vec![b'r'; n];
+                        let r = e.rekeyed(db, &k, t.map(|t| (t, 3)));
+                        e.free();
+                        e = r;
+                        key = k;
+                        ttl = t;
+                    }
+                    Step::Relocate => e = e.relocated().unwrap(),
+                    Step::Tag(w) => {
+                        e.set_lhd(w & LHD_CLOCK_MASK, w & 1 == 1);
+                        e.set_atime(w);
+                        recency = w;
+                    }
+                }
+                prop_assert_eq!(e.key(), &key[..]);
+                prop_assert_eq!(e.value(), &value[..]);
+                prop_assert_eq!(e.expire_at(), ttl);
+                if ttl.is_some() {
+                    prop_assert_eq!(e.volatile_index(), 3);
+                }
+                prop_assert_eq!(e.db(), db);
+                prop_assert!(e.is_raw());
+                prop_assert_eq!(e.atime(), recency);
+                let short = key.len() <= 255 && value.len() <= 255;
+                prop_assert_eq!(e.is_short(), short);
+                prop_assert_eq!(e.is_short(), slab::is_slot(e.0.as_ptr()));
+                let used = e.used_size();
+                if short {
+                    prop_assert_eq!(e.usable_size(), used);
+                    prop_assert_eq!(Entry::allocated_size(key.len(), value.len(), ttl.is_some()), used);
+                } else {
+                    prop_assert!(e.usable_size() >= used);
+                }
+                prop_assert_eq!(used, Entry::block_size(key.len(), value.len(), ttl.is_some()));
+            }
+            e.free();
+        }
+    }
+}
