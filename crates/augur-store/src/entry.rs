@@ -135,19 +135,34 @@ unsafe impl Send for Entry {}
 impl Entry {
     /// Allocates an entry. `key.len()` and `value.len()` must be <= [`MAX_LEN`].
     pub fn new(db: u8, key: &[u8], value: &[u8], ttl: Option<(u64, u32)>, atime: u32) -> Entry {
-        let e = Self::alloc_uninit(db, key.len(), value.len(), ttl.is_some(), atime);
+        Self::filled(db, key, value, value.len(), ttl, atime)
+    }
+
+    /// A new block for `key` and a value of `value_len` bytes that starts with `value`
+    /// (zeros after it), with a TTL block if `ttl`: what [`Entry::new`],
+    /// [`Entry::rekeyed`] and growing a short value share.
+    fn filled(
+        db: u8,
+        key: &[u8],
+        value: &[u8],
+        value_len: usize,
+        ttl: Option<(u64, u32)>,
+        atime: u32,
+    ) -> Entry {
+        let e = Self::alloc_uninit(db, key.len(), value_len, ttl.is_some(), atime);
         if let Some((at, idx)) = ttl {
             e.set_ttl_fields(at, idx);
         }
-        // SAFETY: alloc_uninit sized the block for the key and value at these offsets.
+        let keep = value.len().min(value_len);
+        // SAFETY: alloc_uninit sized the block for the key and a `value_len`-byte value
+        // at these offsets.
         unsafe {
-            let ko = e.key_offset();
-            std::ptr::copy_nonoverlapping(key.as_ptr(), e.0.as_ptr().add(ko), key.len());
-            std::ptr::copy_nonoverlapping(
-                value.as_ptr(),
-                e.0.as_ptr().add(ko + key.len()),
-                value.len(),
-            );
+            let dst = e.0.as_ptr().add(e.key_offset());
+            std::ptr::copy_nonoverlapping(key.as_ptr(), dst, key.len());
+            std::ptr::copy_nonoverlapping(value.as_ptr(), dst.add(key.len()), keep);
+            if keep < value_len {
+                std::ptr::write_bytes(dst.add(key.len() + keep), 0, value_len - keep);
+            }
         }
         e
     }
@@ -232,9 +247,14 @@ impl Entry {
     /// Bytes requested from the allocator for an entry of this shape.
     pub fn block_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
         if Self::is_short_shape(key_len, value_len) {
-            return SHORT_HEADER + if ttl { TTL_BLOCK } else { 0 } + key_len + value_len;
+            Self::short_block_size(key_len, value_len, ttl)
+        } else {
+            Self::normal_block_size(key_len, value_len, ttl)
         }
-        Self::normal_block_size(key_len, value_len, ttl)
+    }
+
+    fn short_block_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
+        SHORT_HEADER + if ttl { TTL_BLOCK } else { 0 } + key_len + value_len
     }
 
     fn normal_block_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
@@ -252,20 +272,19 @@ impl Entry {
     /// Bytes an entry of this shape is charged (a string's [`Entry::usable_size`]): a
     /// short block's exact size, or a normal block's jemalloc size class.
     pub fn allocated_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
-        let block = Self::block_size(key_len, value_len, ttl);
         if Self::is_short_shape(key_len, value_len) {
-            return block;
+            return Self::short_block_size(key_len, value_len, ttl);
         }
+        let block = Self::normal_block_size(key_len, value_len, ttl);
         // SAFETY: nallocx only computes the size class; flags 0 = default alignment.
         unsafe { tikv_jemalloc_sys::nallocx(block, 0) }
     }
 
     fn alloc_uninit(db: u8, key_len: usize, value_len: usize, ttl: bool, atime: u32) -> Entry {
-        let size = Self::block_size(key_len, value_len, ttl);
         // A short shape gets a slab slot while the slab region has room (64 GB), else a
         // normal block.
         if let Some(slot) = Self::is_short_shape(key_len, value_len)
-            .then(|| slab::alloc(size))
+            .then(|| slab::alloc(Self::short_block_size(key_len, value_len, ttl)))
             .flatten()
         {
             let e = Entry(slot);
@@ -516,10 +535,8 @@ impl Entry {
     #[inline]
     fn key_offset(&self) -> usize {
         let f = self.flags();
-        if f & SHORT != 0 {
-            return SHORT_HEADER + if f & HAS_TTL != 0 { TTL_BLOCK } else { 0 };
-        }
-        HEADER
+        // (A short block never has LONG_KEY.)
+        self.header_len()
             + if f & HAS_TTL != 0 { TTL_BLOCK } else { 0 }
             + if f & LONG_KEY != 0 { LONG_KEY_BLOCK } else { 0 }
     }
@@ -607,22 +624,14 @@ impl Entry {
     /// another key and/or database, with (`Some`) or without a TTL block: RENAME, COPY.
     /// `self` stays valid; the caller frees it or keeps it.
     pub fn rekeyed(&self, db: u8, key: &[u8], ttl: Option<(u64, u32)>) -> Entry {
-        let value = self.value();
-        let e = Self::alloc_uninit(db, key.len(), value.len(), ttl.is_some(), self.atime());
+        self.copied(db, key, self.value_len(), ttl)
+    }
+
+    /// [`Entry::rekeyed`] with a value of `value_len` bytes (this value's first bytes,
+    /// then zeros).
+    fn copied(&self, db: u8, key: &[u8], value_len: usize, ttl: Option<(u64, u32)>) -> Entry {
+        let e = Self::filled(db, key, self.value(), value_len, ttl, self.atime());
         e.write_u8(FLAGS_AT, e.flags() | (self.flags() & !LAYOUT_FLAGS));
-        if let Some((at, idx)) = ttl {
-            e.set_ttl_fields(at, idx);
-        }
-        // SAFETY: alloc_uninit sized the block for this key and value at these offsets.
-        unsafe {
-            let ko = e.key_offset();
-            std::ptr::copy_nonoverlapping(key.as_ptr(), e.0.as_ptr().add(ko), key.len());
-            std::ptr::copy_nonoverlapping(
-                value.as_ptr(),
-                e.0.as_ptr().add(ko + key.len()),
-                value.len(),
-            );
-        }
         e
     }
 
@@ -669,21 +678,8 @@ impl Entry {
     /// the old block is freed.
     fn resized(self, len: usize) -> Entry {
         debug_assert!(!self.is_object());
-        let (key, value) = (self.key(), self.value());
-        let e = Self::alloc_uninit(self.db(), key.len(), len, self.has_ttl(), self.atime());
-        e.write_u8(FLAGS_AT, e.flags() | (self.flags() & !LAYOUT_FLAGS));
-        if let Some(at) = self.expire_at() {
-            e.set_ttl_fields(at, self.volatile_index());
-        }
-        let keep = value.len().min(len);
-        // SAFETY: alloc_uninit sized the block for this key and a `len`-byte value.
-        unsafe {
-            let ko = e.key_offset();
-            let dst = e.0.as_ptr().add(ko);
-            std::ptr::copy_nonoverlapping(key.as_ptr(), dst, key.len());
-            std::ptr::copy_nonoverlapping(value.as_ptr(), dst.add(key.len()), keep);
-            std::ptr::write_bytes(dst.add(key.len() + keep), 0, len - keep);
-        }
+        let ttl = self.expire_at().map(|at| (at, self.volatile_index()));
+        let e = self.copied(self.db(), self.key(), len, ttl);
         self.free_block();
         e
     }

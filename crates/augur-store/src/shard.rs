@@ -1303,8 +1303,8 @@ pub const PROFILE_INDEX_BYTES: u64 = 16;
 const TENANT_SYNC_BYTES: u64 = 16 << 10;
 const MIN_TENANT_SYNC_BYTES: u64 = 1 << 10;
 
-/// The bytes a key of this shape is charged in the profiler's curves: jemalloc's size
-/// class for its block plus [`PROFILE_INDEX_BYTES`].
+/// The bytes a key of this shape is charged in the profiler's curves: its block's
+/// allocated size ([`Entry::allocated_size`]) plus [`PROFILE_INDEX_BYTES`].
 pub fn charged_bytes(key_len: usize, value_len: usize, ttl: bool) -> u64 {
     Entry::allocated_size(key_len, value_len, ttl) as u64 + PROFILE_INDEX_BYTES
 }
