@@ -30,12 +30,11 @@
 //!
 //! # Classes and locking
 //!
-//! One [`Class`] per block size, each behind its own mutex (the allocation and the free
-//! of a short entry take it once; entries of different sizes never contend). A class
-//! allocates from its `current` slab until it is full, then from the most recently
-//! freed-into slab of its partial list (LIFO: under eviction that is the slot just
-//! freed, whose lines are cached), then from a new slab. A slab whose last slot is
-//! freed goes back to jemalloc at once (unless it is `current`), so a class that stops
+//! One [`Class`] per block size, each behind its own mutex, taken only when a thread's
+//! magazine of freed slots (below) is empty or full; entries of different sizes never
+//! contend. A class allocates from its `current` slab until it is full, then from the
+//! most recently freed-into slab of its partial list, then from a new slab. A slab whose
+//! last slot is freed gives its pages back at once (unless it is `current`), so a class that stops
 //! being used holds at most one slab. Slots free in partial slabs are fragmentation that
 //! only allocations of the same size can reuse; `crate::defrag` moves entries out of
 //! slabs no fuller than their class's average ([`worth_moving`], the rule Redis's
@@ -250,9 +249,6 @@ struct Class {
     current: u32,
     /// The most recently freed-into slab with a free slot, other than `current`.
     partial_head: u32,
-    /// The slab of the last slot freed, while it still has a free slot ([`NONE`]
-    /// otherwise): allocations take that slot first (see [`SlabAllocator::alloc`]).
-    last_freed: u32,
     /// Slabs the class holds (including `current`).
     slabs: usize,
     /// Slots handed out and not freed, over all its slabs.
@@ -492,7 +488,6 @@ impl SlabAllocator {
                 Mutex::new(Class {
                     current: NONE,
                     partial_head: NONE,
-                    last_freed: NONE,
                     slabs: 0,
                     live: 0,
                 })
@@ -512,8 +507,8 @@ impl SlabAllocator {
         self.alloc_in(size, true)
     }
 
-    /// `reuse`: take the last freed slot or a partial slab's before a new slab (every
-    /// allocation but active defragmentation's, [`alloc_packed`]).
+    /// `reuse`: take a partial slab's slot before a new slab's (every allocation but
+    /// active defragmentation's, [`alloc_packed`]).
     fn alloc_in(&self, size: usize, reuse: bool) -> Option<NonNull<u8>> {
         let r = region()?;
         let mut c = self.class(size);
@@ -538,29 +533,22 @@ impl SlabAllocator {
 
     fn alloc_locked(c: &mut Class, r: &Region, size: usize, reuse: bool) -> Option<NonNull<u8>> {
         let capacity = capacity_of(size);
-        // The slot freed last first, as a thread cache would: under eviction it is the
-        // victim's, whose lines the eviction just read. Filling `current` instead wrote
-        // every new entry into cold lines while LRU's frees drained old slabs: 22-29 %
-        // more CPU per SET than jemalloc at the same instruction count.
-        let n = if reuse && c.last_freed != NONE {
-            c.last_freed
-        } else {
-            // SAFETY (all meta accesses below): the slabs reached from the class are
-            // the class's, and its lock is held.
-            if c.current == NONE || unsafe { r.meta(c.current) }.live == capacity {
-                let next = if reuse && c.partial_head != NONE {
-                    let n = c.partial_head;
-                    unsafe { c.unlink_partial(r, n) };
-                    n
-                } else {
-                    let n = take_slab(r)?;
-                    c.slabs += 1;
-                    n
-                };
-                c.current = next;
-            }
-            c.current
-        };
+        // (The slot freed last comes first from the thread's magazine, not from here.)
+        // SAFETY (all meta accesses below): the slabs reached from the class are the
+        // class's, and its lock is held.
+        if c.current == NONE || unsafe { r.meta(c.current) }.live == capacity {
+            let next = if reuse && c.partial_head != NONE {
+                let n = c.partial_head;
+                unsafe { c.unlink_partial(r, n) };
+                n
+            } else {
+                let n = take_slab(r)?;
+                c.slabs += 1;
+                n
+            };
+            c.current = next;
+        }
+        let n = c.current;
         let base = r.slab_base(n);
         let m = unsafe { r.meta(n) };
         let off = if m.free_head != NONE {
@@ -574,14 +562,6 @@ impl SlabAllocator {
             off
         };
         m.live += 1;
-        let (full, no_free) = (m.live == capacity, m.free_head == NONE);
-        if n == c.last_freed && no_free {
-            c.last_freed = NONE;
-        }
-        if full && n != c.current {
-            // A partial slab (the last freed-into one) filled up.
-            unsafe { c.unlink_partial(r, n) };
-        }
         c.live += 1;
         // SAFETY: the region's addresses are non-null; the offset is inside the slab.
         Some(unsafe { NonNull::new_unchecked((base + off as usize) as *mut u8) })
@@ -618,7 +598,6 @@ impl SlabAllocator {
         let was_full = m.live == capacity;
         m.live -= 1;
         let now_empty = m.live == 0;
-        c.last_freed = n;
         if n == c.current {
             return;
         }
@@ -628,7 +607,6 @@ impl SlabAllocator {
                 unsafe { c.unlink_partial(r, n) };
             }
             c.slabs -= 1;
-            c.last_freed = NONE;
             release_slab(r, n);
         } else if was_full {
             // SAFETY: a full slab is in no list.
