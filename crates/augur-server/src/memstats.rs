@@ -155,7 +155,9 @@ fn proc_kb(path: &str, key: &str) -> Option<u64> {
 /// their figures are added: their slots in use to `allocated`, their slabs to `active`
 /// and `resident`. Free slots are then active but unallocated, i.e. fragmentation (only
 /// entries of the same size can use them), which INFO's allocator_frag_* and the active
-/// defragmenter's trigger see as they see free regions of jemalloc's own slabs.
+/// defragmenter's trigger see as they see free regions of jemalloc's own slabs. The
+/// index tables held as page mappings (`augur_store::index_mapped_bytes`) count as
+/// allocated, active and resident alike (a table's pages are all written as it fills).
 pub(crate) fn jemalloc_stats() -> Option<(u64, u64, u64)> {
     use std::os::raw::{c_char, c_void};
     // SAFETY: mallctl with NUL-terminated names, properly sized out-parameters and no
@@ -183,9 +185,10 @@ pub(crate) fn jemalloc_stats() -> Option<(u64, u64, u64)> {
             (r == 0).then_some(v as u64)
         };
         let slabs = augur_store::slab::stats();
-        let allocated = read(c"stats.allocated")? + slabs.live_bytes as u64;
-        let active = read(c"stats.active")? + slabs.bytes as u64;
-        let resident = read(c"stats.resident")? + slabs.bytes as u64;
+        let tables = augur_store::index_mapped_bytes();
+        let allocated = read(c"stats.allocated")? + slabs.live_bytes as u64 + tables;
+        let active = read(c"stats.active")? + slabs.bytes as u64 + tables;
+        let resident = read(c"stats.resident")? + slabs.bytes as u64 + tables;
         (allocated > 0).then_some((allocated, active, resident))
     }
 }

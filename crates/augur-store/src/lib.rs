@@ -23,6 +23,12 @@ mod watch;
 mod zone;
 pub mod zzone;
 
+/// Bytes of index tables held as page mappings outside jemalloc (INFO's allocator
+/// figures add them to jemalloc's, as they add the entry slabs').
+pub fn index_mapped_bytes() -> u64 {
+    index::mapped_bytes()
+}
+
 pub use glob::glob_match_nocase;
 pub use lhd::{shard_config as lhd_shard_config, LhdStats, DEFAULT_LHD_SAMPLES};
 pub use notify::{DbMap, KeyEvent, KeyEventSink};
