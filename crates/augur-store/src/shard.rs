@@ -573,7 +573,7 @@ impl Part {
         if fresh.has_ttl() {
             self.volatile[fresh.volatile_index() as usize] = fresh;
         }
-        self.table.replace(pos, fresh);
+        self.table.replace(pos, fresh, &entry_hash);
         self.entry_bytes += fresh.charge() as u64;
         self.entry_bytes -= old_charge as u64;
     }

@@ -43,6 +43,7 @@
 
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Bytes per slab. Every size class in use holds a partly filled slab or two, so the
@@ -54,6 +55,8 @@ pub const SLAB_BYTES: usize = 16 << 10;
 /// Slabs the region has room for: 2^22 of 16 KB, 64 GB of short entries (beyond it,
 /// short entries are stored as normal jemalloc blocks: [`alloc`] answers `None`).
 pub const MAX_SLABS: usize = 1 << 22;
+// The index's words hold a slot's offset in the region in 36 bits.
+const _: () = assert!(MAX_SLABS * SLAB_BYTES <= 1 << 36);
 /// "None" for slab numbers and slot offsets.
 const NONE: u32 = u32::MAX;
 /// The smallest block a slab slot holds (a short entry's header, empty key and value).
@@ -124,6 +127,8 @@ fn region() -> Option<&'static Region> {
                         if metas != libc::MAP_FAILED {
                             // Aligned to the slab size (the extra slab reserved for it).
                             let base = (raw as usize).next_multiple_of(SLAB_BYTES);
+                            REGION_BASE.store(base as u64, Ordering::Relaxed);
+                            REGION_BYTES.store((slabs * SLAB_BYTES) as u64, Ordering::Relaxed);
                             return Some(Region {
                                 base,
                                 slabs,
@@ -138,6 +143,29 @@ fn region() -> Option<&'static Region> {
             None
         })
         .as_ref()
+}
+
+/// The region's base address and length, for [`region_offset`] and [`region_addr`]
+/// (plain statics: read on every index probe, where `OnceLock::get` would add a check).
+/// Both 0 until the region is reserved, or if it cannot be. A slot's address is known
+/// to another thread only through a structure handed over under a lock, after the
+/// reservation that set these.
+static REGION_BASE: AtomicU64 = AtomicU64::new(0);
+static REGION_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// The offset of `addr` in the slab region (< 2^36: [`MAX_SLABS`] slabs of
+/// [`SLAB_BYTES`]), or None if `addr` is outside it (a jemalloc block). The index keeps
+/// offsets rather than addresses for slab slots (`crate::index`: 6-byte words).
+#[inline]
+pub(crate) fn region_offset(addr: u64) -> Option<u64> {
+    let offset = addr.wrapping_sub(REGION_BASE.load(Ordering::Relaxed));
+    (offset < REGION_BYTES.load(Ordering::Relaxed)).then_some(offset)
+}
+
+/// The address at `offset` in the slab region (an offset from [`region_offset`]).
+#[inline]
+pub(crate) fn region_addr(offset: u64) -> u64 {
+    REGION_BASE.load(Ordering::Relaxed) + offset
 }
 
 impl Region {

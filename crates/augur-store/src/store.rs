@@ -289,7 +289,9 @@ impl IndexHint {
         if base != 0 {
             let homes = self.homes.load(Ordering::Relaxed);
             let home = ((h as u128 * homes as u128) >> 64) as u64;
-            crate::index::prefetch(base.wrapping_add(home.wrapping_mul(8)));
+            crate::index::prefetch(
+                base.wrapping_add(home.wrapping_mul(crate::index::WORD_BYTES as u64)),
+            );
         }
     }
 }

@@ -375,7 +375,7 @@ impl Shard {
                     e
                 };
                 if grown != e {
-                    part.table.replace(pos, grown);
+                    part.table.replace(pos, grown, &entry_hash);
                     if grown.has_ttl() {
                         part.volatile[grown.volatile_index() as usize] = grown;
                     }
