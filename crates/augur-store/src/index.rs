@@ -49,7 +49,7 @@
 //! to the kernel whole when the table is replaced, with no purge to wait for. Every
 //! table also grows at its own *phase*: its first growth past [`PHASE_FROM_CAP`]
 //! positions is stretched by a factor in [1, 1.25) that differs per table (a
-//! golden-ratio sequence over the tables created). Tables of a store fill at the same
+//! golden-ratio sequence over the store's shards and tenants, the same in every run). Tables of a store fill at the same
 //! rate (keys hash uniformly over the shards), so without phases all 64 shards' tables
 //! grow at the same key count: the index's size moved in 25 % steps with a resize of
 //! every shard at once (a latency spike on all of them), and its bytes per key swung
@@ -75,7 +75,7 @@
 
 use crate::entry::Entry;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes per position (module docs: "Words").
 pub(crate) const WORD_BYTES: usize = 6;
@@ -186,8 +186,9 @@ const PAGE_BYTES: usize = 4096;
 /// Bytes of tables held as page mappings, process-wide (jemalloc's statistics do not
 /// see them; INFO's allocator figures add them, see [`mapped_bytes`]).
 static MAPPED_BYTES: AtomicU64 = AtomicU64::new(0);
-/// Counts tables created, to give each its own growth phase.
-static TABLES_CREATED: AtomicU32 = AtomicU32::new(0);
+/// Counts the tables tests create, to give each its own growth phase.
+#[cfg(test)]
+static TABLES_CREATED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Bytes of index tables held outside jemalloc, as page mappings.
 pub fn mapped_bytes() -> u64 {
@@ -379,14 +380,23 @@ pub(crate) struct Table {
 }
 
 impl Table {
+    /// An empty table with the next phase of a process-wide sequence (tests).
+    #[cfg(test)]
     pub fn new() -> Table {
+        Table::with_phase(TABLES_CREATED.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// An empty table with the `n`th phase of the golden-ratio sequence: an owner that
+    /// numbers its tables (a store: shard and tenant) gets the same phases in every run,
+    /// spread evenly over any run of consecutive numbers.
+    pub fn with_phase(n: u32) -> Table {
         Table {
             words: Words::EMPTY,
             cap: 0,
             len: 0,
             epoch: 0,
             freed_large: false,
-            phase: phase_of(TABLES_CREATED.fetch_add(1, Ordering::Relaxed)),
+            phase: phase_of(n),
             phased: false,
         }
     }
@@ -655,7 +665,7 @@ impl Table {
     /// Drops every position; the caller has freed or taken all entries.
     pub fn clear(&mut self) {
         let phase = self.phase;
-        *self = Table::new();
+        *self = Table::with_phase(0);
         self.phase = phase;
     }
 

@@ -223,9 +223,18 @@ pub(crate) struct Part {
 }
 
 impl Part {
-    fn new(dbs: usize, policy: EvictionPolicy, cfg: Arc<SharedConfig>, tenant: TenantId) -> Part {
+    fn new(
+        dbs: usize,
+        policy: EvictionPolicy,
+        cfg: Arc<SharedConfig>,
+        tenant: TenantId,
+        shard_seed: u64,
+    ) -> Part {
         Part {
-            table: Table::new(),
+            // Shards' tables get consecutive phases, a tenant's spread from another's.
+            table: Table::with_phase(
+                (shard_seed as u32).wrapping_add((tenant as u32).wrapping_mul(1 << 16)),
+            ),
             volatile: Vec::new(),
             entry_bytes: 0,
             keys_per_db: vec![0; dbs],
@@ -1329,6 +1338,9 @@ pub struct Shard {
     shared_pool: EvictionPool<PoolKey>,
     shared_pool_policy: EvictionPolicy,
     rng: SmallRng,
+    /// The seed the shard was made with (its number in the store, offset): numbers its
+    /// tenants' index tables for their growth phases (`Table::with_phase`).
+    seed: u64,
     /// The tenant of the last `part()` call: the one whose store-wide usage
     /// `publish()` brings up to date.
     touched: TenantId,
@@ -1353,6 +1365,7 @@ impl Shard {
             shared_pool: EvictionPool::new(),
             shared_pool_policy: policy,
             rng: SmallRng::seed_from_u64(seed),
+            seed,
             touched: 0,
             pinned: None,
             wall: wallclock::WallClock::new(CLOCK_BASE + 1),
@@ -1371,7 +1384,7 @@ impl Shard {
             while self.parts.len() <= t {
                 let id = self.parts.len() as TenantId;
                 self.parts
-                    .push(Part::new(dbs, policy, self.config.clone(), id));
+                    .push(Part::new(dbs, policy, self.config.clone(), id, self.seed));
             }
         }
         let clock = self.clock as u32;
