@@ -4,11 +4,11 @@
 //! payload. Redis spends ~185 B of `used_memory` on a 14-byte key with a 100-byte value
 //! (dictEntry + robj + two sds + expires entry).
 //! Here the header, key and value share one
-//! block, whose size for that case is 8 + 14 + 100 = 122 bytes, in a slot of exactly that
+//! block, whose size for that case is 7 + 14 + 100 = 121 bytes, in a slot of exactly that
 //! size (`crate::slab`).
 //!
 //! Layout (all integers little-endian, byte-addressed so no alignment is needed). Two
-//! header formats: *short* (8 bytes) when the key and the value are each at most 255
+//! header formats: *short* (7 bytes) when the key and the value are each at most 255
 //! bytes, the common cache item, stored in an exact-size slab slot; *normal* (12 bytes)
 //! otherwise, a jemalloc block. The format is chosen when a block is allocated and never
 //! changes in place: a short entry whose value changes length gets a new block.
@@ -18,7 +18,7 @@
 //! 4   u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, hash, set) |
 //!                 policy (2 bits: LRU, LHD, LHD explorer, S3-FIFO) | SHORT | RAW_STRING
 //! 5   u8   db
-//! short:  6 u8 key_len, 7 u8 value_len                        (header: 8 bytes)
+//! short:  6 u8 key_len                                       (header: 7 bytes)
 //! normal: 6 u16 key_len (0xFFFF: the real length is the u32 in the LONG_KEY block),
 //!         8 u32 value_len                                     (header: 12 bytes)
 //! then [u64 expire_at_ms, u32 volatile_index]   only with HAS_TTL
@@ -26,9 +26,11 @@
 //!      key bytes, then value bytes
 //! ```
 //!
-//! A short block's slot is exactly its size, so its usable size is computed from its
-//! header without asking the allocator, and a value of another length never fits in
-//! place (an overwrite with a value of the same length does).
+//! A short block's slot is exactly its size, so a value of another length never fits in
+//! place (an overwrite with a value of the same length does), and the value's length
+//! need not be stored: it is the slot's size (`slab::slot_size`, a 2-byte table entry
+//! per slab) less the header, TTL block and key. That byte was 1 B per key, 1 MB at
+//! 1M keys.
 //!
 //! # Hashes and sets
 //!
@@ -58,14 +60,14 @@ use std::ptr::NonNull;
 /// A normal (jemalloc) block's header bytes.
 const HEADER: usize = 12;
 /// A short (slab) block's header bytes.
-const SHORT_HEADER: usize = 8;
+const SHORT_HEADER: usize = 7;
 /// The longest key and value a short block holds (one length byte each).
 const SHORT_MAX: usize = u8::MAX as usize;
 const FLAGS_AT: usize = 4;
 const DB_AT: usize = 5;
 const KEY_LEN_AT: usize = 6;
-/// The value length: a byte in a short header, a u32 in a normal one.
-const SHORT_VALUE_LEN_AT: usize = 7;
+/// The value length, in a normal header (a short block's is its slot's size less the
+/// rest).
 const VALUE_LEN_AT: usize = 8;
 /// The fewest bytes any entry is charged (a header with an empty key and value).
 pub(crate) const SMALLEST_ENTRY: usize = SHORT_HEADER;
@@ -292,7 +294,7 @@ impl Entry {
             e.write_u8(FLAGS_AT, SHORT | if ttl { HAS_TTL } else { 0 });
             e.write_u8(DB_AT, db);
             e.write_u8(KEY_LEN_AT, key_len as u8);
-            e.write_u8(SHORT_VALUE_LEN_AT, value_len as u8);
+            debug_assert_eq!(e.value_len(), value_len);
             return e;
         }
         let long = key_len > SHORT_KEY_MAX;
@@ -351,7 +353,7 @@ impl Entry {
     #[inline]
     pub fn usable_size(&self) -> usize {
         if self.is_short() {
-            return self.used_size();
+            return slab::slot_size(self.0.as_ptr());
         }
         // SAFETY: the block came from jemalloc's malloc and is live.
         unsafe { tikv_jemalloc_sys::malloc_usable_size(self.0.as_ptr() as *const _) }
@@ -544,7 +546,7 @@ impl Entry {
     #[inline]
     pub fn value_len(&self) -> usize {
         if self.is_short() {
-            self.read_u8(SHORT_VALUE_LEN_AT) as usize
+            slab::slot_size(self.0.as_ptr()) - self.key_offset() - self.key_len()
         } else {
             self.read_u32(VALUE_LEN_AT) as usize
         }
@@ -553,8 +555,9 @@ impl Entry {
     /// Records a new value length (the block holds it: checked by the caller).
     fn set_value_len(&self, len: usize) {
         if self.is_short() {
-            debug_assert!(len <= SHORT_MAX);
-            self.write_u8(SHORT_VALUE_LEN_AT, len as u8)
+            // Its slot's size records it: only an overwrite of the same length stays in
+            // a short block.
+            debug_assert_eq!(len, self.value_len());
         } else {
             self.write_u32(VALUE_LEN_AT, len as u32)
         }
@@ -783,10 +786,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_14_byte_key_and_100_byte_value_take_a_122_byte_slot() {
+    fn a_14_byte_key_and_100_byte_value_take_a_121_byte_slot() {
         let e = Entry::new(3, b"key:0000000001", &[7u8; 100], None, 42);
-        assert_eq!(e.usable_size(), 122);
-        assert_eq!(Entry::allocated_size(14, 100, false), 122);
+        assert_eq!(e.usable_size(), 121);
+        assert_eq!(Entry::allocated_size(14, 100, false), 121);
         assert_eq!(e.db(), 3);
         assert_eq!(e.key(), b"key:0000000001");
         assert_eq!(e.value(), &[7u8; 100][..]);
@@ -852,7 +855,7 @@ mod tests {
         e.free();
         // A short (slab) block is exactly its size: only a value of the same length.
         let e = Entry::new(0, b"k", b"0123456789", None, 0);
-        assert_eq!(e.usable_size(), 8 + 1 + 10);
+        assert_eq!(e.usable_size(), 7 + 1 + 10);
         assert!(!e.fits_in_place(3) && !e.fits_in_place(11) && e.fits_in_place(10));
         assert!(e.reuse_for(10) && !e.reuse_for(9));
         e.overwrite_value(b"abcdefghij");
@@ -867,9 +870,9 @@ mod tests {
         let e = Entry::new(7, b"key", &[1u8; 250], Some((99, 4)), 0);
         e.set_raw(true);
         e.set_lhd(0x00AB_CDEF, true);
-        assert_eq!(e.usable_size(), 8 + 12 + 3 + 250);
+        assert_eq!(e.usable_size(), 7 + 12 + 3 + 250);
         let g = e.grow_value(255);
-        assert_eq!(g.usable_size(), 8 + 12 + 3 + 255);
+        assert_eq!(g.usable_size(), 7 + 12 + 3 + 255);
         let g = g.grow_value(256);
         assert!(g.usable_size() >= 12 + 12 + 3 + 256);
         assert_eq!((g.db(), g.key(), g.value_len()), (7, &b"key"[..], 256));

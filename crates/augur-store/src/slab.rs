@@ -1,4 +1,4 @@
-//! Exact-size slabs for short entries: every block of 8..=530 bytes gets a slot of
+//! Exact-size slabs for short entries: every block of 7..=529 bytes gets a slot of
 //! exactly its size.
 //!
 //! # Why
@@ -9,7 +9,7 @@
 //! (issue 10's benchmark item) took a 128-byte region for a 126-byte block, and would
 //! take the same 128 bytes with any shorter header: the header and the class rounding
 //! have to shrink together. Here a short entry (`crate::entry`: key and value of at most
-//! 255 bytes, an 8-byte header) is stored in a slot of exactly its block size, 122 bytes
+//! 255 bytes, a 7-byte header) is stored in a slot of exactly its block size, 121 bytes
 //! for that item. (zExpander §2.2 and issue 10 item 6: "finer size classes, slab or
 //! segment storage, or the item header".)
 //!
@@ -43,14 +43,14 @@
 
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Bytes per slab. Every size class in use holds a partly filled slab or two, so the
 /// slab size bounds that slack: with 64 KB slabs, a drifting mix of value sizes (240
 /// classes in use, 64 MB `maxmemory`) left 16 MB of free slots that defragmentation
 /// could not move, most in the classes' current slabs; 16 KB a quarter of that. The tail
-/// no whole slot fits is below one slot: 0.2 % for 122-byte slots.
+/// no whole slot fits is below one slot: 0.2 % for 121-byte slots.
 pub const SLAB_BYTES: usize = 16 << 10;
 /// Slabs the region has room for: 2^22 of 16 KB, 64 GB of short entries (beyond it,
 /// short entries are stored as normal jemalloc blocks: [`alloc`] answers `None`).
@@ -60,10 +60,10 @@ const _: () = assert!(MAX_SLABS * SLAB_BYTES <= 1 << 36);
 /// "None" for slab numbers and slot offsets.
 const NONE: u32 = u32::MAX;
 /// The smallest block a slab slot holds (a short entry's header, empty key and value).
-pub const MIN_BLOCK: usize = 8;
+pub const MIN_BLOCK: usize = 7;
 /// The largest block a slab slot holds: a short header, a TTL block and 255-byte key and
 /// value.
-pub const MAX_BLOCK: usize = 8 + 12 + 255 + 255;
+pub const MAX_BLOCK: usize = 7 + 12 + 255 + 255;
 const CLASSES: usize = MAX_BLOCK - MIN_BLOCK + 1;
 
 /// One slab's bookkeeping, at its slab number in the region's table. Changed only under
@@ -124,9 +124,21 @@ fn region() -> Option<&'static Region> {
                             -1,
                             0,
                         );
-                        if metas != libc::MAP_FAILED {
+                        let sizes = libc::mmap(
+                            std::ptr::null_mut(),
+                            slabs * std::mem::size_of::<AtomicU16>(),
+                            libc::PROT_READ | libc::PROT_WRITE,
+                            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                            -1,
+                            0,
+                        );
+                        if sizes == libc::MAP_FAILED && metas != libc::MAP_FAILED {
+                            libc::munmap(metas, slabs * std::mem::size_of::<SlabMeta>());
+                        }
+                        if metas != libc::MAP_FAILED && sizes != libc::MAP_FAILED {
                             // Aligned to the slab size (the extra slab reserved for it).
                             let base = (raw as usize).next_multiple_of(SLAB_BYTES);
+                            REGION_SIZES.store(sizes as *mut AtomicU16, Ordering::Relaxed);
                             REGION_BASE.store(base as u64, Ordering::Relaxed);
                             REGION_BYTES.store((slabs * SLAB_BYTES) as u64, Ordering::Relaxed);
                             return Some(Region {
@@ -152,6 +164,25 @@ fn region() -> Option<&'static Region> {
 /// reservation that set these.
 static REGION_BASE: AtomicU64 = AtomicU64::new(0);
 static REGION_BYTES: AtomicU64 = AtomicU64::new(0);
+/// The slot size of every slab, by slab number (0 while no class has held it): a dense
+/// table of 2 bytes per slab beside the region, written when a class takes the slab, so
+/// that a short entry need not record its own value length (`crate::entry`: the header
+/// is 7 bytes, and the value's length is the slot's size less the header and key). Read
+/// by every access to a short entry's value, hence apart from [`SlabMeta`] (which
+/// allocations and frees write under the class's lock): a few thousand slabs' sizes
+/// take a few KB that stay cached.
+static REGION_SIZES: AtomicPtr<AtomicU16> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The size of the slot at `ptr`, which must be a live slot handed out by [`alloc`] or
+/// [`alloc_packed`] (its slab's class cannot change while the slot is live).
+#[inline]
+pub(crate) fn slot_size(ptr: *const u8) -> usize {
+    let n = (ptr as u64 - REGION_BASE.load(Ordering::Relaxed)) / SLAB_BYTES as u64;
+    // SAFETY: a live slot lies in the region, so the table exists and `n` is one of its
+    // slabs; the table entry is an atomic.
+    unsafe { &*REGION_SIZES.load(Ordering::Relaxed).add(n as usize) }.load(Ordering::Relaxed)
+        as usize
+}
 
 /// The offset of `addr` in the slab region (< 2^36: [`MAX_SLABS`] slabs of
 /// [`SLAB_BYTES`]), or None if `addr` is outside it (a jemalloc block). The index keeps
@@ -572,6 +603,11 @@ impl SlabAllocator {
             } else {
                 let n = take_slab(r)?;
                 c.slabs += 1;
+                // SAFETY: `n` is one of the region's slabs (take_slab); the entry is an
+                // atomic. Its slots are handed out only after this store, and reach other
+                // threads through the store's locks.
+                unsafe { &*REGION_SIZES.load(Ordering::Relaxed).add(n as usize) }
+                    .store(size as u16, Ordering::Relaxed);
                 n
             };
             c.current = next;
