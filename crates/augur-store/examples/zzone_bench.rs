@@ -137,7 +137,7 @@ fn main() {
         raw as f64 / whole as f64,
     );
     let nzone: u64 = (0..n)
-        .map(|i| charged_bytes(key(i).len(), values[i % values.len()].len(), false))
+        .map(|i| charged_bytes(0, key(i).len(), values[i % values.len()].len(), false))
         .sum();
     let item_raw: usize = (0..n)
         .map(|i| key(i).len() + values[i % values.len()].len())

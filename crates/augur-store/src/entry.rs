@@ -8,7 +8,7 @@
 //! size (`crate::slab`).
 //!
 //! Layout (all integers little-endian, byte-addressed so no alignment is needed). Two
-//! header formats: *short* (7 bytes) when the key and the value are each at most 255
+//! header formats: *short* (7 bytes, 6 in database 0) when the key and the value are each at most 255
 //! bytes, the common cache item, stored in an exact-size slab slot; *normal* (12 bytes)
 //! otherwise, a jemalloc block. The format is chosen when a block is allocated and never
 //! changes in place: a short entry whose value changes length gets a new block.
@@ -19,9 +19,12 @@
 //!                 policy (2 bits: LRU, LHD, LHD explorer, S3-FIFO) | SHORT | RAW_STRING
 //! 5   u8   db
 //! short:  6 u8 key_len                                       (header: 7 bytes)
+//!         in database 0 (flag SHORT_DB0): no db byte, 5 u8 key_len (header: 6 bytes)
 //! normal: 6 u16 key_len (0xFFFF: the real length is the u32 in the LONG_KEY block),
 //!         8 u32 value_len                                     (header: 12 bytes)
 //! then [u64 expire_at_ms, u32 volatile_index]   only with HAS_TTL
+//! (Most deployments use database 0 only; its short entries omit the db byte, 1 B/key.
+//! MOVE of such an entry out of database 0 builds a new block.)
 //!      [u32 key_len]                             only with LONG_KEY
 //!      key bytes, then value bytes
 //! ```
@@ -61,6 +64,8 @@ use std::ptr::NonNull;
 const HEADER: usize = 12;
 /// A short (slab) block's header bytes.
 const SHORT_HEADER: usize = 7;
+/// A short block's header bytes in database 0 (no db byte).
+const SHORT_HEADER_DB0: usize = 6;
 /// The longest key and value a short block holds (one length byte each).
 const SHORT_MAX: usize = u8::MAX as usize;
 const FLAGS_AT: usize = 4;
@@ -70,11 +75,14 @@ const KEY_LEN_AT: usize = 6;
 /// rest).
 const VALUE_LEN_AT: usize = 8;
 /// The fewest bytes any entry is charged (a header with an empty key and value).
-pub(crate) const SMALLEST_ENTRY: usize = SHORT_HEADER;
+pub(crate) const SMALLEST_ENTRY: usize = SHORT_HEADER_DB0;
 const TTL_BLOCK: usize = 12;
 const LONG_KEY_BLOCK: usize = 4;
 const HAS_TTL: u8 = 1;
 const LONG_KEY: u8 = 2;
+/// In a short block (which never has a long key) the LONG_KEY bit means: database 0,
+/// and the header has no db byte.
+const SHORT_DB0: u8 = LONG_KEY;
 /// Type bits: 0 string, TYPE_HASH, TYPE_SET.
 const TYPE_MASK: u8 = 0b1100;
 const TYPE_HASH: u8 = 0b0100;
@@ -247,16 +255,25 @@ impl Entry {
     }
 
     /// Bytes requested from the allocator for an entry of this shape.
-    pub fn block_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
+    pub fn block_size(db: u8, key_len: usize, value_len: usize, ttl: bool) -> usize {
         if Self::is_short_shape(key_len, value_len) {
-            Self::short_block_size(key_len, value_len, ttl)
+            Self::short_block_size(db, key_len, value_len, ttl)
         } else {
             Self::normal_block_size(key_len, value_len, ttl)
         }
     }
 
-    fn short_block_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
-        SHORT_HEADER + if ttl { TTL_BLOCK } else { 0 } + key_len + value_len
+    fn short_block_size(db: u8, key_len: usize, value_len: usize, ttl: bool) -> usize {
+        Self::short_header_len(db) + if ttl { TTL_BLOCK } else { 0 } + key_len + value_len
+    }
+
+    #[inline]
+    fn short_header_len(db: u8) -> usize {
+        if db == 0 {
+            SHORT_HEADER_DB0
+        } else {
+            SHORT_HEADER
+        }
     }
 
     fn normal_block_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
@@ -273,9 +290,9 @@ impl Entry {
 
     /// Bytes an entry of this shape is charged (a string's [`Entry::usable_size`]): a
     /// short block's exact size, or a normal block's jemalloc size class.
-    pub fn allocated_size(key_len: usize, value_len: usize, ttl: bool) -> usize {
+    pub fn allocated_size(db: u8, key_len: usize, value_len: usize, ttl: bool) -> usize {
         if Self::is_short_shape(key_len, value_len) {
-            return Self::short_block_size(key_len, value_len, ttl);
+            return Self::short_block_size(db, key_len, value_len, ttl);
         }
         let block = Self::normal_block_size(key_len, value_len, ttl);
         // SAFETY: nallocx only computes the size class; flags 0 = default alignment.
@@ -286,14 +303,20 @@ impl Entry {
         // A short shape gets a slab slot while the slab region has room (64 GB), else a
         // normal block.
         if let Some(slot) = Self::is_short_shape(key_len, value_len)
-            .then(|| slab::alloc(Self::short_block_size(key_len, value_len, ttl)))
+            .then(|| slab::alloc(Self::short_block_size(db, key_len, value_len, ttl)))
             .flatten()
         {
             let e = Entry(slot);
             e.write_u32(0, atime);
-            e.write_u8(FLAGS_AT, SHORT | if ttl { HAS_TTL } else { 0 });
-            e.write_u8(DB_AT, db);
-            e.write_u8(KEY_LEN_AT, key_len as u8);
+            let ttl_flag = if ttl { HAS_TTL } else { 0 };
+            if db == 0 {
+                e.write_u8(FLAGS_AT, SHORT | SHORT_DB0 | ttl_flag);
+                e.write_u8(SHORT_HEADER_DB0 - 1, key_len as u8);
+            } else {
+                e.write_u8(FLAGS_AT, SHORT | ttl_flag);
+                e.write_u8(DB_AT, db);
+                e.write_u8(KEY_LEN_AT, key_len as u8);
+            }
             debug_assert_eq!(e.value_len(), value_len);
             return e;
         }
@@ -377,7 +400,11 @@ impl Entry {
     }
 
     pub fn db(&self) -> u8 {
-        self.read_u8(DB_AT)
+        if self.flags() & (SHORT | SHORT_DB0) == SHORT | SHORT_DB0 {
+            0
+        } else {
+            self.read_u8(DB_AT)
+        }
     }
 
     pub fn atime(&self) -> u32 {
@@ -514,17 +541,21 @@ impl Entry {
 
     #[inline]
     fn header_len(&self) -> usize {
-        if self.is_short() {
-            SHORT_HEADER
-        } else {
+        let f = self.flags();
+        if f & SHORT == 0 {
             HEADER
+        } else if f & SHORT_DB0 != 0 {
+            SHORT_HEADER_DB0
+        } else {
+            SHORT_HEADER
         }
     }
 
     #[inline]
     fn key_len(&self) -> usize {
         if self.is_short() {
-            return self.read_u8(KEY_LEN_AT) as usize;
+            // The header's last byte.
+            return self.read_u8(self.header_len() - 1) as usize;
         }
         let short = self.read_u16(KEY_LEN_AT);
         if short == 0xFFFF && self.flags() & LONG_KEY != 0 {
@@ -537,10 +568,14 @@ impl Entry {
     #[inline]
     fn key_offset(&self) -> usize {
         let f = self.flags();
-        // (A short block never has LONG_KEY.)
+        // (In a short block the LONG_KEY bit is SHORT_DB0: no long-key block.)
         self.header_len()
             + if f & HAS_TTL != 0 { TTL_BLOCK } else { 0 }
-            + if f & LONG_KEY != 0 { LONG_KEY_BLOCK } else { 0 }
+            + if f & (LONG_KEY | SHORT) == LONG_KEY {
+                LONG_KEY_BLOCK
+            } else {
+                0
+            }
     }
 
     #[inline]
@@ -618,9 +653,19 @@ impl Entry {
         self.write_u8(FLAGS_AT, if raw { f | RAW_STRING } else { f });
     }
 
-    /// Moves the entry to database `db` (MOVE: same key, same block).
+    /// Whether [`Entry::set_db`] can move this block to database `db` in place: all but
+    /// a short block of database 0 (which has no db byte) going to another database.
+    pub fn can_set_db(&self, db: u8) -> bool {
+        db == 0 || self.flags() & (SHORT | SHORT_DB0) != SHORT | SHORT_DB0
+    }
+
+    /// Moves the entry to database `db` (MOVE: same key, same block); only where
+    /// [`Entry::can_set_db`] allows it.
     pub fn set_db(&self, db: u8) {
-        self.write_u8(DB_AT, db)
+        debug_assert!(self.can_set_db(db));
+        if self.flags() & (SHORT | SHORT_DB0) != SHORT | SHORT_DB0 {
+            self.write_u8(DB_AT, db)
+        }
     }
 
     /// A new block holding this entry's value (and value flags, e.g. a type tag) under
@@ -789,7 +834,7 @@ mod tests {
     fn a_14_byte_key_and_100_byte_value_take_a_121_byte_slot() {
         let e = Entry::new(3, b"key:0000000001", &[7u8; 100], None, 42);
         assert_eq!(e.usable_size(), 121);
-        assert_eq!(Entry::allocated_size(14, 100, false), 121);
+        assert_eq!(Entry::allocated_size(3, 14, 100, false), 121);
         assert_eq!(e.db(), 3);
         assert_eq!(e.key(), b"key:0000000001");
         assert_eq!(e.value(), &[7u8; 100][..]);
@@ -843,6 +888,35 @@ mod tests {
         s.free();
     }
 
+    /// In database 0 a short header has no db byte (6 bytes): 120 bytes for the same
+    /// item; a MOVE out of database 0 cannot happen in place, one into it can.
+    #[test]
+    fn database_0_short_entries_take_a_6_byte_header() {
+        let e = Entry::new(0, b"key:0000000001", &[7u8; 100], Some((99, 4)), 42);
+        assert_eq!(e.usable_size(), 120 + TTL_BLOCK);
+        assert_eq!(Entry::allocated_size(0, 14, 100, true), 120 + TTL_BLOCK);
+        assert_eq!(
+            (e.db(), e.key(), e.value()),
+            (0, &b"key:0000000001"[..], &[7u8; 100][..])
+        );
+        assert_eq!(
+            (e.expire_at(), e.volatile_index(), e.atime()),
+            (Some(99), 4, 42)
+        );
+        assert!(e.can_set_db(0) && !e.can_set_db(1));
+        let moved = e.rekeyed(5, e.key(), Some((99, 4)));
+        e.free_block();
+        assert_eq!(moved.usable_size(), 121 + TTL_BLOCK);
+        assert_eq!(
+            (moved.db(), moved.key(), moved.value()),
+            (5, &b"key:0000000001"[..], &[7u8; 100][..])
+        );
+        assert!(moved.can_set_db(0) && moved.can_set_db(9));
+        moved.set_db(0);
+        assert_eq!((moved.db(), moved.key()), (0, &b"key:0000000001"[..]));
+        moved.free();
+    }
+
     #[test]
     fn overwrite_in_place_only_when_it_fits() {
         // A normal (jemalloc) block: any value within its size class.
@@ -855,7 +929,7 @@ mod tests {
         e.free();
         // A short (slab) block is exactly its size: only a value of the same length.
         let e = Entry::new(0, b"k", b"0123456789", None, 0);
-        assert_eq!(e.usable_size(), 7 + 1 + 10);
+        assert_eq!(e.usable_size(), 6 + 1 + 10);
         assert!(!e.fits_in_place(3) && !e.fits_in_place(11) && e.fits_in_place(10));
         assert!(e.reuse_for(10) && !e.reuse_for(9));
         e.overwrite_value(b"abcdefghij");
@@ -1029,11 +1103,11 @@ mod format_props {
                 let used = e.used_size();
                 if short {
                     prop_assert_eq!(e.usable_size(), used);
-                    prop_assert_eq!(Entry::allocated_size(key.len(), value.len(), ttl.is_some()), used);
+                    prop_assert_eq!(Entry::allocated_size(db, key.len(), value.len(), ttl.is_some()), used);
                 } else {
                     prop_assert!(e.usable_size() >= used);
                 }
-                prop_assert_eq!(used, Entry::block_size(key.len(), value.len(), ttl.is_some()));
+                prop_assert_eq!(used, Entry::block_size(db, key.len(), value.len(), ttl.is_some()));
             }
             e.free();
         }

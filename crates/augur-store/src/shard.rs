@@ -1313,9 +1313,10 @@ const TENANT_SYNC_BYTES: u64 = 16 << 10;
 const MIN_TENANT_SYNC_BYTES: u64 = 1 << 10;
 
 /// The bytes a key of this shape is charged in the profiler's curves: its block's
-/// allocated size ([`Entry::allocated_size`]) plus [`PROFILE_INDEX_BYTES`].
-pub fn charged_bytes(key_len: usize, value_len: usize, ttl: bool) -> u64 {
-    Entry::allocated_size(key_len, value_len, ttl) as u64 + PROFILE_INDEX_BYTES
+/// allocated size ([`Entry::allocated_size`], in database `db`) plus
+/// [`PROFILE_INDEX_BYTES`].
+pub fn charged_bytes(db: u8, key_len: usize, value_len: usize, ttl: bool) -> u64 {
+    Entry::allocated_size(db, key_len, value_len, ttl) as u64 + PROFILE_INDEX_BYTES
 }
 
 /// A reference's size for the profiler: the key's whole charge (a hash or set with its
@@ -1500,7 +1501,7 @@ impl Shard {
         match part.zone_read(ns.db, key, h, now_ms) {
             ZoneRead::Served => {
                 part.hits += 1;
-                let bytes = charged_bytes(key.len(), part.zone_scratch_len(), false);
+                let bytes = charged_bytes(ns.db, key.len(), part.zone_scratch_len(), false);
                 self.sample(t, h, bytes, RefKind::Hit);
                 let part = &self.parts[t as usize];
                 Ok(Some(&part.zone.as_deref().expect("served from it").scratch))
@@ -1750,7 +1751,7 @@ impl Shard {
         if key.len() > MAX_LEN || value_len > MAX_LEN {
             return Err(WriteError::TooLarge);
         }
-        let block = Entry::block_size(key.len(), value_len, d.expire_at_ms.is_some());
+        let block = Entry::block_size(ns.db, key.len(), value_len, d.expire_at_ms.is_some());
         self.make_room(ns.tenant, (block + obj_bytes) as u64)?;
         let now = self.tick();
         let clock = self.clock;
@@ -1813,7 +1814,7 @@ impl Shard {
         // frees its old block too), so the shard never ends above its budget.
         self.make_room_unpublished(
             ns.tenant,
-            Entry::block_size(key.len(), value.len(), matches!(ttl, SetTtl::At(_))) as u64,
+            Entry::block_size(ns.db, key.len(), value.len(), matches!(ttl, SetTtl::At(_))) as u64,
         )?;
         let now = self.tick();
         let clock = self.clock;

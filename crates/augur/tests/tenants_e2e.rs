@@ -481,7 +481,7 @@ async fn cache_workload(con: &mut MultiplexedConnection, n: usize) -> Vec<(Strin
         let key = format!("key:{}", (u * u * 2000.0) as u64);
         let overwrite = rng.gen_bool(0.05);
         let size = 10 + (rng.gen::<u32>() % 300) as usize;
-        let charged = |len: usize| augur_store::charged_bytes(key.len(), len, false);
+        let charged = |len: usize| augur_store::charged_bytes(0, key.len(), len, false);
         if overwrite {
             let _: () = q(con, &["SET", &key, &"o".repeat(size)]).await.unwrap();
             sizes.insert(key.clone(), size);
@@ -725,7 +725,7 @@ async fn kredis_installs_targets_and_k_and_tenants_follow_them() {
     let ia = tenant_info(&mut d, "app1").await;
     let ib = tenant_info(&mut d, "app2").await;
     let (ta, tb) = (num(&ia, "target"), num(&ib, "target"));
-    let ws_a = 1500.0 * augur_store::charged_bytes(5, 1000, false) as f64;
+    let ws_a = 1500.0 * augur_store::charged_bytes(0, 5, 1000, false) as f64;
     // The tuner sees app1's working set through a 25% sample of its keys (375 expected;
     // the count is binomial, sd 17): at least 85% of it, i.e. 3 sd.
     assert!(

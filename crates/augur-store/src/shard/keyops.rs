@@ -115,7 +115,8 @@ impl Shard {
         now_ms: u64,
     ) -> Result<Relocated, WriteError> {
         debug_assert_eq!(from.tenant, to.tenant, "relocation stays within a tenant");
-        let same_block = key == newkey && matches!(how, Relocation::Rename | Relocation::RenameNx);
+        let mut same_block =
+            key == newkey && matches!(how, Relocation::Rename | Relocation::RenameNx);
         let copy = matches!(how, Relocation::Copy { .. });
         let replace = matches!(how, Relocation::Rename | Relocation::Copy { replace: true });
         // Look before evicting, so a refusal evicts nothing.
@@ -130,6 +131,8 @@ impl Shard {
                 return Ok(Relocated::SourceMissing);
             };
             let e = part.entry(pos);
+            // A short block of database 0 has no db byte: MOVE out of it builds a block.
+            same_block &= e.can_set_db(to.db);
             let obj_bytes = e.object().map_or(0, |o| o.bytes()) as u64;
             (
                 e.value_len(),
@@ -154,7 +157,7 @@ impl Shard {
         if !same_block {
             // A rename in one shard frees the old block as it fills the new one: only
             // the difference needs room (Redis's RENAME allocates nothing).
-            let block = Entry::block_size(newkey.len(), src_len, src_ttl) as u64;
+            let block = Entry::block_size(to.db, newkey.len(), src_len, src_ttl) as u64;
             let incoming = if copy {
                 block + obj_bytes
             } else {
@@ -264,7 +267,7 @@ fn relocate_across(
     }
     // The destination gains the block and, for a hash or set, its object's bytes too
     // (moved or copied, it is charged to the destination shard from now on).
-    let block = Entry::block_size(newkey.len(), src_len, src_ttl) as u64 + obj_bytes;
+    let block = Entry::block_size(to.db, newkey.len(), src_len, src_ttl) as u64 + obj_bytes;
     if let Err(e) = dst.make_room(to.tenant, block) {
         src.publish();
         return Err(e);
@@ -356,7 +359,10 @@ impl Shard {
         };
         if needs_block {
             let ttl = current.is_some_and(|e| e.has_ttl());
-            self.make_room(ns.tenant, Entry::block_size(key.len(), target, ttl) as u64)?;
+            self.make_room(
+                ns.tenant,
+                Entry::block_size(ns.db, key.len(), target, ttl) as u64,
+            )?;
         }
         let now = self.tick();
         let clock = self.clock;
