@@ -4,13 +4,14 @@
 //! payload. Redis spends ~185 B of `used_memory` on a 14-byte key with a 100-byte value
 //! (dictEntry + robj + two sds + expires entry). Here the header, key and value share
 //! one block, whose size for that case is 6 + 14 + 100 = 120 bytes (in database 0), in a
-//! slot of exactly that size (`crate::slab`).
+//! slot of exactly that size (`crate::slab`); in other databases the header has a db
+//! byte more, 121 bytes.
 //!
 //! Layout (all integers little-endian, byte-addressed so no alignment is needed). Two
 //! header formats: *short* (7 bytes, 6 in database 0) when the key and the value are each
 //! at most 255 bytes, the common cache item, stored in an exact-size slab slot; *normal*
-//! (12 bytes) otherwise, a jemalloc block. The format is chosen when a block is allocated and never
-//! changes in place: a short entry whose value changes length gets a new block.
+//! (12 bytes) otherwise, a jemalloc block. The format is chosen when a block is allocated
+//! and never changes in place: a short entry whose value changes length gets a new block.
 //!
 //! ```text
 //! 0   u32  atime      logical access time (the shard's clock, truncated; see `Shard`)

@@ -10,8 +10,8 @@
 //! take the same 128 bytes with any shorter header: the header and the class rounding
 //! have to shrink together. Here a short entry (`crate::entry`: key and value of at most
 //! 255 bytes, a 6-byte header in database 0) is stored in a slot of exactly its block
-//! size, 120 bytes for that item. (zExpander §2.2 and issue 10 item 6: "finer size classes, slab or
-//! segment storage, or the item header".)
+//! size, 120 bytes for that item. (zExpander §2.2 and issue 10 item 6: "finer size
+//! classes, slab or segment storage, or the item header".)
 //!
 //! # Layout
 //!
@@ -167,7 +167,7 @@ static REGION_BYTES: AtomicU64 = AtomicU64::new(0);
 /// The slot size of every slab, by slab number (0 while no class has held it): a dense
 /// table of 2 bytes per slab beside the region, written when a class takes the slab, so
 /// that a short entry need not record its own value length (`crate::entry`: the header
-/// is 6 or 7 bytes, and the value's length is the slot's size less the header and key). Read
+/// is 6 or 7 bytes; the value's length is the slot's size less the header and key). Read
 /// by every access to a short entry's value, hence apart from [`SlabMeta`] (which
 /// allocations and frees write under the class's lock): a few thousand slabs' sizes
 /// take a few KB that stay cached.
