@@ -308,15 +308,13 @@ impl Entry {
         {
             let e = Entry(slot);
             e.write_u32(0, atime);
-            let ttl_flag = if ttl { HAS_TTL } else { 0 };
-            if db == 0 {
-                e.write_u8(FLAGS_AT, SHORT | SHORT_DB0 | ttl_flag);
-                e.write_u8(SHORT_HEADER_DB0 - 1, key_len as u8);
-            } else {
-                e.write_u8(FLAGS_AT, SHORT | ttl_flag);
+            let db0 = if db == 0 { SHORT_DB0 } else { 0 };
+            e.write_u8(FLAGS_AT, SHORT | db0 | if ttl { HAS_TTL } else { 0 });
+            if db != 0 {
                 e.write_u8(DB_AT, db);
-                e.write_u8(KEY_LEN_AT, key_len as u8);
             }
+            // The header's last byte, where `key_len` reads it.
+            e.write_u8(Self::short_header_len(db) - 1, key_len as u8);
             debug_assert_eq!(e.value_len(), value_len);
             return e;
         }
@@ -385,7 +383,8 @@ impl Entry {
     /// Bytes the header, TTL block, key and value take.
     #[inline]
     fn used_size(&self) -> usize {
-        self.key_offset() + self.key_len() + self.value_len()
+        let (off, len) = self.value_span();
+        off + len
     }
 
     /// Whether the block is in the short format (a slab slot).
@@ -394,13 +393,19 @@ impl Entry {
         self.flags() & SHORT != 0
     }
 
+    /// Whether the block is a short one of database 0, whose header has no db byte.
+    #[inline]
+    fn is_short_db0(&self) -> bool {
+        self.flags() & (SHORT | SHORT_DB0) == SHORT | SHORT_DB0
+    }
+
     #[inline]
     fn flags(&self) -> u8 {
         self.read_u8(FLAGS_AT)
     }
 
     pub fn db(&self) -> u8 {
-        if self.flags() & (SHORT | SHORT_DB0) == SHORT | SHORT_DB0 {
+        if self.is_short_db0() {
             0
         } else {
             self.read_u8(DB_AT)
@@ -580,11 +585,26 @@ impl Entry {
 
     #[inline]
     pub fn value_len(&self) -> usize {
-        if self.is_short() {
-            slab::slot_size(self.0.as_ptr()) - self.key_offset() - self.key_len()
+        self.value_span().1
+    }
+
+    /// Where the value starts: after the header, TTL and long-key blocks and the key.
+    #[inline]
+    fn value_offset(&self) -> usize {
+        self.key_offset() + self.key_len()
+    }
+
+    /// The value's offset and length, the offset computed once (a short value's length
+    /// is its slot's size less that offset).
+    #[inline]
+    fn value_span(&self) -> (usize, usize) {
+        let off = self.value_offset();
+        let len = if self.is_short() {
+            slab::slot_size(self.0.as_ptr()) - off
         } else {
             self.read_u32(VALUE_LEN_AT) as usize
-        }
+        };
+        (off, len)
     }
 
     /// Records a new value length (the block holds it: checked by the caller).
@@ -606,9 +626,9 @@ impl Entry {
     }
 
     pub fn value<'a>(self) -> &'a [u8] {
-        let off = self.key_offset() + self.key_len();
+        let (off, len) = self.value_span();
         // SAFETY: the value follows the key inside the block.
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(off), self.value_len()) }
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(off), len) }
     }
 
     /// Whether a value of `len` bytes fits this block in place (same header layout): in
@@ -617,7 +637,7 @@ impl Entry {
         if self.is_short() {
             return len == self.value_len();
         }
-        self.key_offset() + self.key_len() + len <= self.usable_size()
+        self.value_offset() + len <= self.usable_size()
     }
 
     /// Whether a value of `len` bytes should overwrite this block in place: it fits and
@@ -637,7 +657,7 @@ impl Entry {
             // A fresh block would be a short one.
             return false;
         }
-        let block = self.key_offset() + self.key_len() + len;
+        let block = self.value_offset() + len;
         // SAFETY: nallocx only computes the size class; flags 0 = default alignment.
         let class = unsafe { tikv_jemalloc_sys::nallocx(block, 0) };
         class == self.usable_size()
@@ -656,14 +676,14 @@ impl Entry {
     /// Whether [`Entry::set_db`] can move this block to database `db` in place: all but
     /// a short block of database 0 (which has no db byte) going to another database.
     pub fn can_set_db(&self, db: u8) -> bool {
-        db == 0 || self.flags() & (SHORT | SHORT_DB0) != SHORT | SHORT_DB0
+        db == 0 || !self.is_short_db0()
     }
 
     /// Moves the entry to database `db` (MOVE: same key, same block); only where
     /// [`Entry::can_set_db`] allows it.
     pub fn set_db(&self, db: u8) {
         debug_assert!(self.can_set_db(db));
-        if self.flags() & (SHORT | SHORT_DB0) != SHORT | SHORT_DB0 {
+        if !self.is_short_db0() {
             self.write_u8(DB_AT, db)
         }
     }
@@ -685,10 +705,10 @@ impl Entry {
 
     /// The value's bytes, writable (in-place string updates: SETBIT, SETRANGE...).
     pub fn value_mut<'a>(self) -> &'a mut [u8] {
-        let off = self.key_offset() + self.key_len();
+        let (off, len) = self.value_span();
         // SAFETY: the value follows the key inside the block; the shard hands out one
         // mutable view at a time, under its lock.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr().add(off), self.value_len()) }
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr().add(off), len) }
     }
 
     /// Grows the value to `len` bytes (>= the current length), the new bytes zeroed: in
@@ -701,7 +721,7 @@ impl Entry {
         if self.is_short() && len != old {
             return self.resized(len);
         }
-        let off = self.key_offset() + self.key_len();
+        let off = self.value_offset();
         let e = if off + len <= self.usable_size() {
             self
         } else {
@@ -735,7 +755,7 @@ impl Entry {
     /// Overwrites the value in place; the caller checked [`Entry::fits_in_place`].
     pub fn overwrite_value(&self, value: &[u8]) {
         debug_assert!(self.fits_in_place(value.len()));
-        let off = self.key_offset() + self.key_len();
+        let off = self.value_offset();
         // SAFETY: fits_in_place guarantees the block holds off + value.len() bytes.
         unsafe {
             std::ptr::copy_nonoverlapping(value.as_ptr(), self.0.as_ptr().add(off), value.len())
