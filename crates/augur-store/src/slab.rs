@@ -116,26 +116,10 @@ fn region() -> Option<&'static Region> {
                         0,
                     );
                     if raw != libc::MAP_FAILED {
-                        let metas = libc::mmap(
-                            std::ptr::null_mut(),
-                            slabs * std::mem::size_of::<SlabMeta>(),
-                            libc::PROT_READ | libc::PROT_WRITE,
-                            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                            -1,
-                            0,
-                        );
-                        let sizes = libc::mmap(
-                            std::ptr::null_mut(),
-                            slabs * std::mem::size_of::<AtomicU16>(),
-                            libc::PROT_READ | libc::PROT_WRITE,
-                            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                            -1,
-                            0,
-                        );
-                        if sizes == libc::MAP_FAILED && metas != libc::MAP_FAILED {
-                            libc::munmap(metas, slabs * std::mem::size_of::<SlabMeta>());
-                        }
-                        if metas != libc::MAP_FAILED && sizes != libc::MAP_FAILED {
+                        let metas_len = slabs * std::mem::size_of::<SlabMeta>();
+                        let sizes_len = slabs * std::mem::size_of::<AtomicU16>();
+                        let (metas, sizes) = (map_table(metas_len), map_table(sizes_len));
+                        if let (Some(metas), Some(sizes)) = (metas, sizes) {
                             // Aligned to the slab size (the extra slab reserved for it).
                             let base = (raw as usize).next_multiple_of(SLAB_BYTES);
                             REGION_SIZES.store(sizes as *mut AtomicU16, Ordering::Relaxed);
@@ -147,6 +131,12 @@ fn region() -> Option<&'static Region> {
                                 metas: metas as *mut UnsafeCell<SlabMeta>,
                             });
                         }
+                        // One of the tables was refused: give back what was mapped.
+                        for (table, table_len) in [(metas, metas_len), (sizes, sizes_len)] {
+                            if let Some(t) = table {
+                                libc::munmap(t, table_len);
+                            }
+                        }
                         libc::munmap(raw, len);
                     }
                 }
@@ -155,6 +145,23 @@ fn region() -> Option<&'static Region> {
             None
         })
         .as_ref()
+}
+
+/// A table of `len` bytes beside the region: writable, zero-filled, memory only for the
+/// pages touched (`MAP_NORESERVE`); None if the kernel refuses it.
+fn map_table(len: usize) -> Option<*mut libc::c_void> {
+    // SAFETY: an anonymous mapping with no address hint; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    (p != libc::MAP_FAILED).then_some(p)
 }
 
 /// The region's base address and length, for [`region_offset`] and [`region_addr`]
@@ -178,10 +185,15 @@ static REGION_SIZES: AtomicPtr<AtomicU16> = AtomicPtr::new(std::ptr::null_mut())
 #[inline]
 pub(crate) fn slot_size(ptr: *const u8) -> usize {
     let n = (ptr as u64 - REGION_BASE.load(Ordering::Relaxed)) / SLAB_BYTES as u64;
-    // SAFETY: a live slot lies in the region, so the table exists and `n` is one of its
-    // slabs; the table entry is an atomic.
-    unsafe { &*REGION_SIZES.load(Ordering::Relaxed).add(n as usize) }.load(Ordering::Relaxed)
-        as usize
+    slot_size_entry(n as u32).load(Ordering::Relaxed) as usize
+}
+
+/// Slab `n`'s entry in [`REGION_SIZES`]; `n` must be one of the region's slabs.
+#[inline]
+fn slot_size_entry(n: u32) -> &'static AtomicU16 {
+    // SAFETY: the region exists (it holds slab `n`), so its size table does, with an
+    // entry per slab; the entries are atomics, never freed.
+    unsafe { &*REGION_SIZES.load(Ordering::Relaxed).add(n as usize) }
 }
 
 /// The offset of `addr` in the slab region (< 2^36: [`MAX_SLABS`] slabs of
@@ -217,11 +229,6 @@ impl Region {
     #[inline]
     fn slab_number(&self, addr: usize) -> u32 {
         ((addr - self.base) / SLAB_BYTES) as u32
-    }
-
-    #[inline]
-    fn contains(&self, addr: usize) -> bool {
-        addr.wrapping_sub(self.base) < self.slabs * SLAB_BYTES
     }
 }
 
@@ -391,7 +398,7 @@ pub(crate) fn alloc_packed(size: usize) -> Option<NonNull<u8>> {
 /// Whether `ptr` is a slab slot (else a jemalloc block).
 #[inline]
 pub(crate) fn is_slot(ptr: *const u8) -> bool {
-    region().is_some_and(|r| r.contains(ptr as usize))
+    region_offset(ptr as u64).is_some()
 }
 
 /// Returns the slot at `ptr`, of `size` bytes, that [`alloc`] handed out.
@@ -603,11 +610,9 @@ impl SlabAllocator {
             } else {
                 let n = take_slab(r)?;
                 c.slabs += 1;
-                // SAFETY: `n` is one of the region's slabs (take_slab); the entry is an
-                // atomic. Its slots are handed out only after this store, and reach other
+                // Its slots are handed out only after this store, and reach other
                 // threads through the store's locks.
-                unsafe { &*REGION_SIZES.load(Ordering::Relaxed).add(n as usize) }
-                    .store(size as u16, Ordering::Relaxed);
+                slot_size_entry(n).store(size as u16, Ordering::Relaxed);
                 n
             };
             c.current = next;
