@@ -390,13 +390,17 @@ impl Table {
     /// numbers its tables (a store: shard and tenant) gets the same phases in every run,
     /// spread evenly over any run of consecutive numbers.
     pub fn with_phase(n: u32) -> Table {
+        Table::empty(phase_of(n))
+    }
+
+    fn empty(phase: f64) -> Table {
         Table {
             words: Words::EMPTY,
             cap: 0,
             len: 0,
             epoch: 0,
             freed_large: false,
-            phase: phase_of(n),
+            phase,
             phased: false,
         }
     }
@@ -664,9 +668,7 @@ impl Table {
 
     /// Drops every position; the caller has freed or taken all entries.
     pub fn clear(&mut self) {
-        let phase = self.phase;
-        *self = Table::with_phase(0);
-        self.phase = phase;
+        *self = Table::empty(self.phase);
     }
 
     /// All occupied positions' entries (unordered).

@@ -25,9 +25,7 @@ pub mod zzone;
 
 /// Bytes of index tables held as page mappings outside jemalloc (INFO's allocator
 /// figures add them to jemalloc's, as they add the entry slabs').
-pub fn index_mapped_bytes() -> u64 {
-    index::mapped_bytes()
-}
+pub use index::mapped_bytes as index_mapped_bytes;
 
 pub use glob::glob_match_nocase;
 pub use lhd::{shard_config as lhd_shard_config, LhdStats, DEFAULT_LHD_SAMPLES};
