@@ -62,11 +62,19 @@ const GC_CYCLE_PERIOD: u32 = 50;
 /// Registry key of the running script's `RunCtx` (a light userdata; nil between runs).
 static CTX_KEY: u8 = 0;
 
+/// A Lua interpreter, opened on first use: a server that never runs a script never
+/// builds one. Redis opens its interpreters at start (scriptingInit, functionsInit);
+/// here the two (EVAL's and the functions') with their libraries and prelude were
+/// ~200 KB of the C heap and the pages of Lua's code that start-up touched, in every
+/// server (`bench/memory.sh`).
 pub struct LuaVm {
+    /// Null until [`LuaVm::state`] opens it.
     l: *mut ffi::lua_State,
+    /// FUNCTION's interpreter (`redis.register_function`), not EVAL's.
+    functions: bool,
     /// redisLrand48's state, which math.random reaches through a light userdata (kept
     /// here so that it lives as long as the interpreter).
-    _rand: Box<u64>,
+    _rand: Option<Box<u64>>,
     calls: u32,
 }
 
@@ -75,7 +83,9 @@ unsafe impl Send for LuaVm {}
 
 impl Drop for LuaVm {
     fn drop(&mut self) {
-        unsafe { ffi::lua_close(self.l) }
+        if !self.l.is_null() {
+            unsafe { ffi::lua_close(self.l) }
+        }
     }
 }
 
@@ -99,16 +109,35 @@ unsafe fn set_fn(l: *mut ffi::lua_State, name: *const c_char, f: ffi::lua_CFunct
 impl LuaVm {
     /// A fresh interpreter with Redis's libraries and sandbox (EVAL's).
     pub fn new() -> LuaVm {
-        Self::build(false)
+        Self::unopened(false)
     }
 
     /// The interpreter of function libraries (function_lua.c): EVAL's sandbox plus
     /// `redis.register_function` while FUNCTION LOAD runs a library.
     pub fn new_functions() -> LuaVm {
-        Self::build(true)
+        Self::unopened(true)
     }
 
-    fn build(functions: bool) -> LuaVm {
+    fn unopened(functions: bool) -> LuaVm {
+        LuaVm {
+            l: std::ptr::null_mut(),
+            functions,
+            _rand: None,
+            calls: 0,
+        }
+    }
+
+    /// The interpreter, opened now if it was not.
+    fn state(&mut self) -> *mut ffi::lua_State {
+        if self.l.is_null() {
+            let (l, rand) = Self::open(self.functions);
+            self.l = l;
+            self._rand = Some(rand);
+        }
+        self.l
+    }
+
+    fn open(functions: bool) -> (*mut ffi::lua_State, Box<u64>) {
         let mut rand = Box::new(RAND48_DEFAULT);
         unsafe {
             let l = ffi::luaL_newstate();
@@ -189,16 +218,15 @@ impl LuaVm {
             ffi::lua_pushnil(l);
             ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, cstr!("debug"));
             ffi::lua_settop(l, 0);
-            LuaVm {
-                l,
-                _rand: rand,
-                calls: 0,
-            }
+            (l, rand)
         }
     }
 
-    /// Bytes the interpreter holds (INFO used_memory_lua).
+    /// Bytes the interpreter holds (INFO used_memory_lua): 0 before it is opened.
     pub fn memory(&self) -> u64 {
+        if self.l.is_null() {
+            return 0;
+        }
         unsafe {
             let kb = ffi::lua_gc(self.l, ffi::LUA_GCCOUNT, 0).max(0) as u64;
             let b = ffi::lua_gc(self.l, ffi::LUA_GCCOUNTB, 0).max(0) as u64;
@@ -208,7 +236,7 @@ impl LuaVm {
 
     /// Compiles `code` as the function `f_<sha>` (luaCreateFunction).
     pub fn create_function(&mut self, sha: &str, code: &[u8]) -> Result<(), String> {
-        let l = self.l;
+        let l = self.state();
         let name = format!("f_{sha}\0");
         unsafe {
             let rc = ffi::luaL_loadbuffer(
@@ -240,7 +268,7 @@ impl LuaVm {
         hook: bool,
         out: &mut Out,
     ) {
-        let l = self.l;
+        let l = self.state();
         let name = format!("f_{sha}\0");
         unsafe {
             ffi::lua_settop(l, 0);
@@ -275,7 +303,7 @@ impl LuaVm {
         hook: bool,
         out: &mut Out,
     ) {
-        let l = self.l;
+        let l = self.state();
         unsafe {
             ffi::lua_settop(l, 0);
             ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, cstr!("augur_errh"));
@@ -300,7 +328,7 @@ impl LuaVm {
         hook: bool,
         out: &mut Out,
     ) {
-        let l = self.l;
+        let l = self.state();
         let rc;
         unsafe {
             set_ctx(l, ctx as *mut RunCtx<'_> as *mut c_void);
@@ -338,7 +366,7 @@ impl LuaVm {
         code: &[u8],
         timeout: std::time::Duration,
     ) -> Result<Vec<RegisteredFunction>, String> {
-        let l = self.l;
+        let l = self.state();
         let mut load = LoadCtx {
             start: std::time::Instant::now(),
             timeout,
@@ -397,7 +425,9 @@ impl LuaVm {
 
     /// Releases a registered function (luaEngineFreeFunction).
     pub fn unref(&mut self, lua_ref: c_int) {
-        unsafe { ffi::luaL_unref(self.l, ffi::LUA_REGISTRYINDEX, lua_ref) }
+        if !self.l.is_null() {
+            unsafe { ffi::luaL_unref(self.l, ffi::LUA_REGISTRYINDEX, lua_ref) }
+        }
     }
 }
 
