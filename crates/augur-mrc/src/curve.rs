@@ -206,7 +206,7 @@ impl DistanceHistogram {
     /// Records `n` references at finite stack distance `d` (or a weight of `n` for one
     /// reference: KRR's regression estimator weighs each sampled reference by its
     /// key's reference count).
-    #[inline]
+    #[inline(always)]
     pub fn record_n(&mut self, d: u64, n: u64) {
         let d = d.max(1);
         let mut idx = (d - 1) / self.width;

@@ -1375,8 +1375,11 @@ impl Shard {
         s
     }
 
-    /// The part of tenant `t`, created on first use.
-    #[inline]
+    /// The part of tenant `t`, created on first use. Always inlined: with `#[inline]`
+    /// other crates' generic code kept local copies, which fat LTO renames
+    /// (`part.4370`) and the linker then does not place with the hot code
+    /// (`crates/augur/build.rs`), a stray 128 KB of text resident.
+    #[inline(always)]
     fn part(&mut self, t: TenantId) -> &mut Part {
         self.touched = t;
         let t = t as usize;
@@ -1407,7 +1410,7 @@ impl Shard {
     /// `malloc_usable_size`, i.e. a walk of jemalloc's radix tree) for a sampled key:
     /// computed for every GET hit and write it was ~40 instructions and a likely cache
     /// miss per request.
-    #[inline]
+    #[inline(always)]
     fn sample_entry(&self, t: TenantId, id: u64, e: Entry, kind: RefKind) {
         if self.sampled(t, id, kind) {
             self.record(t, id, profiled_bytes(e), kind);
