@@ -234,28 +234,17 @@ impl Words {
         let bytes = len * WORD_BYTES + WORDS_PADDING;
         if bytes >= MAP_FROM_BYTES {
             let map_len = bytes.next_multiple_of(PAGE_BYTES);
-            // SAFETY: a fresh private anonymous mapping (zero-filled by the kernel),
-            // owned by the returned Words until its drop unmaps it.
-            let raw = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    map_len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            if raw != libc::MAP_FAILED {
-                if let Some(ptr) = NonNull::new(raw as *mut u8) {
-                    MAPPED_BYTES.fetch_add(map_len as u64, Ordering::Relaxed);
-                    return Words {
-                        ptr,
-                        len: (map_len - WORDS_PADDING) / WORD_BYTES,
-                        bytes: map_len,
-                        mapped: true,
-                    };
-                }
+            // A fresh mapping, owned by the returned Words until its drop unmaps it.
+            if let Some(ptr) =
+                crate::slab::map_table(map_len).and_then(|p| NonNull::new(p as *mut u8))
+            {
+                MAPPED_BYTES.fetch_add(map_len as u64, Ordering::Relaxed);
+                return Words {
+                    ptr,
+                    len: (map_len - WORDS_PADDING) / WORD_BYTES,
+                    bytes: map_len,
+                    mapped: true,
+                };
             }
             // No mapping (address space or map count exhausted): the allocator's block.
         }

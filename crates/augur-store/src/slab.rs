@@ -83,9 +83,6 @@ struct SlabMeta {
 
 /// The address range slabs come from, and their bookkeeping table.
 struct Region {
-    base: usize,
-    /// Slabs reserved (<= [`MAX_SLABS`]).
-    slabs: usize,
     metas: *mut UnsafeCell<SlabMeta>,
 }
 
@@ -126,8 +123,6 @@ fn region() -> Option<&'static Region> {
                             REGION_BASE.store(base as u64, Ordering::Relaxed);
                             REGION_BYTES.store((slabs * SLAB_BYTES) as u64, Ordering::Relaxed);
                             return Some(Region {
-                                base,
-                                slabs,
                                 metas: metas as *mut UnsafeCell<SlabMeta>,
                             });
                         }
@@ -147,9 +142,10 @@ fn region() -> Option<&'static Region> {
         .as_ref()
 }
 
-/// A table of `len` bytes beside the region: writable, zero-filled, memory only for the
-/// pages touched (`MAP_NORESERVE`); None if the kernel refuses it.
-fn map_table(len: usize) -> Option<*mut libc::c_void> {
+/// A private anonymous mapping of `len` bytes: writable, zero-filled, memory only for the
+/// pages touched (`MAP_NORESERVE`); None if the kernel refuses it. The region's tables,
+/// and the index's large tables (`crate::index`).
+pub(crate) fn map_table(len: usize) -> Option<*mut libc::c_void> {
     // SAFETY: an anonymous mapping with no address hint; the result is checked.
     let p = unsafe {
         libc::mmap(
@@ -164,8 +160,8 @@ fn map_table(len: usize) -> Option<*mut libc::c_void> {
     (p != libc::MAP_FAILED).then_some(p)
 }
 
-/// The region's base address and length, for [`region_offset`] and [`region_addr`]
-/// (plain statics: read on every index probe, where `OnceLock::get` would add a check).
+/// The region's base address and length (plain statics, not fields of [`Region`]: read
+/// on every index probe and short value's length, where `OnceLock::get` would add a check).
 /// Both 0 until the region is reserved, or if it cannot be. A slot's address is known
 /// to another thread only through a structure handed over under a lock, after the
 /// reservation that set these.
@@ -184,8 +180,18 @@ static REGION_SIZES: AtomicPtr<AtomicU16> = AtomicPtr::new(std::ptr::null_mut())
 /// [`alloc_packed`] (its slab's class cannot change while the slot is live).
 #[inline]
 pub(crate) fn slot_size(ptr: *const u8) -> usize {
-    let n = (ptr as u64 - REGION_BASE.load(Ordering::Relaxed)) / SLAB_BYTES as u64;
-    slot_size_entry(n as u32).load(Ordering::Relaxed) as usize
+    slot_size_entry(slab_number(ptr as usize)).load(Ordering::Relaxed) as usize
+}
+
+/// The slab number of an address inside the region.
+#[inline]
+fn slab_number(addr: usize) -> u32 {
+    ((addr - REGION_BASE.load(Ordering::Relaxed) as usize) / SLAB_BYTES) as u32
+}
+
+/// Slabs reserved (<= [`MAX_SLABS`]).
+fn slab_count() -> usize {
+    REGION_BYTES.load(Ordering::Relaxed) as usize / SLAB_BYTES
 }
 
 /// Slab `n`'s entry in [`REGION_SIZES`]; `n` must be one of the region's slabs.
@@ -213,7 +219,7 @@ pub(crate) fn region_addr(offset: u64) -> u64 {
 
 impl Region {
     /// # Safety
-    /// `n` < `self.slabs`, and the caller holds the lock that owns slab `n`.
+    /// `n` < [`slab_count`], and the caller holds the lock that owns slab `n`.
     #[inline]
     #[allow(clippy::mut_from_ref)]
     unsafe fn meta(&self, n: u32) -> &mut SlabMeta {
@@ -222,13 +228,7 @@ impl Region {
 
     #[inline]
     fn slab_base(&self, n: u32) -> usize {
-        self.base + n as usize * SLAB_BYTES
-    }
-
-    /// The slab number of an address inside the region.
-    #[inline]
-    fn slab_number(&self, addr: usize) -> u32 {
-        ((addr - self.base) / SLAB_BYTES) as u32
+        REGION_BASE.load(Ordering::Relaxed) as usize + n as usize * SLAB_BYTES
     }
 }
 
@@ -262,12 +262,12 @@ fn take_slab(r: &Region) -> Option<u32> {
     let n = match pages.released.pop() {
         Some(n) => n,
         None => {
-            if pages.next_unused >= r.slabs {
+            if pages.next_unused >= slab_count() {
                 return None;
             }
             let n = pages.next_unused as u32;
             if pages.next_unused == pages.writable {
-                let count = COMMIT_SLABS.min(r.slabs - pages.writable);
+                let count = COMMIT_SLABS.min(slab_count() - pages.writable);
                 // SAFETY: the slabs lie inside the reservation.
                 let rc = unsafe {
                     libc::mprotect(
@@ -663,7 +663,7 @@ impl SlabAllocator {
     }
 
     fn free_locked(c: &mut Class, r: &Region, ptr: *mut u8, size: usize) {
-        let n = r.slab_number(ptr as usize);
+        let n = slab_number(ptr as usize);
         let base = r.slab_base(n);
         let capacity = capacity_of(size);
         c.live -= 1;
@@ -695,7 +695,7 @@ impl SlabAllocator {
         let Some(r) = region() else {
             return false;
         };
-        let n = r.slab_number(ptr as usize);
+        let n = slab_number(ptr as usize);
         let c = self.class(size);
         if n == c.current || c.current == NONE {
             return false;
@@ -783,7 +783,7 @@ mod tests {
         let r = region().unwrap();
         for &p in &addrs {
             assert!(is_slot(p as *const u8));
-            let n = r.slab_number(p);
+            let n = slab_number(p);
             assert!(
                 p + size <= r.slab_base(n) + SLAB_BYTES,
                 "a slot past its slab"
@@ -828,8 +828,8 @@ mod tests {
         let slots = fill_slabs(&a, size, 4);
         // Every slab full: nothing to gain.
         assert!(!a.worth_moving(slots[0].as_ptr(), size));
-        let r = region().unwrap();
-        let slab = |p: &NonNull<u8>| r.slab_number(p.as_ptr() as usize);
+        assert!(region().is_some());
+        let slab = |p: &NonNull<u8>| slab_number(p.as_ptr() as usize);
         let numbers: Vec<u32> = {
             let mut v: Vec<u32> = slots.iter().map(slab).collect();
             v.dedup();
