@@ -722,6 +722,22 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    /// The store's key hash of an entry.
+    fn hash(e: Entry) -> u64 {
+        crate::store::key_hash(e.key())
+    }
+
+    /// Entries `key:0` .. `key:{n-1}` (value `v`), inserted into `t`.
+    fn fill(t: &mut Table, n: u32) -> Vec<Entry> {
+        (0..n)
+            .map(|i| {
+                let e = Entry::new(0, format!("key:{i}").as_bytes(), b"v", None, 0);
+                t.insert(hash(e), e, &hash);
+                e
+            })
+            .collect()
+    }
+
     /// Hash that puts every key at the same few homes, to exercise long clusters.
     fn clustered(e: Entry) -> u64 {
         let k = e.key();
@@ -774,13 +790,7 @@ mod tests {
     #[test]
     fn large_tables_are_page_mappings_that_work_like_small_ones() {
         let mut t = Table::new();
-        let hash = |e: Entry| crate::store::key_hash(e.key());
-        let mut all = Vec::new();
-        for i in 0..20_000u32 {
-            let e = Entry::new(0, format!("key:{i}").as_bytes(), b"v", None, 0);
-            t.insert(hash(e), e, &hash);
-            all.push(e);
-        }
+        let all = fill(&mut t, 20_000);
         assert!(t.words.mapped);
         assert_eq!(t.heap_bytes() % PAGE_BYTES as u64, 0);
         assert!(t.words.len() >= t.cap + overflow_for(t.cap));
@@ -811,7 +821,6 @@ mod tests {
     /// single table's extremes (6.8 just before a growth, 8.5 just after).
     #[test]
     fn tables_filled_alike_grow_at_staggered_counts() {
-        let hash = |e: Entry| crate::store::key_hash(e.key());
         let entries: Vec<Entry> = (0..15_625u32)
             .map(|i| Entry::new(0, format!("key:{i}").as_bytes(), b"v", None, 0))
             .collect();
@@ -840,7 +849,6 @@ mod tests {
     /// time, among 2 000 neighbours of both kinds.
     #[test]
     fn words_name_slab_slots_and_jemalloc_blocks_alike() {
-        let hash = |e: Entry| crate::store::key_hash(e.key());
         let mut t = Table::new();
         let mut all = Vec::new();
         for i in 0..2000u32 {
@@ -886,13 +894,7 @@ mod tests {
     fn two_step_draws_are_uniform_over_entries() {
         use rand::SeedableRng;
         let mut t = Table::new();
-        let hash = |e: Entry| crate::store::key_hash(e.key());
-        let mut all = Vec::new();
-        for i in 0..200u32 {
-            let e = Entry::new(0, format!("key:{i}").as_bytes(), b"v", None, 0);
-            t.insert(hash(e), e, &hash);
-            all.push(e);
-        }
+        let all = fill(&mut t, 200);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         let mut counts: HashMap<u64, u32> = HashMap::new();
         for _ in 0..200_000 {
