@@ -68,24 +68,27 @@ static CTX_KEY: u8 = 0;
 /// ~200 KB of the C heap and the pages of Lua's code that start-up touched, in every
 /// server (`bench/memory.sh`).
 pub struct LuaVm {
-    /// Null until [`LuaVm::state`] opens it.
-    l: *mut ffi::lua_State,
+    /// None until [`LuaVm::state`] opens it.
+    opened: Option<Opened>,
     /// FUNCTION's interpreter (`redis.register_function`), not EVAL's.
     functions: bool,
-    /// redisLrand48's state, which math.random reaches through a light userdata (kept
-    /// here so that it lives as long as the interpreter).
-    _rand: Option<Box<u64>>,
     calls: u32,
 }
 
-// The state is only used by whoever holds the engine lock.
-unsafe impl Send for LuaVm {}
+/// An open interpreter, closed when dropped.
+struct Opened {
+    l: *mut ffi::lua_State,
+    /// redisLrand48's state, which math.random reaches through a light userdata (kept
+    /// here so that it lives as long as the interpreter).
+    _rand: Box<u64>,
+}
 
-impl Drop for LuaVm {
+// The state is only used by whoever holds the engine lock.
+unsafe impl Send for Opened {}
+
+impl Drop for Opened {
     fn drop(&mut self) {
-        if !self.l.is_null() {
-            unsafe { ffi::lua_close(self.l) }
-        }
+        unsafe { ffi::lua_close(self.l) }
     }
 }
 
@@ -120,24 +123,19 @@ impl LuaVm {
 
     fn unopened(functions: bool) -> LuaVm {
         LuaVm {
-            l: std::ptr::null_mut(),
+            opened: None,
             functions,
-            _rand: None,
             calls: 0,
         }
     }
 
     /// The interpreter, opened now if it was not.
     fn state(&mut self) -> *mut ffi::lua_State {
-        if self.l.is_null() {
-            let (l, rand) = Self::open(self.functions);
-            self.l = l;
-            self._rand = Some(rand);
-        }
-        self.l
+        let functions = self.functions;
+        self.opened.get_or_insert_with(|| Self::open(functions)).l
     }
 
-    fn open(functions: bool) -> (*mut ffi::lua_State, Box<u64>) {
+    fn open(functions: bool) -> Opened {
         let mut rand = Box::new(RAND48_DEFAULT);
         unsafe {
             let l = ffi::luaL_newstate();
@@ -218,18 +216,18 @@ impl LuaVm {
             ffi::lua_pushnil(l);
             ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, cstr!("debug"));
             ffi::lua_settop(l, 0);
-            (l, rand)
+            Opened { l, _rand: rand }
         }
     }
 
     /// Bytes the interpreter holds (INFO used_memory_lua): 0 before it is opened.
     pub fn memory(&self) -> u64 {
-        if self.l.is_null() {
+        let Some(o) = &self.opened else {
             return 0;
-        }
+        };
         unsafe {
-            let kb = ffi::lua_gc(self.l, ffi::LUA_GCCOUNT, 0).max(0) as u64;
-            let b = ffi::lua_gc(self.l, ffi::LUA_GCCOUNTB, 0).max(0) as u64;
+            let kb = ffi::lua_gc(o.l, ffi::LUA_GCCOUNT, 0).max(0) as u64;
+            let b = ffi::lua_gc(o.l, ffi::LUA_GCCOUNTB, 0).max(0) as u64;
             kb * 1024 + b
         }
     }
@@ -425,8 +423,8 @@ impl LuaVm {
 
     /// Releases a registered function (luaEngineFreeFunction).
     pub fn unref(&mut self, lua_ref: c_int) {
-        if !self.l.is_null() {
-            unsafe { ffi::luaL_unref(self.l, ffi::LUA_REGISTRYINDEX, lua_ref) }
+        if let Some(o) = &self.opened {
+            unsafe { ffi::luaL_unref(o.l, ffi::LUA_REGISTRYINDEX, lua_ref) }
         }
     }
 }
