@@ -139,6 +139,7 @@ pub struct LhdTag {
 ///   not at every ranking) and the explorer flag (bit 15).
 /// - `last_hit_age`: the next hit's class is that of the sum of its age and this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)] // field offsets read by the AVX2 ranking (`lhd_rank_avx2`)
 pub struct CompactTag {
     pub stamp: u32,
     pub code: u16,
@@ -371,25 +372,8 @@ impl LhdModel {
         )
     }
 
-    /// Pushes `(slot, located)` onto `out` for every slot of `candidates`: `located` is
-    /// where [`LhdModel::rank_located`] will read the density of the compact tag
-    /// `tags[slot]` (its entry of the density table, below 2^31: at most 4096 classes
-    /// of 65535 ages), with the explorer mark in the top bit. Each entry is prefetched,
-    /// so that the cache misses of all candidates overlap.
-    #[inline]
-    fn locate_compact(&self, tags: &[CompactTag], candidates: &[u32], out: &mut Vec<(u32, u32)>) {
-        let max_age = self.cfg.max_age;
-        let density = self.density.as_ptr();
-        out.extend(candidates.iter().map(|&i| {
-            let tag = tags[i as usize];
-            let at = tag.class() * max_age + self.compact_age(tag);
-            crate::prefetch::prefetch(density.wrapping_add(at));
-            (i, at as u32 | (u32::from(tag.explorer()) << 31))
-        }));
-    }
-
-    /// [`LhdModel::rank_compact`] of a tag [`LhdModel::locate_compact`] located (the
-    /// same value: `density_at` on the same entry).
+    /// [`LhdModel::rank_compact`] of a tag [`LhdCache::locate`] located (the same
+    /// value: `density_at` on the same entry).
     #[inline]
     fn rank_located(&self, located: u32, size: u64) -> f32 {
         self.rank_at((located & !(1 << 31)) as usize, located >> 31 != 0, size)
@@ -424,8 +408,14 @@ impl LhdModel {
         self.explorer_budget = limit - in_use;
     }
 
+    /// Whether a new or hit object becomes an explorer (§3.5): with probability
+    /// 1 / `explore_inverse_probability` (one 32-bit draw x, taken when x · n < 2^32: exact
+    /// for a power of two n such as the default 32, within 2^-32 otherwise; rand's
+    /// `gen_range` rejected half its draws for n = 32 and ran the generator twice per hit)
+    /// while the budget lasts.
     fn maybe_explorer(&mut self, size: u64, rng: &mut impl Rng) -> bool {
-        let roll = rng.gen_range(0..self.cfg.explore_inverse_probability) == 0;
+        let n = u64::from(self.cfg.explore_inverse_probability);
+        let roll = (u64::from(rng.next_u32()) * n) >> 32 == 0;
         if roll && self.explorer_budget > 0 {
             self.explorer_budget -= size as i64;
             true
@@ -697,10 +687,9 @@ pub struct LhdCache {
     recent_head: usize,
     /// Scratch for [`LhdCache::evict_one`]'s candidates (kept to not allocate per miss).
     candidates: Vec<u32>,
-    /// The candidates as (slot, [`LhdModel::locate_compact`]'s density-table entry and
-    /// explorer mark), computed once per eviction (8 bytes each: with the whole tag, 16,
-    /// the eviction measured ~8 % slower).
-    located: Vec<(u32, u32)>,
+    /// The candidates' density-table entries with their explorer marks
+    /// ([`LhdCache::locate`]), computed once per eviction.
+    located: Vec<u32>,
     /// Uniform draws for the next eviction, made (and prefetched) one eviction ahead,
     /// over `next_len` slots.
     next: Vec<u32>,
@@ -711,6 +700,8 @@ pub struct LhdCache {
     rng: SmallRng,
     /// Accesses until the next stamp clamp ([`CompactTag`]).
     until_clamp: u64,
+    /// Whether evictions rank with AVX2 ([`crate::lhd_rank_avx2`], objects mode).
+    avx2: bool,
 }
 
 /// The code of a hole (no class code has all bits set: classes are below 2^12).
@@ -742,6 +733,7 @@ impl LhdCache {
             unit,
             rng: SmallRng::seed_from_u64(seed),
             until_clamp: CLAMP_EVERY,
+            avx2: crate::lhd_rank_avx2::available(),
         }
     }
 
@@ -871,27 +863,13 @@ impl LhdCache {
         }
     }
 
-    /// Pushes `wanted` uniform draws over the slots onto `out`, prefetching each slot:
-    /// two draws per 64-bit random number (Lemire's multiply-shift with its exact
-    /// rejection threshold, so no slot is favoured), with the generator in a local so
-    /// its state stays in registers through the loop.
+    /// Pushes `wanted` uniform draws over the slots onto `out`, prefetching each slot
+    /// ([`draw_slots`]).
     fn draw(&mut self, wanted: usize, out: &mut Vec<u32>) {
         let n = u32::try_from(self.tags.len()).expect("at most u32::MAX entries");
-        let reject_below = n.wrapping_neg() % n;
-        let target = out.len() + wanted;
-        let mut rng = self.rng.clone();
-        while out.len() < target {
-            let x = rng.next_u64();
-            for half in [x as u32, (x >> 32) as u32] {
-                let m = u64::from(half) * u64::from(n);
-                if (m as u32) >= reject_below && out.len() < target {
-                    let i = (m >> 32) as usize;
-                    crate::prefetch::prefetch(self.tags.as_ptr().wrapping_add(i));
-                    out.push(i as u32);
-                }
-            }
-        }
-        self.rng = rng;
+        let start = out.len();
+        out.resize(start + wanted, 0);
+        draw_slots(&mut self.rng, n, self.tags.as_ptr(), &mut out[start..]);
     }
 
     /// Evicts the lowest-ranked of `associativity` uniform samples of the cached objects
@@ -927,20 +905,90 @@ impl LhdCache {
                 }
             }
         }
-        let mut located = std::mem::take(&mut self.located);
-        located.clear();
-        self.model
-            .locate_compact(&self.tags, &candidates, &mut located);
-        // The next eviction's draws, while the density lines arrive.
+        let (best, best_rank) = if self.avx2 && self.unit == Unit::Objects {
+            // The next eviction's draws first (their slots arrive while this one
+            // ranks); the gathers overlap the candidates' own misses.
+            self.draw_next(wanted);
+            self.lowest_density_avx2(&candidates)
+        } else {
+            let mut located = std::mem::take(&mut self.located);
+            self.locate(&candidates, &mut located);
+            // The next eviction's draws, while the density lines arrive.
+            self.draw_next(wanted);
+            let lowest = self.lowest_density(&candidates, &located);
+            self.located = located;
+            lowest
+        };
+        self.candidates = candidates;
+        let (tag, cost) = self.free_slot(best);
+        self.model.on_evict_compact(tag, cost, best_rank);
+    }
+
+    /// Draws the next eviction's `wanted` candidates over the current slots.
+    fn draw_next(&mut self, wanted: usize) {
         let mut next = std::mem::take(&mut self.next);
         next.clear();
         self.draw(wanted, &mut next);
         self.next = next;
         self.next_len = self.tags.len();
+    }
+
+    /// [`LhdCache::lowest_density`] in objects mode on a CPU with AVX2
+    /// ([`crate::lhd_rank_avx2`]): the same victim and rank.
+    fn lowest_density_avx2(&self, candidates: &[u32]) -> (usize, f32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let table = crate::lhd_rank_avx2::RankTable {
+                now: self.model.timestamp as u32,
+                shift: self.model.shift,
+                max_age: self.model.cfg.max_age as u32,
+                density: &self.model.density,
+            };
+            // SAFETY: `avx2` is set only where the CPU has AVX2.
+            let (k, rank) =
+                unsafe { crate::lhd_rank_avx2::lowest_objects(&self.tags, candidates, &table) };
+            (candidates[k] as usize, rank)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = candidates;
+            unreachable!("avx2 is never set off x86-64")
+        }
+    }
+
+    /// Sets `located[k]` to where the density of candidate `candidates[k]` is read: its
+    /// entry of the density table (`class * max_age + age`, below 2^31: at most 4096
+    /// classes of 65535 ages), with the explorer mark in the top bit; and prefetches
+    /// that entry, so that the candidates' cache misses overlap. The model's clock, age
+    /// shift and table are hoisted out of the loop, and `located` is written by index
+    /// (a `Vec` push kept its length in memory and checked its capacity every time).
+    #[inline]
+    fn locate(&self, candidates: &[u32], located: &mut Vec<u32>) {
+        let model = &self.model;
+        let now = model.timestamp as u32;
+        let shift = model.shift;
+        let max_age = model.cfg.max_age;
+        let density = model.density.as_ptr();
+        located.resize(candidates.len(), 0);
+        for (out, &i) in located.iter_mut().zip(candidates) {
+            let tag = self.tags[i as usize];
+            let age = (u64::from(now.wrapping_sub(tag.stamp)) >> shift) as usize;
+            let at = tag.class() * max_age + age.min(max_age - 1);
+            crate::prefetch::prefetch(density.wrapping_add(at));
+            *out = at as u32 | (u32::from(tag.explorer()) << 31);
+        }
+    }
+
+    /// The candidate of lowest hit density and its rank, from [`LhdCache::locate`]'s
+    /// entries.
+    #[inline]
+    fn lowest_density(&self, candidates: &[u32], located: &[u32]) -> (usize, f32) {
+        let bytes = self.unit == Unit::Bytes;
         let (mut best, mut best_rank) = (usize::MAX, f32::MAX);
-        for &(i, at) in &located {
+        for (&i, &at) in candidates.iter().zip(located) {
             let i = i as usize;
-            let r = self.model.rank_located(at, self.cost_of(i));
+            let size = if bytes { u64::from(self.costs[i]) } else { 1 };
+            let r = self.model.rank_located(at, size);
             if r < best_rank {
                 (best, best_rank) = (i, r);
                 // The victim's key is read next (to unindex it): asking for it when a
@@ -948,10 +996,7 @@ impl LhdCache {
                 crate::prefetch::prefetch(self.keys.as_ptr().wrapping_add(i));
             }
         }
-        self.candidates = candidates;
-        self.located = located;
-        let (tag, cost) = self.free_slot(best);
-        self.model.on_evict_compact(tag, cost, best_rank);
+        (best, best_rank)
     }
 
     /// One access happened: the model's clock, and once every [`CLAMP_EVERY`]
@@ -973,6 +1018,39 @@ impl LhdCache {
             }
         }
     }
+}
+
+/// Fills `out` with uniform draws over `0..n`, prefetching `slots[i]` for each draw
+/// `i`: two draws per 64-bit random number (Lemire's multiply-shift with its exact
+/// rejection threshold, so no slot is favoured), the generator in a local so its state
+/// stays in registers through the loop, and the draws written by index (a `Vec` push
+/// kept its length in memory and checked its capacity at every draw: about half the
+/// loop's instructions).
+#[inline]
+fn draw_slots<T>(rng: &mut SmallRng, n: u32, slots: *const T, out: &mut [u32]) {
+    if out.is_empty() {
+        return;
+    }
+    let reject_below = n.wrapping_neg() % n;
+    let n = u64::from(n);
+    let mut generator = rng.clone();
+    let mut k = 0;
+    'fill: loop {
+        let x = generator.next_u64();
+        for half in [x & 0xffff_ffff, x >> 32] {
+            let m = half * n;
+            if (m as u32) >= reject_below {
+                let i = (m >> 32) as u32;
+                crate::prefetch::prefetch(slots.wrapping_add(i as usize));
+                out[k] = i;
+                k += 1;
+                if k == out.len() {
+                    break 'fill;
+                }
+            }
+        }
+    }
+    *rng = generator;
 }
 
 impl CacheSim for LhdCache {
@@ -1187,6 +1265,64 @@ mod tests {
             c.tags.iter().filter(|t| t.code == FREE).count(),
             c.free.len()
         );
+    }
+
+    /// The AVX2 ranking picks the scalar loop's victim with the same rank, ties included
+    /// (the first candidate of equal rank): on a cache a skewed trace has filled and
+    /// reconfigured (several classes, explorers, ages across the table), on candidate
+    /// lists of every length up to 80 with repeats, and after the clock jumps so that
+    /// every candidate is past the maximum age (all rank -inf: only the tie rule decides).
+    #[test]
+    fn avx2_ranking_picks_the_scalar_victim() {
+        if !crate::lhd_rank_avx2::available() {
+            eprintln!("no AVX2 on this CPU: nothing to compare");
+            return;
+        }
+        let cfg = LhdConfig {
+            reconfigure_every: 4096,
+            ..LhdConfig::default()
+        };
+        let mut cache = LhdCache::new(cfg, 3000, Unit::Objects, 7);
+        let mut rng = SmallRng::seed_from_u64(11);
+        for _ in 0..200_000 {
+            // Keys 0..20 000, the low ones far more often.
+            let key = rng.gen_range(0..20_000u64) % rng.gen_range(1..20_000u64);
+            cache.access(key, 1);
+        }
+        assert!(cache.model.reconfigurations() > 10);
+        let objects: Vec<u32> = (0..cache.tags.len() as u32)
+            .filter(|&i| cache.tags[i as usize].code != FREE)
+            .collect();
+        let explorers = objects
+            .iter()
+            .filter(|&&i| cache.tags[i as usize].explorer())
+            .count();
+        assert!(explorers > 0, "no explorer among {} objects", objects.len());
+        let mut located = Vec::new();
+        let mut ties = 0;
+        for round in 0..4000 {
+            if round == 2000 {
+                let now = cache.model.now();
+                cache.set_now(now + (1 << 29));
+            }
+            let len = round % 80 + 1;
+            let candidates: Vec<u32> = (0..len)
+                .map(|_| objects[rng.gen_range(0..objects.len())])
+                .collect();
+            cache.locate(&candidates, &mut located);
+            let scalar = cache.lowest_density(&candidates, &located);
+            let avx2 = cache.lowest_density_avx2(&candidates);
+            assert_eq!(scalar, avx2, "round {round}, candidates {candidates:?}");
+            ties += usize::from(
+                candidates
+                    .iter()
+                    .zip(&located)
+                    .filter(|&(_, &at)| cache.model.rank_located(at, 1) == scalar.1)
+                    .count()
+                    > 1,
+            );
+        }
+        assert!(ties > 2000, "only {ties} rounds with tied victims");
     }
 
     /// The compact tag ranks, ages and classes an object exactly as its full tag does,

@@ -381,14 +381,11 @@ impl TraceReader {
                         .unwrap_or_else(|_| Vec::with_capacity(BATCH));
                     batch.clear();
                     let mut error = None;
-                    for r in reader.by_ref() {
-                        match r {
-                            Ok(req) => {
-                                batch.push(req);
-                                if batch.len() == BATCH {
-                                    break;
-                                }
-                            }
+                    while batch.len() < BATCH {
+                        let room = BATCH - batch.len();
+                        match reader.read_batch(&mut batch, room) {
+                            Ok(0) => break,
+                            Ok(_) => {}
                             Err(e) => {
                                 error = Some(e);
                                 break;
@@ -417,6 +414,25 @@ impl TraceReader {
             }
             Ok(())
         })
+    }
+}
+
+impl TraceReader {
+    /// Appends up to `max` requests to `out` and returns how many (0 only at the end):
+    /// the iterator's requests, in batches (oracleGeneral decodes a buffer's records in
+    /// one loop). Stops at the first error, as the iterator does.
+    pub fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize> {
+        if let Inner::Oracle(r) = &mut self.inner {
+            return r.read_batch(out, max);
+        }
+        let start = out.len();
+        while out.len() - start < max {
+            match self.next() {
+                Some(r) => out.push(r?),
+                None => break,
+            }
+        }
+        Ok(out.len() - start)
     }
 }
 
