@@ -702,6 +702,9 @@ pub struct LhdCache {
     until_clamp: u64,
     /// Whether evictions rank with AVX2 ([`crate::lhd_rank_avx2`], objects mode).
     avx2: bool,
+    /// The slot count of the last draw and its Lemire threshold (2^32 mod it).
+    draw_over: u32,
+    reject_below: u32,
 }
 
 /// The code of a hole (no class code has all bits set: classes are below 2^12).
@@ -734,6 +737,8 @@ impl LhdCache {
             rng: SmallRng::seed_from_u64(seed),
             until_clamp: CLAMP_EVERY,
             avx2: crate::lhd_rank_avx2::available(),
+            draw_over: 0,
+            reject_below: 0,
         }
     }
 
@@ -867,9 +872,14 @@ impl LhdCache {
     /// ([`draw_slots`]).
     fn draw(&mut self, wanted: usize, out: &mut Vec<u32>) {
         let n = u32::try_from(self.tags.len()).expect("at most u32::MAX entries");
+        if n != self.draw_over {
+            // Lemire's threshold takes a division: once per slot count, not per draw.
+            (self.draw_over, self.reject_below) = (n, n.wrapping_neg() % n);
+        }
         let start = out.len();
         out.resize(start + wanted, 0);
-        draw_slots(&mut self.rng, n, self.tags.as_ptr(), &mut out[start..]);
+        let (rng, slots) = (&mut self.rng, self.tags.as_ptr());
+        draw_slots(rng, n, self.reject_below, slots, &mut out[start..]);
     }
 
     /// Evicts the lowest-ranked of `associativity` uniform samples of the cached objects
@@ -1022,16 +1032,16 @@ impl LhdCache {
 
 /// Fills `out` with uniform draws over `0..n`, prefetching `slots[i]` for each draw
 /// `i`: two draws per 64-bit random number (Lemire's multiply-shift with its exact
-/// rejection threshold, so no slot is favoured), the generator in a local so its state
+/// rejection threshold `reject_below` = 2^32 mod n, so no slot is favoured), the generator in a local so its state
 /// stays in registers through the loop, and the draws written by index (a `Vec` push
 /// kept its length in memory and checked its capacity at every draw: about half the
 /// loop's instructions).
 #[inline]
-fn draw_slots<T>(rng: &mut SmallRng, n: u32, slots: *const T, out: &mut [u32]) {
+fn draw_slots<T>(rng: &mut SmallRng, n: u32, reject_below: u32, slots: *const T, out: &mut [u32]) {
     if out.is_empty() {
         return;
     }
-    let reject_below = n.wrapping_neg() % n;
+    debug_assert_eq!(reject_below, n.wrapping_neg() % n);
     let n = u64::from(n);
     let mut generator = rng.clone();
     let mut k = 0;

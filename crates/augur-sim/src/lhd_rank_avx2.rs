@@ -78,8 +78,6 @@ pub(crate) unsafe fn lowest_objects(
     let mut position = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     let mut chunks = candidates.chunks_exact(8);
     let tail = chunks.remainder();
-    let mut padded = [candidates[0]; 8];
-    padded[..tail.len()].copy_from_slice(tail);
     // The ranks of eight candidates' slots (a macro, not a closure: a closure is not
     // compiled with this function's target features, so the intrinsics would be calls).
     macro_rules! rank {
@@ -112,9 +110,14 @@ pub(crate) unsafe fn lowest_objects(
         position = _mm256_add_epi32(position, eight);
     }
     if !tail.is_empty() {
-        // The padding repeats the first candidate, which ranks as it did at position 0
-        // and so never wins a tie against it.
-        keep_lowest!(rank!(_mm256_loadu_si256(padded.as_ptr() as *const __m256i)));
+        // The tail's lanes, the others filled with the first candidate, which ranks as
+        // it did at position 0 and so never wins a tie against it. The masked load
+        // reads only the tail's own elements.
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let in_tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail.len() as i32), lanes);
+        let slots = _mm256_maskload_epi32(tail.as_ptr() as *const i32, in_tail);
+        let first = _mm256_set1_epi32(candidates[0] as i32);
+        keep_lowest!(rank!(_mm256_blendv_epi8(first, slots, in_tail)));
     }
     let mut ranks = [0f32; 8];
     let mut at = [0i32; 8];
