@@ -3,11 +3,11 @@
 # and libCacheSim's LHD (Python bindings, `pip install libcachesim`) on the same
 # oracleGeneral files, by object count at 10 / 25 / 50 % of the working set; LRU from
 # libCacheSim for scale. Bar: ours within 0.01 of libCacheSim's LHD, or lower.
-# Usage: bench/lhd.sh [TRACE ...]   (default: the five traces of traces/README.md's table)
+# Usage: bench/lhd.sh [TRACE ...]   (default: every shared trace)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TRACES=("$@")
-[ ${#TRACES[@]} -gt 0 ] || TRACES=(cloudphysics arc_oltp scarab-recs arc_p3 orm-busy)
+[ ${#TRACES[@]} -gt 0 ] || TRACES=(cloudphysics arc_oltp scarab-recs arc_p3 orm-busy lirs_2_pools lirs_cpp lirs_cs lirs_gli lirs_multi1 lirs_multi2 lirs_multi3 lirs_ps lirs_sprite)
 DIR=${AUGUR_TRACES:-$ROOT/../shared/traces}
 python3 -c 'import libcachesim' 2>/dev/null || { echo "pip install libcachesim"; exit 2; }
 build_augur
