@@ -426,13 +426,36 @@ impl LhdModel {
 
     /// A new object of `size` admitted now, of application `app`.
     pub fn on_insert(&mut self, app: u32, size: u64, rng: &mut impl Rng) -> LhdTag {
+        let app = app as usize;
+        // No division for an app id already in range (the simulator's 0).
+        let app = if app < self.cfg.app_classes {
+            app
+        } else {
+            app % self.cfg.app_classes
+        };
         LhdTag {
             timestamp: self.timestamp,
             last_hit_age: 0,
             last_last_hit_age: self.cfg.max_age as u16,
-            app: (app as usize % self.cfg.app_classes) as u8,
+            app: app as u8,
             explorer: self.maybe_explorer(size, rng),
         }
+    }
+
+    /// `compact(&on_insert(0, size, rng))` without the full tag: a new object of app 0
+    /// is in the class of a last-hit-age sum of `max_age` (no hit yet).
+    fn on_insert_compact(&mut self, size: u64, rng: &mut impl Rng) -> CompactTag {
+        let explorer = self.maybe_explorer(size, rng);
+        CompactTag {
+            stamp: self.timestamp as u32,
+            code: self.class_for(0, self.cfg.max_age) as u16 | (u16::from(explorer) << 15),
+            last_hit_age: 0,
+        }
+    }
+
+    /// [`LhdModel::looks_like_victim`] of a [`CompactTag`].
+    fn looks_like_victim_compact(&self, tag: CompactTag, size: u64) -> bool {
+        !tag.explorer() && self.rank_compact(tag, size) < self.ewma_victim_density
     }
 
     /// Whether a just-admitted object already ranks below the recent victims: worth
@@ -1078,12 +1101,12 @@ impl CacheSim for LhdCache {
             while self.used + cost > self.capacity {
                 self.evict_one();
             }
-            let tag = self.model.on_insert(0, cost, &mut self.rng);
-            let low = !self.recent.is_empty() && self.model.looks_like_victim(&tag, cost);
-            let i = self.place(key, cost, self.model.compact(&tag));
+            let tag = self.model.on_insert_compact(cost, &mut self.rng);
+            let low = !self.recent.is_empty() && self.model.looks_like_victim_compact(tag, cost);
+            let i = self.place(key, cost, tag);
             if low {
                 let n = self.recent.len();
-                self.recent[self.recent_head % n] = (i, tag.timestamp as u32);
+                self.recent[self.recent_head % n] = (i, tag.stamp);
                 self.recent_head = self.recent_head.wrapping_add(1);
             }
         }

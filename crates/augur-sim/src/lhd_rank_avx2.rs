@@ -119,16 +119,16 @@ pub(crate) unsafe fn lowest_objects(
         let first = _mm256_set1_epi32(candidates[0] as i32);
         keep_lowest!(rank!(_mm256_blendv_epi8(first, slots, in_tail)));
     }
-    let mut ranks = [0f32; 8];
-    let mut at = [0i32; 8];
-    _mm256_storeu_ps(ranks.as_mut_ptr(), best);
-    _mm256_storeu_si256(at.as_mut_ptr() as *mut __m256i, best_at);
-    let (mut rank_min, mut first) = (f32::MAX, usize::MAX);
-    for (&r, &p) in ranks.iter().zip(&at) {
-        let p = p as usize;
-        if r < rank_min || (r == rank_min && p < first) {
-            (rank_min, first) = (r, p);
-        }
-    }
+    // The lowest rank, broadcast to every lane (halves, pairs, neighbours), then the
+    // first position among the lanes that hold it.
+    let mut low = _mm256_min_ps(best, _mm256_permute2f128_ps::<1>(best, best));
+    low = _mm256_min_ps(low, _mm256_permute_ps::<0b01_00_11_10>(low));
+    low = _mm256_min_ps(low, _mm256_permute_ps::<0b10_11_00_01>(low));
+    let holds_low = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_EQ_OQ>(best, low));
+    let mut at = _mm256_blendv_epi8(_mm256_set1_epi32(i32::MAX), best_at, holds_low);
+    at = _mm256_min_epi32(at, _mm256_permute2x128_si256::<1>(at, at));
+    at = _mm256_min_epi32(at, _mm256_shuffle_epi32::<0b01_00_11_10>(at));
+    at = _mm256_min_epi32(at, _mm256_shuffle_epi32::<0b10_11_00_01>(at));
+    let (first, rank_min) = (_mm256_cvtsi256_si32(at) as usize, _mm256_cvtss_f32(low));
     (first.min(candidates.len() - 1), rank_min)
 }
