@@ -139,7 +139,7 @@ pub struct LhdTag {
 ///   not at every ranking) and the explorer flag (bit 15).
 /// - `last_hit_age`: the next hit's class is that of the sum of its age and this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(C)] // field offsets read by the AVX2 ranking (`lhd_rank_avx2`)
+#[repr(C)] // field offsets read by the AVX2 ranking (`lhd_avx2`)
 pub struct CompactTag {
     pub stamp: u32,
     pub code: u16,
@@ -723,7 +723,8 @@ pub struct LhdCache {
     rng: SmallRng,
     /// Accesses until the next stamp clamp ([`CompactTag`]).
     until_clamp: u64,
-    /// Whether evictions rank with AVX2 ([`crate::lhd_rank_avx2`], objects mode).
+    /// Whether evictions draw with AVX2, and rank with it in objects mode
+    /// ([`crate::lhd_avx2`]).
     avx2: bool,
     /// The slot count of the last draw and its Lemire threshold (2^32 mod it).
     draw_over: u32,
@@ -759,7 +760,7 @@ impl LhdCache {
             unit,
             rng: SmallRng::seed_from_u64(seed),
             until_clamp: CLAMP_EVERY,
-            avx2: crate::lhd_rank_avx2::available(),
+            avx2: crate::lhd_avx2::available(),
             draw_over: 0,
             reject_below: 0,
         }
@@ -901,8 +902,14 @@ impl LhdCache {
         }
         let start = out.len();
         out.resize(start + wanted, 0);
-        let (rng, slots) = (&mut self.rng, self.tags.as_ptr());
-        draw_slots(rng, n, self.reject_below, slots, &mut out[start..]);
+        let (rng, slots, out) = (&mut self.rng, self.tags.as_ptr(), &mut out[start..]);
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `avx2` is set only where the CPU has AVX2.
+            unsafe { crate::lhd_avx2::draw_slots(rng, n, self.reject_below, slots, out) };
+            return;
+        }
+        draw_slots(rng, n, self.reject_below, slots, out);
     }
 
     /// Evicts the lowest-ranked of `associativity` uniform samples of the cached objects
@@ -967,11 +974,11 @@ impl LhdCache {
     }
 
     /// [`LhdCache::lowest_density`] in objects mode on a CPU with AVX2
-    /// ([`crate::lhd_rank_avx2`]): the same victim and rank.
+    /// ([`crate::lhd_avx2`]): the same victim and rank.
     fn lowest_density_avx2(&self, candidates: &[u32]) -> (usize, f32) {
         #[cfg(target_arch = "x86_64")]
         {
-            let table = crate::lhd_rank_avx2::RankTable {
+            let table = crate::lhd_avx2::RankTable {
                 now: self.model.timestamp as u32,
                 shift: self.model.shift,
                 max_age: self.model.cfg.max_age as u32,
@@ -979,7 +986,7 @@ impl LhdCache {
             };
             // SAFETY: `avx2` is set only where the CPU has AVX2.
             let (k, rank) =
-                unsafe { crate::lhd_rank_avx2::lowest_objects(&self.tags, candidates, &table) };
+                unsafe { crate::lhd_avx2::lowest_objects(&self.tags, candidates, &table) };
             (candidates[k] as usize, rank)
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -1060,7 +1067,13 @@ impl LhdCache {
 /// kept its length in memory and checked its capacity at every draw: about half the
 /// loop's instructions).
 #[inline]
-fn draw_slots<T>(rng: &mut SmallRng, n: u32, reject_below: u32, slots: *const T, out: &mut [u32]) {
+pub(crate) fn draw_slots<T>(
+    rng: &mut SmallRng,
+    n: u32,
+    reject_below: u32,
+    slots: *const T,
+    out: &mut [u32],
+) {
     if out.is_empty() {
         return;
     }
@@ -1300,6 +1313,39 @@ mod tests {
         );
     }
 
+    /// The AVX2 draws are the scalar draws: the same slots in the same order and the
+    /// generator left in the same state, for every length up to 70 and slot counts from
+    /// 1 to 2^32 - 1, including 2^31 + 1, where Lemire's rule rejects almost half the
+    /// draws (so nearly every block of eight goes through the scalar fallback).
+    #[test]
+    fn avx2_draws_are_the_scalar_draws() {
+        if !crate::lhd_avx2::available() {
+            eprintln!("no AVX2 on this CPU: nothing to compare");
+            return;
+        }
+        let slots = [0u64; 4];
+        for n in [1u32, 2, 3, 7, 4897, 190_635, (1 << 31) + 1, u32::MAX] {
+            let reject_below = n.wrapping_neg() % n;
+            for len in 0..=70 {
+                let seed = u64::from(n) * 1000 + len as u64;
+                let (mut a, mut b) = (SmallRng::seed_from_u64(seed), SmallRng::seed_from_u64(seed));
+                let (mut scalar, mut avx2) = (vec![0u32; len], vec![0u32; len]);
+                draw_slots(&mut a, n, reject_below, slots.as_ptr(), &mut scalar);
+                // SAFETY: checked above that the CPU has AVX2.
+                unsafe {
+                    crate::lhd_avx2::draw_slots(&mut b, n, reject_below, slots.as_ptr(), &mut avx2)
+                };
+                assert_eq!(scalar, avx2, "n {n}, len {len}");
+                assert_eq!(
+                    a.next_u64(),
+                    b.next_u64(),
+                    "generator state, n {n}, len {len}"
+                );
+                assert!(scalar.iter().all(|&i| i < n));
+            }
+        }
+    }
+
     /// The AVX2 ranking picks the scalar loop's victim with the same rank, ties included
     /// (the first candidate of equal rank): on a cache a skewed trace has filled and
     /// reconfigured (several classes, explorers, ages across the table), on candidate
@@ -1307,7 +1353,7 @@ mod tests {
     /// every candidate is past the maximum age (all rank -inf: only the tie rule decides).
     #[test]
     fn avx2_ranking_picks_the_scalar_victim() {
-        if !crate::lhd_rank_avx2::available() {
+        if !crate::lhd_avx2::available() {
             eprintln!("no AVX2 on this CPU: nothing to compare");
             return;
         }

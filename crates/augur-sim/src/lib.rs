@@ -24,7 +24,7 @@
 
 pub mod distinct;
 pub mod lhd;
-mod lhd_rank_avx2;
+mod lhd_avx2;
 pub mod list;
 pub mod policy;
 mod prefetch;

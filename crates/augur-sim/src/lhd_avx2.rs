@@ -1,21 +1,32 @@
-//! LHD's eviction ranking (§4.1: the lowest hit density among the sampled candidates)
-//! eight candidates at a time with AVX2, for [`crate::LhdCache`] in objects mode.
+//! LHD's eviction (§4.1: the lowest hit density among uniformly sampled candidates)
+//! with AVX2, for [`crate::LhdCache`]: the candidates' draws eight at a time, and their
+//! ranking eight at a time in objects mode.
 //!
-//! Why: an eviction ranks 40 candidates (32 draws and the 8 recent admissions at
-//! libCacheSim's settings, 72 at ours), and the scalar loop spends ~37 instructions on
-//! each (load the tag, age it, find its density-table entry, load and compare the
-//! density): on the small shared traces the eviction is most of the simulation. Here one
-//! gather loads eight tags' stamps, another their class codes, the ages and table
-//! entries are computed in one register, a third gather loads the eight densities, and
-//! a running minimum keeps each lane's lowest rank and its position.
+//! Why: an eviction draws and ranks 72 candidates at our settings (64 draws and the 8
+//! recent admissions; 16 at libCacheSim's), and on the small shared traces the eviction
+//! is most of the simulation. Scalar, a draw cost ~17 instructions (half a xoshiro
+//! output, Lemire's multiply and rejection test, the store, the prefetch) and a ranking
+//! ~37 (load the tag, age it, find its density-table entry, load and compare the
+//! density).
+//! - [`draw_slots`]: four xoshiro outputs make eight draws; Lemire's multiplications,
+//!   the rejection test and the interleaving of low and high halves take a few vector
+//!   instructions; a block with a rejected draw (rare: at most n / 2^32 of the draws)
+//!   goes through the scalar rule.
+//! - [`lowest_objects`]: one gather loads eight tags' stamps, another their class codes,
+//!   the ages and table entries are computed in one register, a third gather loads the
+//!   eight densities, and a running minimum keeps each lane's lowest rank and its
+//!   position.
 //!
-//! The result is exactly the scalar loop's ([`crate::LhdCache`]'s `lowest_density`):
-//! the same rank for every candidate (the same table entry, plus 1 for an explorer), and
-//! on ties the candidate that comes first, so a simulation's results do not depend on
-//! the CPU (a test checks the two against each other on random tags).
+//! Both give exactly the scalar code's results: the same draws in the same order with
+//! the generator left in the same state, the same victim and rank (ties to the
+//! candidate that comes first), so a simulation does not depend on the CPU (tests
+//! compare each with its scalar counterpart).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
+
+use rand::rngs::SmallRng;
+use rand::RngCore;
 
 use crate::lhd::CompactTag;
 
@@ -131,4 +142,67 @@ pub(crate) unsafe fn lowest_objects(
     at = _mm256_min_epi32(at, _mm256_shuffle_epi32::<0b10_11_00_01>(at));
     let (first, rank_min) = (_mm256_cvtsi256_si32(at) as usize, _mm256_cvtss_f32(low));
     (first.min(candidates.len() - 1), rank_min)
+}
+
+/// `crate::lhd::draw_slots` (uniform draws over `0..n` into `out`, each slot
+/// prefetched), eight draws per step: the same draws in the same order, and `rng` left
+/// in the same state.
+///
+/// # Safety
+/// The CPU must support AVX2 ([`available`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn draw_slots<T>(
+    rng: &mut SmallRng,
+    n: u32,
+    reject_below: u32,
+    slots: *const T,
+    out: &mut [u32],
+) {
+    let mut generator = rng.clone();
+    let scale = _mm256_set1_epi64x(i64::from(n));
+    let threshold = _mm256_set1_epi32(reject_below as i32);
+    let mut k = 0;
+    while out.len() - k >= 8 {
+        let x = [
+            generator.next_u64(),
+            generator.next_u64(),
+            generator.next_u64(),
+            generator.next_u64(),
+        ];
+        let v = _mm256_loadu_si256(x.as_ptr() as *const __m256i);
+        // Lemire: each 32-bit half times n; the high 32 bits are the draw, the low 32
+        // bits decide rejection. Low halves in the even 32-bit lanes, high halves in the
+        // odd ones: the scalar order (each output's low half, then its high half).
+        let low = _mm256_mul_epu32(v, scale);
+        let high = _mm256_mul_epu32(_mm256_srli_epi64::<32>(v), scale);
+        let fraction = _mm256_blend_epi32::<0b1010_1010>(low, _mm256_slli_epi64::<32>(high));
+        let draws = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<32>(low), high);
+        let kept = _mm256_cmpeq_epi32(_mm256_max_epu32(fraction, threshold), fraction);
+        if _mm256_movemask_epi8(kept) == -1 {
+            let block = &mut out[k..k + 8];
+            _mm256_storeu_si256(block.as_mut_ptr() as *mut __m256i, draws);
+            for &i in block.iter() {
+                crate::prefetch::prefetch(slots.wrapping_add(i as usize));
+            }
+            k += 8;
+        } else {
+            // The same halves through the scalar rule, in order. At least 8 draws are
+            // still wanted, so all of these outputs' accepted halves are used, as the
+            // scalar loop would use them.
+            for x in x {
+                for half in [x & 0xffff_ffff, x >> 32] {
+                    let m = half * u64::from(n);
+                    if (m as u32) >= reject_below {
+                        let i = (m >> 32) as u32;
+                        crate::prefetch::prefetch(slots.wrapping_add(i as usize));
+                        out[k] = i;
+                        k += 1;
+                    }
+                }
+            }
+        }
+    }
+    crate::lhd::draw_slots(&mut generator, n, reject_below, slots, &mut out[k..]);
+    *rng = generator;
 }
