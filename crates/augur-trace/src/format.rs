@@ -422,13 +422,23 @@ impl TraceReader {
     /// the iterator's requests, in batches (oracleGeneral decodes a buffer's records in
     /// one loop). Stops at the first error, as the iterator does.
     pub fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize> {
+        self.read_batch_with(out, max, |r| r)
+    }
+
+    /// [`TraceReader::read_batch`], each request converted by `f` as it is read.
+    pub fn read_batch_with<T>(
+        &mut self,
+        out: &mut Vec<T>,
+        max: usize,
+        mut f: impl FnMut(Request) -> T,
+    ) -> Result<usize> {
         if let Inner::Oracle(r) = &mut self.inner {
-            return r.read_batch(out, max);
+            return r.read_batch_with(out, max, f);
         }
         let start = out.len();
         while out.len() - start < max {
             match self.next() {
-                Some(r) => out.push(r?),
+                Some(r) => out.push(f(r?)),
                 None => break,
             }
         }

@@ -163,6 +163,17 @@ impl<R: Read> OracleReader<R> {
     /// iterator re-checked the buffer and built a `Result` for each: ~40 instructions a
     /// record beside the decoding). Errors as [`OracleReader::next_record`].
     pub fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize> {
+        self.read_batch_with(out, max, |r| r)
+    }
+
+    /// [`OracleReader::read_batch`], each request converted by `f` as it is decoded (a
+    /// caller that wants another form writes it once, not a `Request` and then its own).
+    pub fn read_batch_with<T>(
+        &mut self,
+        out: &mut Vec<T>,
+        max: usize,
+        mut f: impl FnMut(Request) -> T,
+    ) -> Result<usize> {
         let start = out.len();
         while out.len() - start < max {
             let whole = (self.end - self.pos) / ORACLE_RECORD_SIZE;
@@ -170,7 +181,7 @@ impl<R: Read> OracleReader<R> {
                 // One record through the checked path: refills, and tells a clean end
                 // from a truncated record.
                 match self.next_record() {
-                    Some(Ok(rec)) => out.push(rec.request()),
+                    Some(Ok(rec)) => out.push(f(rec.request())),
                     Some(Err(e)) => return Err(e),
                     None => break,
                 }
@@ -181,7 +192,7 @@ impl<R: Read> OracleReader<R> {
             out.extend(
                 bytes
                     .chunks_exact(ORACLE_RECORD_SIZE)
-                    .map(|b| OracleRecord::decode(b).request()),
+                    .map(|b| f(OracleRecord::decode(b).request())),
             );
             self.pos += take * ORACLE_RECORD_SIZE;
             self.records += take as u64;

@@ -40,8 +40,8 @@ fn to_trace_op(r: &augur_trace::Request) -> TraceOp {
 }
 
 /// Entries per chunk handed to `f` by [`stream_for_simulation`] when decoding inline:
-/// 8192 (192 KB of decoded requests and 128 KB of entries, which stay in L2 between
-/// the decoding, the conversion and the simulator; 65 536 spilled to L3).
+/// 8192 (128 KB of entries, decoded straight into the simulators' form, which stay in
+/// L2 until the simulator reads them; 65 536 spilled to L3).
 const STREAM_CHUNK: usize = 1 << 13;
 
 /// Reads the trace without holding it: `f` gets it in order, chunk by chunk, in the
@@ -68,18 +68,17 @@ fn stream_reader(
     let mut chunk: Vec<TraceOp> = Vec::with_capacity(STREAM_CHUNK);
     if inline {
         let mut reader = reader;
-        let mut requests = Vec::with_capacity(STREAM_CHUNK);
         loop {
-            requests.clear();
+            chunk.clear();
             let n = reader
-                .read_batch(&mut requests, STREAM_CHUNK)
+                .read_batch_with(&mut chunk, STREAM_CHUNK, |r| {
+                    deletes += u64::from(r.op == Op::Delete);
+                    to_trace_op(&r)
+                })
                 .with_context(|| format!("reading {}", path.display()))?;
             if n == 0 {
                 break;
             }
-            deletes += requests.iter().filter(|r| r.op == Op::Delete).count() as u64;
-            chunk.clear();
-            chunk.extend(requests.iter().map(to_trace_op));
             f(&chunk);
         }
     } else {
