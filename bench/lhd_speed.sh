@@ -65,5 +65,5 @@ PY
   done
   python3 -c "
 r, c, w64, i64, w8, i8, l, m64, m8, lmr = $requests, $cache, ${whole[64]}, ${inproc[64]}, ${whole[8]}, ${inproc[8]}, $best_l, ${mr[64]}, ${mr[8]}, $lmr
-print('%-13s %9d %8d %8.3f %8.3f %8.3f %8.3f %8.3f %8.4f %8.4f %8.4f %7.2fx %8.2fx %7.2fx %7.2fx' % ('$name', r, c, w64, i64, w8, i8, l, m64, m8, lmr, l / w64, l / i64, l / w8, l / i8))"
+print('%-13s %9d %8d %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %7.2fx %8.2fx %7.2fx %7.2fx' % ('$name', r, c, w64, i64, w8, i8, l, m64, m8, lmr, l / w64, l / i64, l / w8, l / i8))"
 done

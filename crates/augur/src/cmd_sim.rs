@@ -450,7 +450,7 @@ fn run_streaming(args: &Args, sizes: &[u64], unit: Unit) -> Result<Vec<Row>> {
         );
     }
     eprintln!(
-        "{}: {requests} requests streamed (absolute sizes: working set not counted); {} simulations in {:.3}s, reading included",
+        "{}: {requests} requests streamed (absolute sizes: working set not counted); {} simulations in {:.6}s, reading included",
         args.trace.display(),
         results.len(),
         wall.elapsed().as_secs_f64()
