@@ -158,16 +158,12 @@ impl<R: Read> OracleReader<R> {
 }
 
 impl<R: Read> OracleReader<R> {
-    /// Appends up to `max` requests to `out` and returns how many: 0 only at a clean
-    /// end. Decodes every whole record the buffer holds in one loop (the per-record
-    /// iterator re-checked the buffer and built a `Result` for each: ~40 instructions a
-    /// record beside the decoding). Errors as [`OracleReader::next_record`].
-    pub fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize> {
-        self.read_batch_with(out, max, |r| r)
-    }
-
-    /// [`OracleReader::read_batch`], each request converted by `f` as it is decoded (a
-    /// caller that wants another form writes it once, not a `Request` and then its own).
+    /// Appends up to `max` requests to `out`, each converted by `f` as it is decoded (a
+    /// caller that wants another form writes it once, not a `Request` and then its own),
+    /// and returns how many: 0 only at a clean end. Decodes every whole record the buffer
+    /// holds in one loop (the per-record iterator re-checked the buffer and built a
+    /// `Result` for each: ~40 instructions a record beside the decoding). Errors as
+    /// [`OracleReader::next_record`].
     pub fn read_batch_with<T>(
         &mut self,
         out: &mut Vec<T>,
@@ -384,7 +380,7 @@ mod tests {
             let mut r = OracleReader::new(Dribble { data: &b, chunk });
             let mut got = Vec::new();
             loop {
-                let n = r.read_batch(&mut got, max).unwrap();
+                let n = r.read_batch_with(&mut got, max, |q| q).unwrap();
                 assert!(n <= max);
                 if n == 0 {
                     break;
@@ -400,7 +396,7 @@ mod tests {
         });
         let mut got = Vec::new();
         let err = loop {
-            match r.read_batch(&mut got, 3000) {
+            match r.read_batch_with(&mut got, 3000, |q| q) {
                 Ok(0) => panic!("a truncated trace ended cleanly"),
                 Ok(_) => {}
                 Err(e) => break e.to_string(),
