@@ -1313,6 +1313,40 @@ mod tests {
         );
     }
 
+    /// A whole simulation gives the same hit or miss on every request with the AVX2
+    /// kernels as with the scalar code (a CPU without AVX2 runs the latter), in objects
+    /// mode at several associativities, with and without recent admissions.
+    #[test]
+    fn simulations_agree_with_and_without_avx2() {
+        if !crate::lhd_avx2::available() {
+            eprintln!("no AVX2 on this CPU: nothing to compare");
+            return;
+        }
+        let mut rng = SmallRng::seed_from_u64(5);
+        let trace: Vec<u64> = (0..150_000)
+            .map(|_| rng.gen_range(0..30_000u64) % rng.gen_range(1..30_000u64))
+            .collect();
+        for (associativity, admissions) in [(1, 8), (8, 8), (13, 0), (64, 8)] {
+            let cfg = LhdConfig {
+                associativity,
+                admissions,
+                reconfigure_every: 1 << 14,
+                ..LhdConfig::default()
+            };
+            let mut fast = LhdCache::new(cfg.clone(), 2_000, Unit::Objects, 3);
+            let mut plain = LhdCache::new(cfg, 2_000, Unit::Objects, 3);
+            plain.avx2 = false;
+            for (n, &key) in trace.iter().enumerate() {
+                assert_eq!(
+                    fast.access(key, 1),
+                    plain.access(key, 1),
+                    "request {n}, associativity {associativity}"
+                );
+            }
+            assert!(fast.model.reconfigurations() > 5);
+        }
+    }
+
     /// The AVX2 draws are the scalar draws: the same slots in the same order and the
     /// generator left in the same state, for every length up to 70 and slot counts from
     /// 1 to 2^32 - 1, including 2^31 + 1, where Lemire's rule rejects almost half the
