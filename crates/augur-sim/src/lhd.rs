@@ -115,6 +115,20 @@ impl Default for LhdConfig {
     }
 }
 
+/// Candidates an eviction ranks while the model has learned nothing yet (before its
+/// first reconfiguration, 2^20 accesses by default). Until then ranks come from the
+/// placeholder table (GDSF-like, `(class + 1) / (age + 1)`, as the authors' simulator
+/// starts), and ranking RankCache's 64 samples (§4.1) by a placeholder applies an
+/// arbitrary order at full strength: on traces shorter than one interval (the LIRS
+/// traces, cloudphysics) 64 samples missed up to 7 points more than 8 (lirs_multi1 at
+/// 50 %: 0.4745 against 0.4041), and over the 42 cells of the shared traces at 10 / 25 /
+/// 50 % ranking 8 until the first reconfiguration lowered the miss ratio by 0.5 points
+/// on average (18 cells better by more than 0.1 point, 6 worse; BENCHMARKS.md). The
+/// authors' simulator (libCacheSim's `lhd.cpp`) ranks 8 for its first 50
+/// reconfigurations, a warm-up it calls a hack; we keep it only while the model has not
+/// learned at all.
+pub const UNLEARNED_SAMPLES: usize = 8;
+
 /// What LHD keeps per cached object: 16 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LhdTag {
@@ -275,6 +289,17 @@ impl LhdModel {
     /// Reconfigurations done so far.
     pub fn reconfigurations(&self) -> u64 {
         self.reconfigurations
+    }
+
+    /// How many sampled candidates an eviction ranks, for a configured `associativity`:
+    /// all of them once the model has learned from a reconfiguration, at most
+    /// [`UNLEARNED_SAMPLES`] before (see there).
+    pub fn samples(&self, associativity: usize) -> usize {
+        if self.reconfigurations == 0 {
+            associativity.min(UNLEARNED_SAMPLES)
+        } else {
+            associativity
+        }
     }
 
     /// The age coarsening: ages count units of `2^shift` accesses.
@@ -920,7 +945,7 @@ impl LhdCache {
         self.maybe_compact();
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
-        let wanted = self.model.cfg.associativity;
+        let wanted = self.model.samples(self.model.cfg.associativity);
         if self.next_len == self.tags.len() && self.next.len() == wanted {
             // Drawn (and their slots prefetched) at the previous eviction over the same
             // slots: uniform draws still, their cache misses long paid.
@@ -1311,6 +1336,39 @@ mod tests {
             c.tags.iter().filter(|t| t.code == FREE).count(),
             c.free.len()
         );
+    }
+
+    /// An eviction ranks at most `UNLEARNED_SAMPLES` draws until the model's first
+    /// reconfiguration, the configured associativity after it.
+    #[test]
+    fn an_unlearned_model_ranks_fewer_samples() {
+        let cfg = LhdConfig {
+            associativity: 64,
+            reconfigure_every: 5_000,
+            ..LhdConfig::default()
+        };
+        let mut cache = LhdCache::new(cfg, 500, Unit::Objects, 9);
+        let mut key = 0u64;
+        // Distinct keys: every access past the first 500 evicts.
+        while cache.model.reconfigurations() == 0 {
+            cache.access(key, 1);
+            key += 1;
+            if key > 600 && cache.model.reconfigurations() == 0 {
+                // The draws for the next eviction, made at this one.
+                assert_eq!(cache.next.len(), UNLEARNED_SAMPLES, "access {key}");
+            }
+        }
+        for _ in 0..3 {
+            cache.access(key, 1);
+            key += 1;
+        }
+        assert_eq!(cache.next.len(), 64);
+        assert_eq!(cache.model.samples(64), 64);
+        assert_eq!(
+            LhdModel::new(LhdConfig::default(), 10).samples(64),
+            UNLEARNED_SAMPLES
+        );
+        assert_eq!(LhdModel::new(LhdConfig::default(), 10).samples(5), 5);
     }
 
     /// A whole simulation gives the same hit or miss on every request with the AVX2

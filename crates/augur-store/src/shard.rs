@@ -772,6 +772,8 @@ impl Part {
         let l = self.lhd_model();
         l.set_capacity(limit);
         l.model.set_time(clock);
+        // Fewer while the model has learned nothing (`augur_sim::lhd::UNLEARNED_SAMPLES`).
+        let samples = l.model.samples(samples);
         // The sampler reads the part; the model's generator comes back after it.
         let mut rng = l.rng.clone();
         let best = lhd_sample(
@@ -2747,7 +2749,20 @@ impl Shard {
             l.model.set_time(clock);
             l.set_capacity(limit);
         }
-        let samples = self.config.lhd_samples();
+        // Fewer while no tenant's model has learned anything
+        // (`augur_sim::lhd::UNLEARNED_SAMPLES`).
+        let learned = self.parts.iter().any(|p| {
+            p.lhd
+                .as_deref()
+                .is_some_and(|l| l.model.reconfigurations() > 0)
+        });
+        let samples = if learned {
+            self.config.lhd_samples()
+        } else {
+            self.config
+                .lhd_samples()
+                .min(augur_sim::lhd::UNLEARNED_SAMPLES)
+        };
         let mut best = lhd_sample(
             &self.parts,
             from_volatile,
