@@ -48,7 +48,9 @@
 //! model keeps seeing what happens at large ages.
 //!
 //! **Candidates (§4.1).** An eviction samples `associativity` cached objects uniformly
-//! (default 64, the paper's RankCache value) and evicts the one of lowest density. As in
+//! (default 64, the paper's RankCache value) and evicts the one of lowest density;
+//! until the model's first reconfiguration, when it has learned nothing and ranks by a
+//! placeholder table, at most [`UNLEARNED_SAMPLES`] (8). As in
 //! the authors' simulator, the last few admitted objects whose density was already below
 //! the recent victims' are added to the candidates, so that one-hit wonders are found
 //! even when the sample misses them (the simulator admits every object; there is no
