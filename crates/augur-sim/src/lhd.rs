@@ -131,6 +131,18 @@ impl Default for LhdConfig {
 /// learned at all.
 pub const UNLEARNED_SAMPLES: usize = 8;
 
+/// Candidates an eviction ranks for a configured `associativity`: all of them once a
+/// model has `learned` (reconfigured at least once), at most [`UNLEARNED_SAMPLES`]
+/// before. For a ranking over several models (a store shard's tenants), `learned` when
+/// any of them has.
+pub fn samples(associativity: usize, learned: bool) -> usize {
+    if learned {
+        associativity
+    } else {
+        associativity.min(UNLEARNED_SAMPLES)
+    }
+}
+
 /// What LHD keeps per cached object: 16 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LhdTag {
@@ -297,11 +309,7 @@ impl LhdModel {
     /// all of them once the model has learned from a reconfiguration, at most
     /// [`UNLEARNED_SAMPLES`] before (see there).
     pub fn samples(&self, associativity: usize) -> usize {
-        if self.reconfigurations == 0 {
-            associativity.min(UNLEARNED_SAMPLES)
-        } else {
-            associativity
-        }
+        samples(associativity, self.reconfigurations > 0)
     }
 
     /// The age coarsening: ages count units of `2^shift` accesses.

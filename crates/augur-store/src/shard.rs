@@ -772,7 +772,7 @@ impl Part {
         let l = self.lhd_model();
         l.set_capacity(limit);
         l.model.set_time(clock);
-        // Fewer while the model has learned nothing (`augur_sim::lhd::UNLEARNED_SAMPLES`).
+        // Fewer while the model has learned nothing (`augur_sim::lhd::samples`).
         let samples = l.model.samples(samples);
         // The sampler reads the part; the model's generator comes back after it.
         let mut rng = l.rng.clone();
@@ -2749,20 +2749,13 @@ impl Shard {
             l.model.set_time(clock);
             l.set_capacity(limit);
         }
-        // Fewer while no tenant's model has learned anything
-        // (`augur_sim::lhd::UNLEARNED_SAMPLES`).
+        // Fewer while no tenant's model has learned anything.
         let learned = self.parts.iter().any(|p| {
             p.lhd
                 .as_deref()
                 .is_some_and(|l| l.model.reconfigurations() > 0)
         });
-        let samples = if learned {
-            self.config.lhd_samples()
-        } else {
-            self.config
-                .lhd_samples()
-                .min(augur_sim::lhd::UNLEARNED_SAMPLES)
-        };
+        let samples = augur_sim::lhd::samples(self.config.lhd_samples(), learned);
         let mut best = lhd_sample(
             &self.parts,
             from_volatile,
