@@ -198,6 +198,32 @@ fn explorer_of_code(code: u16) -> bool {
     code & 0x8000 != 0
 }
 
+/// The model's clock, age coarsening and ages per class, as a [`CompactTag`] is aged
+/// and located with them.
+#[derive(Debug, Clone, Copy)]
+struct CompactClock {
+    now: u32,
+    shift: u32,
+    max_age: usize,
+}
+
+impl CompactClock {
+    /// Coarsened age of `tag`, capped at `max_age - 1`: exact while its true age is
+    /// below 2^32 accesses (its owner clamps older stamps, see [`CompactTag`]).
+    #[inline]
+    fn age(self, tag: CompactTag) -> usize {
+        let age = u64::from(self.now.wrapping_sub(tag.stamp)) >> self.shift;
+        (age as usize).min(self.max_age - 1)
+    }
+
+    /// Where the density of `tag` is read: its entry of the density table,
+    /// `class * max_age + age` (below 2^31: at most 4096 classes of 65535 ages).
+    #[inline]
+    fn entry(self, tag: CompactTag) -> usize {
+        tag.class() * self.max_age + self.age(tag)
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Class {
     hits: Vec<f32>,
@@ -388,23 +414,27 @@ impl LhdModel {
         }
     }
 
-    /// Coarsened age of a [`CompactTag`], capped at `max_age - 1`: exact while its true
-    /// age is below 2^32 accesses (its owner clamps older stamps, see [`CompactTag`]).
+    /// What ages a [`CompactTag`] now (copied out, so that a loop over many tags keeps
+    /// it in registers).
+    #[inline]
+    fn clock(&self) -> CompactClock {
+        CompactClock {
+            now: self.timestamp as u32,
+            shift: self.shift,
+            max_age: self.cfg.max_age,
+        }
+    }
+
+    /// Coarsened age of a [`CompactTag`] ([`CompactClock::age`]).
     #[inline]
     fn compact_age(&self, tag: CompactTag) -> usize {
-        let age = u64::from((self.timestamp as u32).wrapping_sub(tag.stamp)) >> self.shift;
-        (age as usize).min(self.cfg.max_age - 1)
+        self.clock().age(tag)
     }
 
     /// [`LhdModel::rank`] of a [`CompactTag`]: the same density as the full tag's.
     #[inline]
     pub fn rank_compact(&self, tag: CompactTag, size: u64) -> f32 {
-        self.density_at(
-            self.compact_age(tag),
-            class_of_code(tag.code),
-            explorer_of_code(tag.code),
-            size,
-        )
+        self.rank_at(self.clock().entry(tag), tag.explorer(), size)
     }
 
     /// [`LhdModel::rank_compact`] of a tag [`LhdCache::locate`] located (the same
@@ -1031,24 +1061,19 @@ impl LhdCache {
         }
     }
 
-    /// Sets `located[k]` to where the density of candidate `candidates[k]` is read: its
-    /// entry of the density table (`class * max_age + age`, below 2^31: at most 4096
-    /// classes of 65535 ages), with the explorer mark in the top bit; and prefetches
-    /// that entry, so that the candidates' cache misses overlap. The model's clock, age
-    /// shift and table are hoisted out of the loop, and `located` is written by index
-    /// (a `Vec` push kept its length in memory and checked its capacity every time).
+    /// Sets `located[k]` to where the density of candidate `candidates[k]` is read
+    /// ([`CompactClock::entry`]), with the explorer mark in the top bit; and prefetches
+    /// that entry, so that the candidates' cache misses overlap. The clock is copied out
+    /// of the model and `located` written by index (a `Vec` push kept its length in
+    /// memory and checked its capacity every time).
     #[inline]
     fn locate(&self, candidates: &[u32], located: &mut Vec<u32>) {
-        let model = &self.model;
-        let now = model.timestamp as u32;
-        let shift = model.shift;
-        let max_age = model.cfg.max_age;
-        let density = model.density.as_ptr();
+        let clock = self.model.clock();
+        let density = self.model.density.as_ptr();
         located.resize(candidates.len(), 0);
         for (out, &i) in located.iter_mut().zip(candidates) {
             let tag = self.tags[i as usize];
-            let age = (u64::from(now.wrapping_sub(tag.stamp)) >> shift) as usize;
-            let at = tag.class() * max_age + age.min(max_age - 1);
+            let at = clock.entry(tag);
             crate::prefetch::prefetch(density.wrapping_add(at));
             *out = at as u32 | (u32::from(tag.explorer()) << 31);
         }
