@@ -1138,25 +1138,38 @@ pub(crate) fn draw_slots<T>(
         return;
     }
     debug_assert_eq!(reject_below, n.wrapping_neg() % n);
-    let n = u64::from(n);
     let mut generator = rng.clone();
     let mut k = 0;
-    'fill: loop {
-        let x = generator.next_u64();
-        for half in [x & 0xffff_ffff, x >> 32] {
-            let m = half * n;
-            if (m as u32) >= reject_below {
-                let i = (m >> 32) as u32;
-                crate::prefetch::prefetch(slots.wrapping_add(i as usize));
-                out[k] = i;
-                k += 1;
-                if k == out.len() {
-                    break 'fill;
-                }
+    while !take_draws(generator.next_u64(), n, reject_below, slots, out, &mut k) {}
+    *rng = generator;
+}
+
+/// Lemire's rule on the two 32-bit halves of one random output `x`, low half first:
+/// each accepted draw over `0..n` is written at `out[*k]` (its slot prefetched) until
+/// `out` is full, and the rest of `x` is then dropped; returns whether `out` is full.
+/// The one rule of [`draw_slots`] and of its AVX2 form's fallback.
+#[inline(always)]
+pub(crate) fn take_draws<T>(
+    x: u64,
+    n: u32,
+    reject_below: u32,
+    slots: *const T,
+    out: &mut [u32],
+    k: &mut usize,
+) -> bool {
+    for half in [x & 0xffff_ffff, x >> 32] {
+        let m = half * u64::from(n);
+        if (m as u32) >= reject_below {
+            let i = (m >> 32) as u32;
+            crate::prefetch::prefetch(slots.wrapping_add(i as usize));
+            out[*k] = i;
+            *k += 1;
+            if *k == out.len() {
+                return true;
             }
         }
     }
-    *rng = generator;
+    false
 }
 
 impl CacheSim for LhdCache {

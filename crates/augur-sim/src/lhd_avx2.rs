@@ -191,15 +191,7 @@ pub(crate) unsafe fn draw_slots<T>(
             // still wanted, so all of these outputs' accepted halves are used, as the
             // scalar loop would use them.
             for x in x {
-                for half in [x & 0xffff_ffff, x >> 32] {
-                    let m = half * u64::from(n);
-                    if (m as u32) >= reject_below {
-                        let i = (m >> 32) as u32;
-                        crate::prefetch::prefetch(slots.wrapping_add(i as usize));
-                        out[k] = i;
-                        k += 1;
-                    }
-                }
+                crate::lhd::take_draws(x, n, reject_below, slots, out, &mut k);
             }
         }
     }
