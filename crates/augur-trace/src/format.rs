@@ -383,7 +383,7 @@ impl TraceReader {
                     let mut error = None;
                     while batch.len() < BATCH {
                         let room = BATCH - batch.len();
-                        match reader.read_batch(&mut batch, room) {
+                        match reader.read_batch_with(&mut batch, room, |r| r) {
                             Ok(0) => break,
                             Ok(_) => {}
                             Err(e) => {
@@ -418,14 +418,10 @@ impl TraceReader {
 }
 
 impl TraceReader {
-    /// Appends up to `max` requests to `out` and returns how many (0 only at the end):
-    /// the iterator's requests, in batches (oracleGeneral decodes a buffer's records in
-    /// one loop). Stops at the first error, as the iterator does.
-    pub fn read_batch(&mut self, out: &mut Vec<Request>, max: usize) -> Result<usize> {
-        self.read_batch_with(out, max, |r| r)
-    }
-
-    /// [`TraceReader::read_batch`], each request converted by `f` as it is read.
+    /// Appends up to `max` requests to `out`, each converted by `f` as it is read, and
+    /// returns how many (0 only at the end): the iterator's requests, in batches
+    /// (oracleGeneral decodes a buffer's records in one loop). Stops at the first error,
+    /// as the iterator does.
     pub fn read_batch_with<T>(
         &mut self,
         out: &mut Vec<T>,
