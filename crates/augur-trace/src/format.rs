@@ -415,9 +415,7 @@ impl TraceReader {
             Ok(())
         })
     }
-}
 
-impl TraceReader {
     /// Appends up to `max` requests to `out`, each converted by `f` as it is read, and
     /// returns how many (0 only at the end): the iterator's requests, in batches
     /// (oracleGeneral decodes a buffer's records in one loop). Stops at the first error,

@@ -155,9 +155,7 @@ impl<R: Read> OracleReader<R> {
             )))
         }
     }
-}
 
-impl<R: Read> OracleReader<R> {
     /// Appends up to `max` requests to `out`, each converted by `f` as it is decoded (a
     /// caller that wants another form writes it once, not a `Request` and then its own),
     /// and returns how many: 0 only at a clean end. Decodes every whole record the buffer
