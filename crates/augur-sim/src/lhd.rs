@@ -199,12 +199,12 @@ fn explorer_of_code(code: u16) -> bool {
 }
 
 /// The model's clock, age coarsening and ages per class, as a [`CompactTag`] is aged
-/// and located with them.
+/// and located with them (also by the AVX2 ranking, `crate::lhd_avx2`).
 #[derive(Debug, Clone, Copy)]
-struct CompactClock {
-    now: u32,
-    shift: u32,
-    max_age: usize,
+pub(crate) struct CompactClock {
+    pub(crate) now: u32,
+    pub(crate) shift: u32,
+    pub(crate) max_age: usize,
 }
 
 impl CompactClock {
@@ -1043,15 +1043,10 @@ impl LhdCache {
     fn lowest_density_avx2(&self, candidates: &[u32]) -> (usize, f32) {
         #[cfg(target_arch = "x86_64")]
         {
-            let table = crate::lhd_avx2::RankTable {
-                now: self.model.timestamp as u32,
-                shift: self.model.shift,
-                max_age: self.model.cfg.max_age as u32,
-                density: &self.model.density,
-            };
+            let (clock, density) = (self.model.clock(), &self.model.density[..]);
             // SAFETY: `avx2` is set only where the CPU has AVX2.
             let (k, rank) =
-                unsafe { crate::lhd_avx2::lowest_objects(&self.tags, candidates, &table) };
+                unsafe { crate::lhd_avx2::lowest_objects(&self.tags, candidates, clock, density) };
             (candidates[k] as usize, rank)
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -28,7 +28,7 @@ use std::arch::x86_64::*;
 use rand::rngs::SmallRng;
 use rand::RngCore;
 
-use crate::lhd::CompactTag;
+use crate::lhd::{CompactClock, CompactTag};
 
 /// Whether this CPU runs [`lowest_objects`] (checked once per cache).
 pub(crate) fn available() -> bool {
@@ -40,15 +40,6 @@ pub(crate) fn available() -> bool {
     {
         false
     }
-}
-
-/// What ranking a compact tag reads besides the tag: the model's clock (low 32 bits),
-/// age shift, ages per class and density table (`class * max_age + age`).
-pub(crate) struct RankTable<'a> {
-    pub now: u32,
-    pub shift: u32,
-    pub max_age: u32,
-    pub density: &'a [f32],
 }
 
 /// The position in `candidates` of the lowest-ranked candidate (the first of equals)
@@ -63,17 +54,18 @@ pub(crate) struct RankTable<'a> {
 pub(crate) unsafe fn lowest_objects(
     tags: &[CompactTag],
     candidates: &[u32],
-    table: &RankTable,
+    clock: CompactClock,
+    density: &[f32],
 ) -> (usize, f32) {
-    assert!(!candidates.is_empty() && !tags.is_empty() && !table.density.is_empty());
+    assert!(!candidates.is_empty() && !tags.is_empty() && !density.is_empty());
     // The gathers take signed 32-bit indices.
-    assert!(tags.len() <= i32::MAX as usize && table.density.len() <= i32::MAX as usize);
+    assert!(tags.len() <= i32::MAX as usize && density.len() <= i32::MAX as usize);
     let last_slot = _mm256_set1_epi32((tags.len() - 1) as i32);
-    let last_entry = _mm256_set1_epi32((table.density.len() - 1) as i32);
-    let now = _mm256_set1_epi32(table.now as i32);
-    let shift = _mm_set_epi64x(0, i64::from(table.shift));
-    let last_age = _mm256_set1_epi32(table.max_age.saturating_sub(1) as i32);
-    let max_age = _mm256_set1_epi32(table.max_age as i32);
+    let last_entry = _mm256_set1_epi32((density.len() - 1) as i32);
+    let now = _mm256_set1_epi32(clock.now as i32);
+    let shift = _mm_set_epi64x(0, i64::from(clock.shift));
+    let last_age = _mm256_set1_epi32(clock.max_age.saturating_sub(1) as i32);
+    let max_age = _mm256_set1_epi32(clock.max_age as i32);
     let class_bits = _mm256_set1_epi32(0x7fff);
     let explorer_bit = _mm256_set1_epi32(0x8000);
     let one = _mm256_set1_ps(1.0);
@@ -82,7 +74,7 @@ pub(crate) unsafe fn lowest_objects(
     // last hit age (high 16) at byte 4 of each 8-byte tag.
     let stamps = tags.as_ptr() as *const i32;
     let codes = stamps.add(1);
-    let density = table.density.as_ptr();
+    let density = density.as_ptr();
 
     let mut best = _mm256_set1_ps(f32::MAX);
     let mut best_at = _mm256_set1_epi32(i32::MAX);
