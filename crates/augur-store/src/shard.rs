@@ -2744,17 +2744,14 @@ impl Shard {
         let clock = self.clock;
         let pinned = self.pinned;
         let limit = self.config.shard_limit();
+        // Fewer samples while no tenant's model has learned anything.
+        let mut learned = false;
         for p in &mut self.parts {
             let l = p.lhd_model();
             l.model.set_time(clock);
             l.set_capacity(limit);
+            learned |= l.model.reconfigurations() > 0;
         }
-        // Fewer while no tenant's model has learned anything.
-        let learned = self.parts.iter().any(|p| {
-            p.lhd
-                .as_deref()
-                .is_some_and(|l| l.model.reconfigurations() > 0)
-        });
         let samples = augur_sim::lhd::samples(self.config.lhd_samples(), learned);
         let mut best = lhd_sample(
             &self.parts,
