@@ -117,18 +117,35 @@ impl Default for LhdConfig {
     }
 }
 
+/// The placeholder table's weight of hit-age class `class` (of `classes`, 0 = never or
+/// seldom hit): before the first reconfiguration nothing has been measured, and an
+/// object's density is `weight / (age + 1)`, GDSF-like: "younger, and of a more often hit
+/// class, is better". The authors' simulator as libCacheSim runs it (`lhd.cpp`,
+/// `hitDensities[a] = (c + 1) / (a + 1)` over *all* classes `c`, every request of its
+/// application 1, so its classes are 16..31) weighs the classes 17..32: a mild preference,
+/// the order mostly by age (near LRU). Weighing them 1..16 (the index within the app, as
+/// we did before) let the class decide at up to 16x: on the 42 cells of the shared traces
+/// it missed 1 point less on average than 17..32, but 11.7 points more on lirs_sprite at
+/// 10 % (0.2562 against LRU's 0.1461; a frequency order ages out the working set there)
+/// and 2.1 on lirs_cpp at 10 %; with 17..32 no cell is more than 0.0091 above libCacheSim's
+/// LHD (BENCHMARKS.md, "The placeholder table"). A prior that can lose to LRU by 12
+/// points is not one a cache should run before it has measured anything.
+pub(crate) fn placeholder_weight(class: usize, classes: usize) -> f32 {
+    (classes + class + 1) as f32
+}
+
 /// Candidates an eviction ranks while the model has learned nothing yet (before its
 /// first reconfiguration, 2^20 accesses by default). Until then ranks come from the
-/// placeholder table (GDSF-like, `(class + 1) / (age + 1)`, as the authors' simulator
-/// starts), and ranking RankCache's 64 samples (§4.1) by a placeholder applies an
-/// arbitrary order at full strength: on traces shorter than one interval (the LIRS
-/// traces, cloudphysics) 64 samples missed up to 7 points more than 8 (lirs_multi1 at
-/// 50 %: 0.4745 against 0.4041), and over the 42 cells of the shared traces at 10 / 25 /
-/// 50 % ranking 8 until the first reconfiguration lowered the miss ratio by 0.5 points
-/// on average (18 cells better by more than 0.1 point, 6 worse; BENCHMARKS.md). The
-/// authors' simulator (libCacheSim's `lhd.cpp`) ranks 8 for its first 50
-/// reconfigurations, a warm-up it calls a hack; we keep it only while the model has not
-/// learned at all.
+/// placeholder table ([`placeholder_weight`], as the authors' simulator starts), and
+/// ranking RankCache's 64 samples (§4.1) by a placeholder applies an arbitrary order
+/// at full strength: on traces shorter than one interval (the LIRS traces,
+/// cloudphysics) 64 samples missed up to 5.7 points more than 8 (lirs_multi1 at 50 %:
+/// 0.4825 against 0.4257), and over the 42 cells of the shared traces at 10 / 25 / 50 %
+/// ranking 8 until the first reconfiguration missed 0.34 points less on average (13
+/// cells better by more than 0.1 point, 15 worse; with the earlier 1..16 placeholder
+/// weights 0.5 points, BENCHMARKS.md). The authors' simulator (libCacheSim's `lhd.cpp`)
+/// ranks 8 for its first 50 reconfigurations, a warm-up it calls a hack; we keep it only
+/// while the model has not learned at all.
 pub const UNLEARNED_SAMPLES: usize = 8;
 
 /// Candidates an eviction ranks for a configured `associativity`: all of them once a
@@ -276,8 +293,6 @@ impl LhdModel {
             ..cfg
         };
         let n = cfg.hit_age_classes * cfg.app_classes;
-        // Before the first reconfiguration nothing has been measured: rank as GDSF-like
-        // "younger and of a frequently hit class is better", as the authors' simulator.
         let classes = (0..n)
             .map(|_| Class {
                 hits: vec![0.0; cfg.max_age],
@@ -286,7 +301,7 @@ impl LhdModel {
             .collect();
         let mut density = Vec::with_capacity(n * cfg.max_age);
         for c in 0..n {
-            let weight = (c % cfg.hit_age_classes + 1) as f32;
+            let weight = placeholder_weight(c % cfg.hit_age_classes, cfg.hit_age_classes);
             density.extend((0..cfg.max_age - 1).map(|a| weight / (a + 1) as f32));
             density.push(f32::NEG_INFINITY);
         }
