@@ -81,6 +81,24 @@ pub struct OracleReader<R> {
     name: String,
 }
 
+impl OracleReader<Box<dyn Read + Send>> {
+    /// A reader of `content`, the whole (decompressed) trace held in memory: records are
+    /// decoded where they lie, with no copy into a buffer of the reader's own.
+    pub fn over(content: Vec<u8>) -> Self {
+        let end = content.len();
+        OracleReader {
+            inner: Box::new(std::io::empty()),
+            buf: content,
+            pos: 0,
+            end,
+            records: 0,
+            eof: true,
+            failed: false,
+            name: "<memory>".into(),
+        }
+    }
+}
+
 impl<R: Read> OracleReader<R> {
     /// Wraps a (decompressed) oracleGeneral byte stream.
     pub fn new(inner: R) -> Self {

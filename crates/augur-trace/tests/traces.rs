@@ -218,3 +218,63 @@ fn compressed_traces_advertise_their_length() {
     assert_eq!(r.count(), reqs.len());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A small trace is read and decompressed whole at opening, a larger one or one of
+/// several zstd frames streams, and both give the same requests; a compressed file cut
+/// short or corrupted is an error either way, never a panic or a silent short trace.
+#[test]
+fn held_whole_or_streamed_the_requests_are_the_same() {
+    let dir = std::env::temp_dir().join(format!("augur-trace-whole-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shipped = trace("lirs_sprite");
+    let want = load_all(&shipped).unwrap();
+    let read = |p: &std::path::Path| -> (bool, anyhow::Result<Vec<augur_trace::Request>>) {
+        let r = augur_trace::open_auto(p).unwrap();
+        (r.held_whole(), r.collect())
+    };
+    let (whole, got) = read(&shipped);
+    assert!(whole, "a 0.6 MB trace is held whole");
+    assert_eq!(got.unwrap(), want);
+
+    // The same bytes in two zstd frames: streamed, the same requests.
+    let plain = dir.join("t.oracleGeneral.bin");
+    augur_trace::write_oracle_general_file(&plain, &want).unwrap();
+    let bytes = std::fs::read(&plain).unwrap();
+    let half = bytes.len() / 2;
+    let mut two = zstd::bulk::compress(&bytes[..half], 3).unwrap();
+    two.extend(zstd::bulk::compress(&bytes[half..], 3).unwrap());
+    let framed = dir.join("two.oracleGeneral.bin.zst");
+    std::fs::write(&framed, &two).unwrap();
+    let (whole, got) = read(&framed);
+    assert!(!whole, "two frames stream");
+    assert_eq!(got.unwrap(), want);
+    // The plain file is held whole too.
+    let (whole, got) = read(&plain);
+    assert!(whole);
+    assert_eq!(got.unwrap(), want);
+
+    // Cut short: the frame is incomplete, so it streams and fails at the cut.
+    let one = zstd::bulk::compress(&bytes, 3).unwrap();
+    let cut = dir.join("cut.oracleGeneral.bin.zst");
+    std::fs::write(&cut, &one[..one.len() - 100]).unwrap();
+    let (whole, got) = read(&cut);
+    assert!(!whole);
+    assert!(got.is_err(), "a cut frame read cleanly");
+    // A flipped byte inside a whole frame with a checksum (as the `zstd` tool writes,
+    // and every shipped trace has): the one-call decompression reports it at opening.
+    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    enc.include_checksum(true).unwrap();
+    enc.set_pledged_src_size(Some(bytes.len() as u64)).unwrap();
+    enc.include_contentsize(true).unwrap();
+    std::io::Write::write_all(&mut enc, &bytes).unwrap();
+    let mut bad = enc.finish().unwrap();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x5a;
+    let corrupt = dir.join("bad.oracleGeneral.bin.zst");
+    std::fs::write(&corrupt, &bad).unwrap();
+    let err = augur_trace::open_auto(&corrupt)
+        .err()
+        .expect("a corrupt frame opened");
+    assert!(format!("{err:#}").contains("decompressing"), "{err:#}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
