@@ -1,7 +1,7 @@
 //! Trace formats, their textual specs, auto-detection and opening files.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -316,57 +316,65 @@ enum Opened {
     Stream(Input, Option<u64>),
 }
 
-/// Files up to this size are read whole ...
+/// A zstd trace is decompressed in one call, and its records decoded where they lie,
+/// when its file is at most this large ...
 const WHOLE_FILE_MAX: u64 = 16 << 20;
-/// ... and decompressed in one call when their content, as their zstd frames declare
-/// it, is at most this. A trace of up to 2.8M oracleGeneral records then costs no
-/// streaming decoder: no window buffer beside the output, no copy out of it, no reader
-/// buffer, i.e. fewer fresh pages, each ~2 us to fault in on the VMs we measure on, and
-/// on a short trace they are most of the decoding (lirs_sprite, 134k records: open and
-/// decode 6.6 -> 6.1 ms). Larger traces stream, so memory stays bounded.
+/// ... and it is one single-segment frame declaring at most this much content. A
+/// single-segment frame (RFC 8878 §3.1.1.1.2: what the `zstd` tool writes when the
+/// content fits its window) makes a streaming decoder hold a window of the whole content
+/// anyway; decompressing in one call instead saves the copy out of that window and the
+/// reader's own buffer, i.e. fresh pages, each ~2 us to fault in on the VMs we measure
+/// on, and on a short trace they weigh (lirs_sprite, 134k records: open and decode 6.6 ->
+/// 6.1 ms). A frame with a smaller window (arc_oltp's 21 MB in an 8 MB window) streams:
+/// holding it whole faulted in 2.3x the pages and ran slower.
 const WHOLE_CONTENT_MAX: u64 = 64 << 20;
+
+/// The largest zstd frame header: magic number (4), descriptor (1), window descriptor
+/// (1), dictionary id (4) and content size (8) (RFC 8878 §3.1.1).
+const ZSTD_FRAME_HEADER_MAX: u64 = 18;
 
 /// Opens `path`, transparently decompressing zstd (recognised by its magic number).
 fn open_input(path: &Path) -> Result<Opened> {
     let mut file = File::open(path).with_context(|| format!("opening trace {}", path.display()))?;
+    let mut head = Vec::with_capacity(ZSTD_FRAME_HEADER_MAX as usize);
+    (&mut file)
+        .take(ZSTD_FRAME_HEADER_MAX)
+        .read_to_end(&mut head)
+        .with_context(|| format!("reading {}", path.display()))?;
     let file_len = file.metadata().ok().map(|m| m.len());
-    let is_zstd = |head: &[u8]| head.len() >= 4 && head[..4] == ZSTD_MAGIC;
-    if let Some(len) = file_len.filter(|&n| n <= WHOLE_FILE_MAX) {
-        let mut bytes = Vec::with_capacity(len as usize);
-        file.read_to_end(&mut bytes)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if !is_zstd(&bytes) {
-            check_not_named_zstd(path)?;
-            return Ok(Opened::Whole(bytes));
-        }
-        // One frame (as the `zstd` tool writes) that declares its size: decompressed in
-        // one call. Several frames, or none declared, stream.
-        let content = zstd::zstd_safe::get_frame_content_size(&bytes)
+    if head.len() >= 5 && head[..4] == ZSTD_MAGIC {
+        let content = zstd::zstd_safe::get_frame_content_size(&head)
             .ok()
             .flatten();
-        let one_frame = zstd::zstd_safe::find_frame_compressed_size(&bytes) == Ok(bytes.len());
-        if let Some(total) = content.filter(|&n| one_frame && n <= WHOLE_CONTENT_MAX) {
-            let content = zstd::bulk::decompress(&bytes, total as usize)
-                .with_context(|| format!("decompressing {}", path.display()))?;
-            return Ok(Opened::Whole(content));
+        // Frame_Header_Descriptor bit 5: Single_Segment_flag.
+        let single_segment = head[4] & 0x20 != 0;
+        let whole = single_segment
+            && content.is_some_and(|n| n <= WHOLE_CONTENT_MAX)
+            && file_len.is_some_and(|n| n <= WHOLE_FILE_MAX);
+        if whole {
+            let mut bytes = head;
+            file.read_to_end(&mut bytes)
+                .with_context(|| format!("reading {}", path.display()))?;
+            if zstd::zstd_safe::find_frame_compressed_size(&bytes) == Ok(bytes.len()) {
+                let total = content.unwrap_or(0) as usize;
+                let content = zstd::bulk::decompress(&bytes, total)
+                    .with_context(|| format!("decompressing {}", path.display()))?;
+                return Ok(Opened::Whole(content));
+            }
+            // Several frames, or a frame cut short: streamed (and a cut is reported
+            // where it is met, after the requests before it).
+            let dec = zstd::stream::read::Decoder::new(std::io::Cursor::new(bytes))
+                .with_context(|| format!("starting zstd decoder for {}", path.display()))?;
+            return Ok(Opened::Stream(Box::new(dec), content));
         }
-        let dec = zstd::stream::read::Decoder::new(std::io::Cursor::new(bytes))
+        let rest = BufReader::with_capacity(1 << 20, std::io::Cursor::new(head).chain(file));
+        let dec = zstd::stream::read::Decoder::with_buffer(rest)
             .with_context(|| format!("starting zstd decoder for {}", path.display()))?;
         return Ok(Opened::Stream(Box::new(dec), content));
     }
-    let mut buf = BufReader::with_capacity(1 << 20, file);
-    let head = buf
-        .fill_buf()
-        .with_context(|| format!("reading {}", path.display()))?;
-    if is_zstd(head) {
-        let content = zstd::zstd_safe::get_frame_content_size(head).ok().flatten();
-        let dec = zstd::stream::read::Decoder::with_buffer(buf)
-            .with_context(|| format!("starting zstd decoder for {}", path.display()))?;
-        Ok(Opened::Stream(Box::new(dec), content))
-    } else {
-        check_not_named_zstd(path)?;
-        Ok(Opened::Stream(Box::new(buf), file_len))
-    }
+    check_not_named_zstd(path)?;
+    let rest = BufReader::with_capacity(1 << 20, std::io::Cursor::new(head).chain(file));
+    Ok(Opened::Stream(Box::new(rest), file_len))
 }
 
 /// A file named like zstd must be zstd.
@@ -405,8 +413,8 @@ impl TraceReader {
         self.len_hint
     }
 
-    /// Whether the file was read and decompressed whole at opening (a file of at most
-    /// 16 MiB, and if zstd one frame declaring at most 64 MiB of content), rather than
+    /// Whether the file was read and decompressed whole at opening (a zstd file of at
+    /// most 16 MiB holding one single-segment frame of at most 64 MiB), rather than
     /// streamed.
     pub fn held_whole(&self) -> bool {
         self.held_whole

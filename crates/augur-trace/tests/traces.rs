@@ -219,8 +219,9 @@ fn compressed_traces_advertise_their_length() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A small trace is read and decompressed whole at opening, a larger one or one of
-/// several zstd frames streams, and both give the same requests; a compressed file cut
+/// A small zstd trace of one single-segment frame is read and decompressed whole at
+/// opening; a larger one, one of several frames, or a plain file streams; both give the
+/// same requests; a compressed file cut
 /// short or corrupted is an error either way, never a panic or a silent short trace.
 #[test]
 fn held_whole_or_streamed_the_requests_are_the_same() {
@@ -248,10 +249,14 @@ fn held_whole_or_streamed_the_requests_are_the_same() {
     let (whole, got) = read(&framed);
     assert!(!whole, "two frames stream");
     assert_eq!(got.unwrap(), want);
-    // The plain file is held whole too.
+    // The plain file streams.
     let (whole, got) = read(&plain);
-    assert!(whole);
+    assert!(!whole);
     assert_eq!(got.unwrap(), want);
+    // A frame whose window is smaller than its content (arc_oltp: 21 MB in an 8 MB
+    // window) streams: holding it whole would fault in the whole content besides.
+    let r = augur_trace::open_auto(trace("arc_oltp")).unwrap();
+    assert!(!r.held_whole());
 
     // Cut short: the frame is incomplete, so it streams and fails at the cut.
     let one = zstd::bulk::compress(&bytes, 3).unwrap();
@@ -260,21 +265,29 @@ fn held_whole_or_streamed_the_requests_are_the_same() {
     let (whole, got) = read(&cut);
     assert!(!whole);
     assert!(got.is_err(), "a cut frame read cleanly");
-    // A flipped byte inside a whole frame with a checksum (as the `zstd` tool writes,
-    // and every shipped trace has): the one-call decompression reports it at opening.
-    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
-    enc.include_checksum(true).unwrap();
-    enc.set_pledged_src_size(Some(bytes.len() as u64)).unwrap();
-    enc.include_contentsize(true).unwrap();
-    std::io::Write::write_all(&mut enc, &bytes).unwrap();
-    let mut bad = enc.finish().unwrap();
-    let mid = bad.len() / 2;
-    bad[mid] ^= 0x5a;
-    let corrupt = dir.join("bad.oracleGeneral.bin.zst");
-    std::fs::write(&corrupt, &bad).unwrap();
-    let err = augur_trace::open_auto(&corrupt)
+    // A flipped byte inside a frame with a checksum (as the `zstd` tool writes, and
+    // every shipped trace has): a single-segment frame (40,000 records, within level 3's
+    // 2 MB window) is reported at opening by the one-call decompression; a larger one,
+    // streamed, when it is read.
+    let flipped = |records: usize| {
+        let data = &bytes[..records * 24];
+        let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        enc.include_checksum(true).unwrap();
+        enc.set_pledged_src_size(Some(data.len() as u64)).unwrap();
+        std::io::Write::write_all(&mut enc, data).unwrap();
+        let mut bad = enc.finish().unwrap();
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0x5a;
+        let path = dir.join(format!("bad{records}.oracleGeneral.bin.zst"));
+        std::fs::write(&path, &bad).unwrap();
+        path
+    };
+    let err = augur_trace::open_auto(flipped(40_000))
         .err()
         .expect("a corrupt frame opened");
     assert!(format!("{err:#}").contains("decompressing"), "{err:#}");
+    let r = augur_trace::open_auto(flipped(want.len())).unwrap();
+    assert!(!r.held_whole());
+    assert!(r.collect::<anyhow::Result<Vec<_>>>().is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }

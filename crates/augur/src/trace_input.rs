@@ -40,9 +40,11 @@ fn to_trace_op(r: &augur_trace::Request) -> TraceOp {
 }
 
 /// Entries per chunk handed to `f` by [`stream_for_simulation`] when decoding inline:
-/// 8192 (128 KB of entries, decoded straight into the simulators' form, which stay in
-/// L2 until the simulator reads them; 65 536 spilled to L3).
-const STREAM_CHUNK: usize = 1 << 13;
+/// 2048 (32 KB of entries, decoded straight into the simulators' form, which stay in L1
+/// or L2 until the simulator reads them). 8192 ran no faster on long traces and faulted
+/// in 24 more fresh pages, ~50 us on this VM, which shows on the shortest traces (lirs_cpp,
+/// 9k requests, ~1 ms); 65,536 spilled L2.
+const STREAM_CHUNK: usize = 1 << 11;
 
 /// Reads the trace without holding it: `f` gets it in order, chunk by chunk, in the
 /// simulators' form. `inline` decodes on the calling thread (one thread in all, as
