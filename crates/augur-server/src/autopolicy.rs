@@ -569,10 +569,17 @@ mod tests {
         confirm(&mut h, &costs3(90.0, 100.0, 100.0), lhd, k5);
     }
 
-    /// The chooser, run as `augur sim --policy auto` runs it, picks LHD where LHD wins
-    /// (a scan-resistant mix: a hot set re-read often plus a one-pass scan) and K-LRU
+    /// The chooser, run as `augur sim --policy auto` runs it, picks the scan-resistant
+    /// winner on a scan mix (a hot set re-read often plus a one-pass scan) and K-LRU
     /// where K-LRU wins (a loop a little larger than the cache, where K = 1 keeps part
-    /// of the loop and LHD, ranking by age like LRU at first, does not beat it).
+    /// of the loop and LHD, ranking by age like LRU until it has learned, does not).
+    ///
+    /// On the scan mix S3-FIFO wins (0.831; libCacheSim's S3-FIFO 0.831 on the same
+    /// requests) and LHD barely beats LRU (0.947 against 0.957; libCacheSim's LHD
+    /// 0.944): a never-hit object's class tells hot from scanned keys apart only once a
+    /// hot key is hit in the cache, and with the authors' near-LRU placeholder ranking
+    /// (`augur_sim::lhd::placeholder_weight`) none is, so the learned model stays
+    /// near-LRU. (With our earlier 1..16 class weights LHD reached 0.894 here.)
     #[test]
     fn auto_sim_follows_the_winner() {
         // Hot set of 2000 keys (each read ~every 4 requests) mixed with a scan of
@@ -621,8 +628,8 @@ mod tests {
         let (auto, chosen) = run(&trace, None, 1500);
         eprintln!("scan mix: lru {lru:.4} lhd {lhd:.4} s3fifo {s3:.4} auto {auto:.4} ({chosen})");
         assert!(
-            lhd < lru - 0.02 && s3 < lru - 0.02,
-            "workload must favour the scan-resistant policies: lhd {lhd} s3fifo {s3} lru {lru}"
+            s3 < lru - 0.02,
+            "workload must favour a scan-resistant policy: lhd {lhd} s3fifo {s3} lru {lru}"
         );
         // Whichever of the two is better by more than the margin is chosen.
         if s3 < lhd * (1.0 - MARGIN) {
@@ -638,27 +645,30 @@ mod tests {
             "auto {auto} lhd {lhd} s3fifo {s3} lru {lru}"
         );
 
-        // A hot set of 800 keys (room for 1000) that moves to 800 new keys every
-        // 50 000 requests: LRU drops the old set within a phase; LHD keeps the old
-        // set's keys, whose hit history ranks them dense, long after their phase.
-        let trace: Vec<u64> = (0..1_000_000u64)
-            .map(|i| (i / 50_000) * 100_000 + next() % 800)
-            .collect();
-        let (k5, _) = run(&trace, Some(PolicySpec::RedisLru { k: 5 }), 1000);
+        // A loop over 1,100 keys with room for 1,000, shorter than one LHD
+        // reconfiguration: LRU misses every request; K-LRU with K = 1 (random eviction)
+        // keeps part of the loop; LHD, ranking by age until it has learned (the
+        // placeholder), acts as K-LRU with its 8 samples and keeps little.
+        let trace: Vec<u64> = (0..1_000_000u64).map(|i| i % 1_100).collect();
+        let (k1, _) = run(&trace, Some(PolicySpec::RedisLru { k: 1 }), 1000);
         let (lhd, _) = run(&trace, Some(PolicySpec::Lhd { k: 64 }), 1000);
+        let (initial, _) = run(&trace, Some(INITIAL_POLICY), 1000);
         let (auto, chosen) = run(&trace, None, 1000);
+        eprintln!("loop: k1 {k1:.4} lhd {lhd:.4} initial {initial:.4} auto {auto:.4} ({chosen})");
         assert!(
-            k5 < lhd - 0.02,
-            "workload must favour K-LRU: k5 {k5} lhd {lhd}"
+            k1 < lhd.min(initial) - 0.02,
+            "workload must favour K-LRU: k1 {k1} lhd {lhd} initial {initial}"
         );
         assert!(
             matches!(chosen, PolicySpec::RedisLru { .. }),
             "chose {chosen}"
         );
-        // Two intervals of LHD (the initial policy) before the switch cost a little.
+        // Auto runs the initial policy for CONFIRM of the trace's ten intervals before
+        // it switches; beyond that it may lose at most a point (the switch's transient).
+        let before_switch = f64::from(CONFIRM) / 10.0;
         assert!(
-            auto < k5 + (lhd - k5) / 4.0,
-            "auto {auto} k5 {k5} lhd {lhd}"
+            auto < k1 + before_switch * (initial - k1) + 0.01,
+            "auto {auto} k1 {k1} initial {initial}"
         );
     }
 }
