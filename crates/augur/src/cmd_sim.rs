@@ -411,9 +411,11 @@ fn streamable_sizes(args: &Args, specs: &[SizeSpec]) -> Option<Vec<u64>> {
 }
 
 /// Simulates every (policy, size) while reading the trace, never holding it: memory
-/// stays that of the simulators, and with `--threads 1` decoding runs on the simulating
-/// thread (otherwise a decoder thread reads ahead). Each row's time is the time spent in
-/// its simulator, as in the in-memory path.
+/// stays that of the simulators (and, for a small single-segment zstd trace, its
+/// decompressed records, at most 64 MiB: `TraceReader::held_whole`), and with
+/// `--threads 1` decoding runs on the simulating thread (otherwise a decoder thread
+/// reads ahead). Each row's time is the time spent in its simulator, as in the
+/// in-memory path.
 fn run_streaming(args: &Args, sizes: &[u64], unit: Unit) -> Result<Vec<Row>> {
     // `streamable_sizes` admits no `auto`: every policy here is a fixed one.
     let mut runs: Vec<(PolicySimulation, f64)> = args
