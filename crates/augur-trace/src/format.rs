@@ -342,43 +342,41 @@ fn open_input(path: &Path) -> Result<Opened> {
         .read_to_end(&mut head)
         .with_context(|| format!("reading {}", path.display()))?;
     let file_len = file.metadata().ok().map(|m| m.len());
-    if head.len() >= 5 && head[..4] == ZSTD_MAGIC {
-        let content = zstd::zstd_safe::get_frame_content_size(&head)
+    let zstd = head.len() >= 5 && head[..4] == ZSTD_MAGIC;
+    let content = if zstd {
+        zstd::zstd_safe::get_frame_content_size(&head)
             .ok()
-            .flatten();
-        // Frame_Header_Descriptor bit 5: Single_Segment_flag.
-        let single_segment = head[4] & 0x20 != 0;
-        let whole = single_segment
-            && content.is_some_and(|n| n <= WHOLE_CONTENT_MAX)
-            && file_len.is_some_and(|n| n <= WHOLE_FILE_MAX);
-        if whole {
-            let mut bytes = head;
-            file.read_to_end(&mut bytes)
-                .with_context(|| format!("reading {}", path.display()))?;
-            if zstd::zstd_safe::find_frame_compressed_size(&bytes) == Ok(bytes.len()) {
-                let total = content.unwrap_or(0) as usize;
-                let content = zstd::bulk::decompress(&bytes, total)
-                    .with_context(|| format!("decompressing {}", path.display()))?;
-                return Ok(Opened::Whole(content));
-            }
-            // Several frames, or a frame cut short: streamed (and a cut is reported
-            // where it is met, after the requests before it).
-            let dec = zstd::stream::read::Decoder::new(std::io::Cursor::new(bytes))
-                .with_context(|| format!("starting zstd decoder for {}", path.display()))?;
-            return Ok(Opened::Stream(Box::new(dec), content));
+            .flatten()
+    } else {
+        None
+    };
+    // Frame_Header_Descriptor bit 5: Single_Segment_flag.
+    let whole = content.filter(|&n| {
+        head[4] & 0x20 != 0
+            && n <= WHOLE_CONTENT_MAX
+            && file_len.is_some_and(|len| len <= WHOLE_FILE_MAX)
+    });
+    if let Some(total) = whole {
+        let mut bytes = head;
+        file.read_to_end(&mut bytes)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if zstd::zstd_safe::find_frame_compressed_size(&bytes) == Ok(bytes.len()) {
+            let content = zstd::bulk::decompress(&bytes, total as usize)
+                .with_context(|| format!("decompressing {}", path.display()))?;
+            return Ok(Opened::Whole(content));
         }
-        let rest = BufReader::with_capacity(1 << 20, std::io::Cursor::new(head).chain(file));
+        // Several frames, or a frame cut short: streamed (and a cut is reported where it
+        // is met, after the requests before it).
+        let dec = zstd::stream::read::Decoder::new(std::io::Cursor::new(bytes))
+            .with_context(|| format!("starting zstd decoder for {}", path.display()))?;
+        return Ok(Opened::Stream(Box::new(dec), content));
+    }
+    let rest = BufReader::with_capacity(1 << 20, std::io::Cursor::new(head).chain(file));
+    if zstd {
         let dec = zstd::stream::read::Decoder::with_buffer(rest)
             .with_context(|| format!("starting zstd decoder for {}", path.display()))?;
         return Ok(Opened::Stream(Box::new(dec), content));
     }
-    check_not_named_zstd(path)?;
-    let rest = BufReader::with_capacity(1 << 20, std::io::Cursor::new(head).chain(file));
-    Ok(Opened::Stream(Box::new(rest), file_len))
-}
-
-/// A file named like zstd must be zstd.
-fn check_not_named_zstd(path: &Path) -> Result<()> {
     let name = path.to_string_lossy();
     if name.ends_with(".zst") || name.ends_with(".zstd") {
         bail!(
@@ -386,7 +384,25 @@ fn check_not_named_zstd(path: &Path) -> Result<()> {
             path.display()
         );
     }
-    Ok(())
+    Ok(Opened::Stream(Box::new(rest), file_len))
+}
+
+impl Opened {
+    /// The decompressed length, when known without reading.
+    fn len(&self) -> Option<u64> {
+        match self {
+            Opened::Whole(content) => Some(content.len() as u64),
+            Opened::Stream(_, len) => *len,
+        }
+    }
+
+    /// The content as a byte stream (a reader that can decode in place asks first).
+    fn into_input(self) -> Input {
+        match self {
+            Opened::Whole(content) => Box::new(std::io::Cursor::new(content)),
+            Opened::Stream(input, _) => input,
+        }
+    }
 }
 
 enum Inner {
@@ -519,41 +535,24 @@ impl Iterator for TraceReader {
 pub fn open(path: impl AsRef<Path>, format: &TraceFormat) -> Result<TraceReader> {
     let path = path.as_ref();
     let name = path.display().to_string();
-    let (input, bytes, held_whole) = match open_input(path)? {
-        Opened::Whole(content) => {
-            if *format == TraceFormat::OracleGeneral {
-                // Records are decoded where they lie, not copied into a reader's buffer.
-                let hint = Some((content.len() / ORACLE_RECORD_SIZE) as u64);
-                let reader = OracleReader::over(content).with_name(name);
-                return Ok(TraceReader {
-                    inner: Inner::Oracle(reader),
-                    len_hint: hint,
-                    held_whole: true,
-                });
-            }
-            let len = content.len() as u64;
-            (
-                Box::new(std::io::Cursor::new(content)) as Input,
-                Some(len),
-                true,
-            )
-        }
-        Opened::Stream(input, bytes) => (input, bytes, false),
-    };
+    let opened = open_input(path)?;
+    let held_whole = matches!(opened, Opened::Whole(_));
     let (inner, len_hint) = match format {
         TraceFormat::OracleGeneral => {
-            let hint = bytes.map(|b| b / ORACLE_RECORD_SIZE as u64);
-            (
-                Inner::Oracle(OracleReader::new(input).with_name(name)),
-                hint,
-            )
+            let hint = opened.len().map(|b| b / ORACLE_RECORD_SIZE as u64);
+            let reader = match opened {
+                // Records are decoded where they lie, not copied into a reader's buffer.
+                Opened::Whole(content) => OracleReader::over(content),
+                stream => OracleReader::new(stream.into_input()),
+            };
+            (Inner::Oracle(reader.with_name(name)), hint)
         }
         TraceFormat::Csv(spec) => (
-            Inner::Csv(CsvReader::new(input, spec.clone()).with_name(name)),
+            Inner::Csv(CsvReader::new(opened.into_input(), spec.clone()).with_name(name)),
             None,
         ),
         TraceFormat::Text(spec) => (
-            Inner::Text(TextReader::new(input, spec.clone()).with_name(name)),
+            Inner::Text(TextReader::new(opened.into_input(), spec.clone()).with_name(name)),
             None,
         ),
     };
