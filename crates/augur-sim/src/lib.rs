@@ -23,6 +23,7 @@
 //! ([`SimRequest`]).
 
 pub mod distinct;
+pub mod key_index;
 pub mod lhd;
 mod lhd_avx2;
 pub mod list;

@@ -2,7 +2,7 @@
 //! live in a slab addressed by `u32` indices, so every request is O(1) and the list
 //! costs 8 bytes of links per entry instead of two pointers and an allocation.
 
-use hashbrown::HashMap;
+use crate::key_index::KeyMap;
 
 use crate::spec::Unit;
 use crate::CacheSim;
@@ -45,7 +45,7 @@ pub struct ListCache {
     unit: Unit,
     capacity: u64,
     used: u64,
-    index: HashMap<u64, u32>,
+    index: KeyMap<u32>,
     nodes: Vec<Node>,
     /// Slab slots freed by `remove`, reused before the slab grows.
     free: Vec<u32>,
@@ -60,7 +60,7 @@ impl ListCache {
             unit,
             capacity,
             used: 0,
-            index: HashMap::new(),
+            index: KeyMap::default(),
             nodes: Vec::new(),
             free: Vec::new(),
             head: NIL,

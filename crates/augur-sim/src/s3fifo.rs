@@ -36,7 +36,7 @@
 
 use std::collections::VecDeque;
 
-use hashbrown::HashMap;
+use crate::key_index::KeyMap;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -172,11 +172,11 @@ pub struct S3FifoCache {
     capacity: u64,
     queues: [Queue; 2],
     /// key -> (queue, position in that queue's slots).
-    index: HashMap<u64, (u8, u32)>,
+    index: KeyMap<(u8, u32)>,
     /// The ghost FIFO: (key, cost, stamp) records; a key is in the ghost while
     /// `ghost_stamp` holds the stamp of its latest record.
     ghost: VecDeque<(u64, u64, u64)>,
-    ghost_stamp: HashMap<u64, u64>,
+    ghost_stamp: KeyMap<u64>,
     ghost_used: u64,
     stamp: u64,
     /// Accesses so far.
@@ -195,9 +195,9 @@ impl S3FifoCache {
             unit,
             capacity,
             queues: [Queue::default(), Queue::default()],
-            index: HashMap::new(),
+            index: KeyMap::default(),
             ghost: VecDeque::new(),
-            ghost_stamp: HashMap::new(),
+            ghost_stamp: KeyMap::default(),
             ghost_used: 0,
             stamp: 0,
             now: 0,

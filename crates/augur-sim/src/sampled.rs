@@ -21,7 +21,7 @@
 //! time `now - last_access`, in requests, as DESIGN.md prescribes and as the KRR and
 //! DLRU papers define recency.
 
-use hashbrown::HashMap;
+use crate::key_index::KeyMap;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -57,7 +57,7 @@ struct Slot {
 #[derive(Debug, Clone, Default)]
 struct Population {
     slots: Vec<Slot>,
-    index: HashMap<u64, u32>,
+    index: KeyMap<u32>,
     now: u64,
 }
 
