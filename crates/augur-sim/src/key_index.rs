@@ -74,11 +74,11 @@ mod tests {
     /// buckets stay empty than uniform hashing leaves.
     #[test]
     fn structured_keys_spread_over_buckets_and_tags() {
-        let sets: [(&str, Box<dyn Fn(u64) -> u64>); 4] = [
-            ("sequential", Box::new(|i| i)),
-            ("stride 4096", Box::new(|i| i << 12)),
-            ("high bits", Box::new(|i| i << 44)),
-            ("sparse", Box::new(|i| i * 1_000_003 + (1 << 40))),
+        let sets: [(&str, fn(u64) -> u64); 4] = [
+            ("sequential", |i| i),
+            ("stride 4096", |i| i << 12),
+            ("high bits", |i| i << 44),
+            ("sparse", |i| i * 1_000_003 + (1 << 40)),
         ];
         let n = 1u64 << 14;
         for (name, key) in &sets {
