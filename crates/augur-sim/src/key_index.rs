@@ -74,7 +74,8 @@ mod tests {
     /// buckets stay empty than uniform hashing leaves.
     #[test]
     fn structured_keys_spread_over_buckets_and_tags() {
-        let sets: [(&str, fn(u64) -> u64); 4] = [
+        type KeySet = (&'static str, fn(u64) -> u64);
+        let sets: [KeySet; 4] = [
             ("sequential", |i| i),
             ("stride 4096", |i| i << 12),
             ("high bits", |i| i << 44),
