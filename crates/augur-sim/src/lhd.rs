@@ -803,30 +803,116 @@ pub struct LhdCache {
     /// Where the next recent admission goes in `recent`.
     recent_head: usize,
     /// Scratch for [`LhdCache::evict_one`]'s candidates (kept to not allocate per miss).
-    candidates: Vec<u32>,
+    candidates: SlotBuffer,
     /// The candidates' density-table entries with their explorer marks
     /// ([`LhdCache::locate`]), computed once per eviction.
     located: Vec<u32>,
     /// Uniform draws for the next eviction, made (and prefetched) one eviction ahead,
     /// over `next_len` slots.
-    next: Vec<u32>,
+    next: SlotBuffer,
     next_len: usize,
     used: u64,
     capacity: u64,
     unit: Unit,
-    rng: SmallRng,
+    /// The generator (eviction draws and explorer rolls) and how draws are made.
+    drawer: SlotDrawer,
     /// Accesses until the next stamp clamp ([`CompactTag`]).
     until_clamp: u64,
-    /// Whether evictions draw with AVX2, and rank with it in objects mode
-    /// ([`crate::lhd_avx2`]).
+}
+
+/// Uniform draws over a cache's slots: the generator, whether to draw (and, in objects
+/// mode, rank) with AVX2 ([`crate::lhd_avx2`]), and Lemire's rejection threshold for
+/// the slot count of the last draw. Apart from the slots, so that an eviction can draw
+/// straight into the cache's candidate buffers.
+#[derive(Debug, Clone)]
+struct SlotDrawer {
+    rng: SmallRng,
     avx2: bool,
     /// The slot count of the last draw and its Lemire threshold (2^32 mod it).
     draw_over: u32,
     reject_below: u32,
 }
 
+impl SlotDrawer {
+    /// Fills `out` with uniform draws over the slots of `tags`, prefetching each slot
+    /// ([`draw_slots`]).
+    #[inline]
+    fn draw(&mut self, tags: &[CompactTag], out: &mut [u32]) {
+        let n = u32::try_from(tags.len()).expect("at most u32::MAX entries");
+        if n != self.draw_over {
+            // Lemire's threshold takes a division: once per slot count, not per draw.
+            (self.draw_over, self.reject_below) = (n, n.wrapping_neg() % n);
+        }
+        let (rng, slots) = (&mut self.rng, tags.as_ptr());
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `avx2` is set only where the CPU has AVX2.
+            unsafe { crate::lhd_avx2::draw_slots(rng, n, self.reject_below, slots, out) };
+            return;
+        }
+        draw_slots(rng, n, self.reject_below, slots, out);
+    }
+}
+
+/// Slots drawn or picked as eviction candidates, in a buffer reused from eviction to
+/// eviction: its storage only grows, and a draw writes its slots straight into it (a
+/// `Vec` resized for each eviction's draws had them zero-filled first by a call to
+/// memset, ~8 % of an eviction's instructions).
+#[derive(Debug, Clone, Default)]
+struct SlotBuffer {
+    storage: Vec<u32>,
+    len: usize,
+}
+
+impl SlotBuffer {
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        &self.storage[..self.len]
+    }
+
+    /// `more` slots past the current ones, to be written by the caller.
+    #[inline]
+    fn extend_by(&mut self, more: usize) -> &mut [u32] {
+        let (start, end) = (self.len, self.len + more);
+        if self.storage.len() < end {
+            self.storage.resize(end, 0);
+        }
+        self.len = end;
+        &mut self.storage[start..end]
+    }
+
+    #[inline]
+    fn push(&mut self, slot: u32) {
+        self.extend_by(1)[0] = slot;
+    }
+
+    /// Keeps the slots for which `keep` holds, in order.
+    fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        let mut kept = 0;
+        for k in 0..self.len {
+            let slot = self.storage[k];
+            if keep(slot) {
+                self.storage[kept] = slot;
+                kept += 1;
+            }
+        }
+        self.len = kept;
+    }
+}
+
 /// The code of a hole (no class code has all bits set: classes are below 2^12).
 const FREE: u16 = u16::MAX;
+
+/// Holes are compacted away only once there are at least this many (and a quarter of
+/// the slots: [`LhdCache::maybe_compact`]).
+const COMPACT_MIN_HOLES: usize = 16;
 
 /// Stamps are clamped to at most this age ...
 const CLAMP_AGE: u64 = 1 << 31;
@@ -845,18 +931,20 @@ impl LhdCache {
             index: KeyMap::default(),
             recent,
             recent_head: 0,
-            candidates: Vec::new(),
+            candidates: SlotBuffer::default(),
             located: Vec::new(),
-            next: Vec::new(),
+            next: SlotBuffer::default(),
             next_len: 0,
             used: 0,
             capacity,
             unit,
-            rng: SmallRng::seed_from_u64(seed),
+            drawer: SlotDrawer {
+                rng: SmallRng::seed_from_u64(seed),
+                avx2: crate::lhd_avx2::available(),
+                draw_over: 0,
+                reject_below: 0,
+            },
             until_clamp: CLAMP_EVERY,
-            avx2: crate::lhd_avx2::available(),
-            draw_over: 0,
-            reject_below: 0,
         }
     }
 
@@ -909,8 +997,11 @@ impl LhdCache {
         }
     }
 
-    /// Puts an object in a hole (or a new slot) and indexes it; returns its slot.
+    /// Puts an object in a hole (or a new slot) and indexes it; returns its slot. `key`
+    /// is not cached (both callers looked it up), so the index entry is added without
+    /// looking for an existing one first.
     fn place(&mut self, key: u64, cost: u64, tag: CompactTag) -> u32 {
+        debug_assert!(!self.index.contains_key(&key));
         // Bytes mode: a cost is an object size (32 bits); objects mode: always 1.
         let cost32 = u32::try_from(cost).unwrap_or(u32::MAX);
         let i = match self.free.pop() {
@@ -932,7 +1023,7 @@ impl LhdCache {
                 i
             }
         };
-        self.index.insert(key, i);
+        self.index.insert_unique_unchecked(key, i);
         self.used += self.cost_of(i as usize);
         i
     }
@@ -952,7 +1043,7 @@ impl LhdCache {
     /// shrink; a full cache's evict-then-admit leaves none for long) by moving the last
     /// objects into them, so that sampling seldom redraws.
     fn maybe_compact(&mut self) {
-        if self.free.len() < 16 || self.free.len() * 4 < self.tags.len() {
+        if self.free.len() < COMPACT_MIN_HOLES || self.free.len() * 4 < self.tags.len() {
             return;
         }
         let mut free = std::mem::take(&mut self.free);
@@ -986,84 +1077,67 @@ impl LhdCache {
         }
     }
 
-    /// Pushes `wanted` uniform draws over the slots onto `out`, prefetching each slot
-    /// ([`draw_slots`]).
-    fn draw(&mut self, wanted: usize, out: &mut Vec<u32>) {
-        let n = u32::try_from(self.tags.len()).expect("at most u32::MAX entries");
-        if n != self.draw_over {
-            // Lemire's threshold takes a division: once per slot count, not per draw.
-            (self.draw_over, self.reject_below) = (n, n.wrapping_neg() % n);
-        }
-        let start = out.len();
-        out.resize(start + wanted, 0);
-        let (rng, slots, out) = (&mut self.rng, self.tags.as_ptr(), &mut out[start..]);
-        #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
-            // SAFETY: `avx2` is set only where the CPU has AVX2.
-            unsafe { crate::lhd_avx2::draw_slots(rng, n, self.reject_below, slots, out) };
-            return;
-        }
-        draw_slots(rng, n, self.reject_below, slots, out);
-    }
-
     /// Evicts the lowest-ranked of `associativity` uniform samples of the cached objects
     /// and the recently admitted low-density objects. The candidates are drawn first and
     /// their slots, then their density-table entries, prefetched before any is ranked:
     /// ranking them one by one would wait for each cache miss in turn.
     fn evict_one(&mut self) {
-        self.maybe_compact();
-        let mut candidates = std::mem::take(&mut self.candidates);
-        candidates.clear();
+        if self.free.len() >= COMPACT_MIN_HOLES {
+            self.maybe_compact();
+        }
         let wanted = self.model.samples(self.model.cfg.associativity);
         if self.next_len == self.tags.len() && self.next.len() == wanted {
             // Drawn (and their slots prefetched) at the previous eviction over the same
             // slots: uniform draws still, their cache misses long paid.
-            std::mem::swap(&mut candidates, &mut self.next);
+            std::mem::swap(&mut self.candidates, &mut self.next);
         } else {
-            self.draw(wanted, &mut candidates);
+            self.candidates.clear();
+            self.drawer
+                .draw(&self.tags, self.candidates.extend_by(wanted));
         }
         if !self.free.is_empty() {
             // Draws on holes are redrawn until `wanted` land on objects.
             loop {
-                candidates.retain(|&i| self.tags[i as usize].code != FREE);
-                if candidates.len() == wanted {
+                let tags = &self.tags;
+                self.candidates.retain(|i| tags[i as usize].code != FREE);
+                if self.candidates.len() == wanted {
                     break;
                 }
-                self.draw(wanted - candidates.len(), &mut candidates);
+                let more = wanted - self.candidates.len();
+                self.drawer
+                    .draw(&self.tags, self.candidates.extend_by(more));
             }
         }
         for &(slot, stamp) in &self.recent {
             if let Some(t) = self.tags.get(slot as usize) {
                 if t.code != FREE && t.stamp == stamp {
-                    candidates.push(slot);
+                    self.candidates.push(slot);
                 }
             }
         }
-        let (best, best_rank) = if self.avx2 && self.unit == Unit::Objects {
+        let (best, best_rank) = if self.drawer.avx2 && self.unit == Unit::Objects {
             // The next eviction's draws first (their slots arrive while this one
             // ranks); the gathers overlap the candidates' own misses.
             self.draw_next(wanted);
-            self.lowest_density_avx2(&candidates)
+            self.lowest_density_avx2(self.candidates.as_slice())
         } else {
             let mut located = std::mem::take(&mut self.located);
-            self.locate(&candidates, &mut located);
+            self.locate(self.candidates.as_slice(), &mut located);
             // The next eviction's draws, while the density lines arrive.
             self.draw_next(wanted);
-            let lowest = self.lowest_density(&candidates, &located);
+            let lowest = self.lowest_density(self.candidates.as_slice(), &located);
             self.located = located;
             lowest
         };
-        self.candidates = candidates;
         let (tag, cost) = self.free_slot(best);
         self.model.on_evict_compact(tag, cost, best_rank);
     }
 
     /// Draws the next eviction's `wanted` candidates over the current slots.
+    #[inline]
     fn draw_next(&mut self, wanted: usize) {
-        let mut next = std::mem::take(&mut self.next);
-        next.clear();
-        self.draw(wanted, &mut next);
-        self.next = next;
+        self.next.clear();
+        self.drawer.draw(&self.tags, self.next.extend_by(wanted));
         self.next_len = self.tags.len();
     }
 
@@ -1202,7 +1276,7 @@ impl CacheSim for LhdCache {
             let i = i as usize;
             let cost = self.cost_of(i);
             self.model
-                .on_hit_compact(&mut self.tags[i], cost, &mut self.rng);
+                .on_hit_compact(&mut self.tags[i], cost, &mut self.drawer.rng);
             self.tick();
             return true;
         }
@@ -1211,7 +1285,7 @@ impl CacheSim for LhdCache {
             while self.used + cost > self.capacity {
                 self.evict_one();
             }
-            let tag = self.model.on_insert_compact(cost, &mut self.rng);
+            let tag = self.model.on_insert_compact(cost, &mut self.drawer.rng);
             let low = !self.recent.is_empty() && self.model.looks_like_victim_compact(tag, cost);
             let i = self.place(key, cost, tag);
             if low {
@@ -1474,7 +1548,7 @@ mod tests {
             };
             let mut fast = LhdCache::new(cfg.clone(), 2_000, Unit::Objects, 3);
             let mut plain = LhdCache::new(cfg, 2_000, Unit::Objects, 3);
-            plain.avx2 = false;
+            plain.drawer.avx2 = false;
             for (n, &key) in trace.iter().enumerate() {
                 assert_eq!(
                     fast.access(key, 1),
