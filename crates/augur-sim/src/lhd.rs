@@ -1000,6 +1000,7 @@ impl LhdCache {
     /// Puts an object in a hole (or a new slot) and indexes it; returns its slot. `key`
     /// is not cached (both callers looked it up), so the index entry is added without
     /// looking for an existing one first.
+    #[inline(always)]
     fn place(&mut self, key: u64, cost: u64, tag: CompactTag) -> u32 {
         debug_assert!(!self.index.contains_key(&key));
         // Bytes mode: a cost is an object size (32 bits); objects mode: always 1.
@@ -1029,6 +1030,7 @@ impl LhdCache {
     }
 
     /// Frees slot `i` (which holds an object); returns its tag and cost.
+    #[inline(always)]
     fn free_slot(&mut self, i: usize) -> (CompactTag, u64) {
         let tag = self.tags[i];
         let cost = self.cost_of(i);
