@@ -1,7 +1,7 @@
 //! Trace formats, their textual specs, auto-detection and opening files.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -357,11 +357,51 @@ fn open_input(path: &Path) -> Result<Opened> {
             && file_len.is_some_and(|len| len <= WHOLE_FILE_MAX)
     });
     if let Some(total) = whole {
-        let mut bytes = head;
-        file.read_to_end(&mut bytes)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let total = total as usize;
+        // The file is read into the end of the buffer the content will fill, with room
+        // for zstd's in-place margin; its length is only a guess until it is read.
+        // Only a file longer than the margin overlaps the content (and saves pages).
+        let guess = file_len.unwrap_or(0) as usize;
+        let margin = in_place_margin(total);
+        let mut buf = Vec::new();
+        if guess > margin && guess <= total + margin {
+            buf = vec![0u8; total + margin];
+        }
+        let start = buf.len().saturating_sub(guess);
+        let mut bytes = if start > 0 && guess >= head.len() {
+            buf[start..start + head.len()].copy_from_slice(&head);
+            let got = read_fully(&mut file, &mut buf[start + head.len()..])
+                .with_context(|| format!("reading {}", path.display()))?;
+            let mut rest = Vec::new();
+            file.read_to_end(&mut rest)
+                .with_context(|| format!("reading {}", path.display()))?;
+            if got + head.len() == guess && rest.is_empty() {
+                if let Some(content) = decompress_in_place(buf, start, total)
+                    .with_context(|| format!("decompressing {}", path.display()))?
+                {
+                    return Ok(Opened::Whole(content));
+                }
+                // The frame is not one whole frame, or needs more margin: read again
+                // below, from a copy.
+                Vec::new()
+            } else {
+                // The file changed size while read: take what is there.
+                let mut bytes = buf[start..start + head.len() + got].to_vec();
+                bytes.extend_from_slice(&rest);
+                bytes
+            }
+        } else {
+            Vec::new()
+        };
+        if bytes.is_empty() {
+            bytes = head;
+            file.seek(std::io::SeekFrom::Start(bytes.len() as u64))
+                .with_context(|| format!("reading {}", path.display()))?;
+            file.read_to_end(&mut bytes)
+                .with_context(|| format!("reading {}", path.display()))?;
+        }
         if zstd::zstd_safe::find_frame_compressed_size(&bytes) == Ok(bytes.len()) {
-            let content = zstd::bulk::decompress(&bytes, total as usize)
+            let content = zstd::bulk::decompress(&bytes, total)
                 .with_context(|| format!("decompressing {}", path.display()))?;
             return Ok(Opened::Whole(content));
         }
@@ -385,6 +425,79 @@ fn open_input(path: &Path) -> Result<Opened> {
         );
     }
     Ok(Opened::Stream(Box::new(rest), file_len))
+}
+
+/// The room past the content left for in-place decompression of a single frame:
+/// `ZSTD_DECOMPRESSION_MARGIN(content, ZSTD_BLOCKSIZE_MAX)` (zstd.h; the frame header,
+/// the checksum, 3 bytes per full-size block and one block) plus 4 KiB, since zstd's
+/// block splitter cuts blocks short (3 bytes more per extra block: the shared LIRS
+/// traces need 5 to 416 bytes past the formula). [`decompress_in_place`] checks the
+/// frame's real margin against it.
+fn in_place_margin(content: usize) -> usize {
+    const BLOCK_SIZE_MAX: usize = 128 << 10;
+    const SPLIT_BLOCKS_ALLOWANCE: usize = 4 << 10;
+    ZSTD_FRAME_HEADER_MAX as usize
+        + 4
+        + 3 * content.div_ceil(BLOCK_SIZE_MAX)
+        + BLOCK_SIZE_MAX
+        + SPLIT_BLOCKS_ALLOWANCE
+}
+
+/// Decompresses the single zstd frame in `buf[start..]` into `buf[..content]`, in place
+/// (zstd.h, `ZSTD_decompressionMargin`: the output may overlap the input when the input
+/// ends the buffer and the buffer passes the content by the frame's margin). Why: the
+/// compressed bytes then occupy pages the content fills anyway; read into a buffer of
+/// their own they were fresh pages, each ~2 us to fault in on the VMs we measure on
+/// (lirs_sprite: 158 of them, ~0.3 ms of a ~9 ms run). Returns `Ok(None)`, leaving the
+/// caller to decompress another way, when `buf[start..]` is not exactly one frame or
+/// its margin exceeds the room; an error if the frame does not decompress to exactly
+/// `content` bytes.
+fn decompress_in_place(mut buf: Vec<u8>, start: usize, content: usize) -> Result<Option<Vec<u8>>> {
+    use zstd::zstd_safe::{self, zstd_sys};
+    let input = &buf[start..];
+    if zstd_safe::find_frame_compressed_size(input) != Ok(input.len()) {
+        return Ok(None);
+    }
+    match zstd_safe::decompression_margin(input) {
+        Ok(margin) if content.checked_add(margin).is_some_and(|n| n <= buf.len()) => {}
+        _ => return Ok(None),
+    }
+    let input_len = input.len();
+    let base = buf.as_mut_ptr();
+    // SAFETY: both pointers are into `buf`, which outlives the call and is not otherwise
+    // borrowed during it: the output is its first `content` bytes, the input its last
+    // `input_len`; zstd supports this overlap when the buffer passes the content by the
+    // frame's margin, checked above.
+    let written = unsafe {
+        zstd_sys::ZSTD_decompress(
+            base.cast(),
+            content,
+            base.add(start).cast_const().cast(),
+            input_len,
+        )
+    };
+    if unsafe { zstd_sys::ZSTD_isError(written) } != 0 {
+        bail!("{}", zstd_safe::get_error_name(written));
+    }
+    if written != content {
+        bail!("the frame holds {written} bytes, its header says {content}");
+    }
+    buf.truncate(content);
+    Ok(Some(buf))
+}
+
+/// Reads until `buf` is full or the file ends; returns the bytes read.
+fn read_fully(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 impl Opened {
@@ -572,6 +685,93 @@ pub fn open_auto(path: impl AsRef<Path>) -> Result<TraceReader> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `content` compressed into one frame with a checksum, and the buffer
+    /// [`decompress_in_place`] takes: `room` bytes, the frame at its end.
+    fn framed_at_end(content: &[u8], room: usize) -> (Vec<u8>, usize) {
+        let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        enc.include_checksum(true).unwrap();
+        enc.set_pledged_src_size(Some(content.len() as u64))
+            .unwrap();
+        std::io::Write::write_all(&mut enc, content).unwrap();
+        let frame = enc.finish().unwrap();
+        let mut buf = vec![0u8; room];
+        let start = room - frame.len();
+        buf[start..].copy_from_slice(&frame);
+        (buf, start)
+    }
+
+    /// Records-like content that compresses about 3:1, so that the frame is longer than
+    /// the margin and overlaps the content's own bytes in place.
+    fn content(len: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        (0..len)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if i % 24 < 10 {
+                    (x & 0x3f) as u8
+                } else {
+                    (i / 24 % 7) as u8
+                }
+            })
+            .collect()
+    }
+
+    /// In place, the content comes out whole and exact; a buffer one byte short of the
+    /// frame's margin, or input that is not exactly one frame, is declined (the caller
+    /// then decompresses from a copy); a corrupted frame is an error.
+    #[test]
+    fn decompresses_in_place_or_declines() {
+        let data = content(600_000);
+        let room = data.len() + in_place_margin(data.len());
+        let (buf, start) = framed_at_end(&data, room);
+        let frame_len = room - start;
+        assert!(
+            frame_len > in_place_margin(data.len()),
+            "the frame overlaps the content"
+        );
+        let margin = zstd::zstd_safe::decompression_margin(&buf[start..]).unwrap();
+        assert!(margin <= in_place_margin(data.len()), "margin {margin}");
+        let out = decompress_in_place(buf.clone(), start, data.len()).unwrap();
+        assert!(
+            out.as_deref() == Some(&data[..]),
+            "in-place content differs"
+        );
+
+        // One byte too little room for this frame's margin: declined.
+        let (tight, start) = framed_at_end(&data, data.len() + margin - 1);
+        assert!(decompress_in_place(tight, start, data.len())
+            .unwrap()
+            .is_none());
+        // Exactly its margin: done.
+        let (exact, start) = framed_at_end(&data, data.len() + margin);
+        let out = decompress_in_place(exact, start, data.len()).unwrap();
+        assert!(out.as_deref() == Some(&data[..]));
+
+        // Two frames, or one cut short: declined.
+        let (mut two, start) = framed_at_end(&data, room);
+        let frame = two[start..].to_vec();
+        two.extend_from_slice(&frame);
+        assert!(decompress_in_place(two, start, data.len())
+            .unwrap()
+            .is_none());
+        let (cut, start) = framed_at_end(&data, room);
+        assert!(
+            decompress_in_place(cut[..room - 10].to_vec(), start, data.len())
+                .unwrap()
+                .is_none()
+        );
+
+        // A flipped byte: an error, never wrong content.
+        let (mut bad, start) = framed_at_end(&data, room);
+        bad[start + frame_len / 2] ^= 0x5a;
+        assert!(decompress_in_place(bad, start, data.len()).is_err());
+        // A header that promises more than the frame holds: an error.
+        let (short, start) = framed_at_end(&data, room);
+        assert!(decompress_in_place(short, start, data.len() + 1).is_err());
+    }
 
     #[test]
     fn detects_formats_from_names() {
