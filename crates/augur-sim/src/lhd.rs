@@ -911,6 +911,10 @@ impl SlotBuffer {
 /// The code of a hole (no class code has all bits set: classes are below 2^12).
 const FREE: u16 = u16::MAX;
 
+/// The most objects an objects-mode cache makes room for when it is built (1 MB of index
+/// and 0.75 MB of slots); a larger one grows from there.
+const PRESIZED_OBJECTS: usize = 1 << 16;
+
 /// Holes are compacted away only once there are at least this many (and a quarter of
 /// the slots: [`LhdCache::maybe_compact`]).
 const COMPACT_MIN_HOLES: usize = 16;
@@ -923,13 +927,20 @@ const CLAMP_EVERY: u64 = 1 << 30;
 impl LhdCache {
     pub fn new(cfg: LhdConfig, capacity: u64, unit: Unit, seed: u64) -> LhdCache {
         let recent = vec![(u32::MAX, 0); cfg.admissions];
+        // In objects mode the capacity is the most objects ever held: the slots and the
+        // index are sized for it up front (up to PRESIZED_OBJECTS), not grown and rehashed
+        // while the cache fills.
+        let objects = match unit {
+            Unit::Objects => (capacity as usize).min(PRESIZED_OBJECTS),
+            Unit::Bytes => 0,
+        };
         LhdCache {
             model: LhdModel::new(cfg, capacity),
-            tags: Vec::new(),
-            keys: Vec::new(),
+            tags: Vec::with_capacity(objects),
+            keys: Vec::with_capacity(objects),
             costs: Vec::new(),
             free: Vec::new(),
-            index: KeyMap::default(),
+            index: KeyMap::with_capacity_and_hasher(objects, Default::default()),
             recent,
             recent_head: 0,
             candidates: SlotBuffer::default(),
