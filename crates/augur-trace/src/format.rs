@@ -704,14 +704,12 @@ mod tests {
     /// Records-like content that compresses about 3:1, so that the frame is longer than
     /// the margin and overlaps the content's own bytes in place.
     fn content(len: usize) -> Vec<u8> {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         (0..len)
             .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
                 if i % 24 < 10 {
-                    (x & 0x3f) as u8
+                    rng.gen_range(0..64)
                 } else {
                     (i / 24 % 7) as u8
                 }
