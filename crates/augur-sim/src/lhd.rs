@@ -889,9 +889,9 @@ impl SlotBuffer {
         &mut self.storage[start..end]
     }
 
-    #[inline]
-    fn push(&mut self, slot: u32) {
-        self.extend_by(1)[0] = slot;
+    /// Keeps the first `len` slots.
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
     }
 
     /// Keeps the slots for which `keep` holds, in order.
@@ -1122,13 +1122,7 @@ impl LhdCache {
                     .draw(&self.tags, self.candidates.extend_by(more));
             }
         }
-        for &(slot, stamp) in &self.recent {
-            if let Some(t) = self.tags.get(slot as usize) {
-                if t.code != FREE && t.stamp == stamp {
-                    self.candidates.push(slot);
-                }
-            }
-        }
+        self.push_live_recent();
         let (best, best_rank) = if self.drawer.avx2 && self.unit == Unit::Objects {
             // The next eviction's draws first (their slots arrive while this one
             // ranks); the gathers overlap the candidates' own misses.
@@ -1145,6 +1139,28 @@ impl LhdCache {
         };
         let (tag, cost) = self.free_slot(best);
         self.model.on_evict_compact(tag, cost, best_rank);
+    }
+
+    /// Adds to the candidates the recent admissions still in their slots (not hit
+    /// since, not evicted). Without a branch per admission: whether one is still there is
+    /// as good as random, and a mispredicted branch costs ~15 cycles, so each is written
+    /// and counted only if live.
+    #[inline]
+    fn push_live_recent(&mut self) {
+        let start = self.candidates.len();
+        let out = self.candidates.extend_by(self.recent.len());
+        let mut live = 0;
+        for &(slot, stamp) in &self.recent {
+            // A slot past the end (never set, or compacted away) reads as a hole.
+            let tag = self.tags.get(slot as usize).copied().unwrap_or(CompactTag {
+                stamp: !stamp,
+                code: FREE,
+                last_hit_age: 0,
+            });
+            out[live] = slot;
+            live += usize::from((tag.code != FREE) & (tag.stamp == stamp));
+        }
+        self.candidates.truncate(start + live);
     }
 
     /// Draws the next eviction's `wanted` candidates over the current slots.
