@@ -1,7 +1,7 @@
 //! Trace formats, their textual specs, auto-detection and opening files.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek};
+use std::io::{BufReader, Read};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -358,48 +358,40 @@ fn open_input(path: &Path) -> Result<Opened> {
     });
     if let Some(total) = whole {
         let total = total as usize;
-        // The file is read into the end of the buffer the content will fill, with room
-        // for zstd's in-place margin; its length is only a guess until it is read.
-        // Only a file longer than the margin overlaps the content (and saves pages).
-        let guess = file_len.unwrap_or(0) as usize;
+        let file_len = file_len.unwrap_or(0) as usize;
+        let reading = || format!("reading {}", path.display());
+        // A file longer than zstd's in-place margin is read into the end of the buffer
+        // its content will fill ([`decompress_in_place`]): its bytes then take no pages
+        // of their own. A shorter one would lie in the margin anyway: it gets a buffer
+        // of its own. The buffer is zeroed by the allocator, so pages nothing writes
+        // are never faulted in.
         let margin = in_place_margin(total);
-        let mut buf = Vec::new();
-        if guess > margin && guess <= total + margin {
-            buf = vec![0u8; total + margin];
-        }
-        let start = buf.len().saturating_sub(guess);
-        let mut bytes = if start > 0 && guess >= head.len() {
-            buf[start..start + head.len()].copy_from_slice(&head);
-            let got = read_fully(&mut file, &mut buf[start + head.len()..])
-                .with_context(|| format!("reading {}", path.display()))?;
-            let mut rest = Vec::new();
-            file.read_to_end(&mut rest)
-                .with_context(|| format!("reading {}", path.display()))?;
-            if got + head.len() == guess && rest.is_empty() {
-                if let Some(content) = decompress_in_place(buf, start, total)
-                    .with_context(|| format!("decompressing {}", path.display()))?
-                {
-                    return Ok(Opened::Whole(content));
-                }
-                // The frame is not one whole frame, or needs more margin: read again
-                // below, from a copy.
-                Vec::new()
-            } else {
-                // The file changed size while read: take what is there.
-                let mut bytes = buf[start..start + head.len() + got].to_vec();
-                bytes.extend_from_slice(&rest);
-                bytes
-            }
+        let room = if file_len > margin && file_len <= total + margin {
+            total + margin
         } else {
-            Vec::new()
+            file_len
         };
-        if bytes.is_empty() {
-            bytes = head;
-            file.seek(std::io::SeekFrom::Start(bytes.len() as u64))
-                .with_context(|| format!("reading {}", path.display()))?;
-            file.read_to_end(&mut bytes)
-                .with_context(|| format!("reading {}", path.display()))?;
+        let mut buf = vec![0u8; room];
+        let start = room - file_len;
+        buf.truncate(start);
+        buf.extend_from_slice(&head);
+        (&mut file)
+            .take(file_len.saturating_sub(head.len()) as u64)
+            .read_to_end(&mut buf)
+            .with_context(reading)?;
+        // What the file gained since its length was read, if it did.
+        let mut grown = Vec::new();
+        file.read_to_end(&mut grown).with_context(reading)?;
+        if start > 0
+            && grown.is_empty()
+            && decompress_in_place(&mut buf, start, total)
+                .with_context(|| format!("decompressing {}", path.display()))?
+        {
+            return Ok(Opened::Whole(buf));
         }
+        buf.drain(..start);
+        buf.extend_from_slice(&grown);
+        let bytes = buf;
         if zstd::zstd_safe::find_frame_compressed_size(&bytes) == Ok(bytes.len()) {
             let content = zstd::bulk::decompress(&bytes, total)
                 .with_context(|| format!("decompressing {}", path.display()))?;
@@ -445,22 +437,22 @@ fn in_place_margin(content: usize) -> usize {
 
 /// Decompresses the single zstd frame in `buf[start..]` into `buf[..content]`, in place
 /// (zstd.h, `ZSTD_decompressionMargin`: the output may overlap the input when the input
-/// ends the buffer and the buffer passes the content by the frame's margin). Why: the
-/// compressed bytes then occupy pages the content fills anyway; read into a buffer of
-/// their own they were fresh pages, each ~2 us to fault in on the VMs we measure on
-/// (lirs_sprite: 158 of them, ~0.3 ms of a ~9 ms run). Returns `Ok(None)`, leaving the
-/// caller to decompress another way, when `buf[start..]` is not exactly one frame or
-/// its margin exceeds the room; an error if the frame does not decompress to exactly
-/// `content` bytes.
-fn decompress_in_place(mut buf: Vec<u8>, start: usize, content: usize) -> Result<Option<Vec<u8>>> {
+/// ends the buffer and the buffer passes the content by the frame's margin), leaving
+/// `buf` the content. Why: the compressed bytes then occupy pages the content fills
+/// anyway; read into a buffer of their own they were fresh pages, each ~2 us to fault in
+/// on the VMs we measure on (lirs_sprite: 158 of them, ~0.3 ms of a ~9 ms run). Returns
+/// false, leaving `buf` as it was for the caller to decompress another way, when
+/// `buf[start..]` is not exactly one frame or its margin exceeds the room; an error if
+/// the frame does not decompress to exactly `content` bytes.
+fn decompress_in_place(buf: &mut Vec<u8>, start: usize, content: usize) -> Result<bool> {
     use zstd::zstd_safe::{self, zstd_sys};
     let input = &buf[start..];
     if zstd_safe::find_frame_compressed_size(input) != Ok(input.len()) {
-        return Ok(None);
+        return Ok(false);
     }
     match zstd_safe::decompression_margin(input) {
         Ok(margin) if content.checked_add(margin).is_some_and(|n| n <= buf.len()) => {}
-        _ => return Ok(None),
+        _ => return Ok(false),
     }
     let input_len = input.len();
     let base = buf.as_mut_ptr();
@@ -483,21 +475,7 @@ fn decompress_in_place(mut buf: Vec<u8>, start: usize, content: usize) -> Result
         bail!("the frame holds {written} bytes, its header says {content}");
     }
     buf.truncate(content);
-    Ok(Some(buf))
-}
-
-/// Reads until `buf` is full or the file ends; returns the bytes read.
-fn read_fully(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
+    Ok(true)
 }
 
 impl Opened {
@@ -720,6 +698,18 @@ mod tests {
     /// In place, the content comes out whole and exact; a buffer one byte short of the
     /// frame's margin, or input that is not exactly one frame, is declined (the caller
     /// then decompresses from a copy); a corrupted frame is an error.
+    /// [`decompress_in_place`] on a buffer of its own: the content, or None when it
+    /// declines, which must leave the buffer as it was (the caller decompresses it
+    /// another way).
+    fn in_place(mut buf: Vec<u8>, start: usize, content: usize) -> Result<Option<Vec<u8>>> {
+        let before = buf.clone();
+        if decompress_in_place(&mut buf, start, content)? {
+            return Ok(Some(buf));
+        }
+        assert!(buf == before, "a declined buffer was changed");
+        Ok(None)
+    }
+
     #[test]
     fn decompresses_in_place_or_declines() {
         let data = content(600_000);
@@ -732,7 +722,7 @@ mod tests {
         );
         let margin = zstd::zstd_safe::decompression_margin(&buf[start..]).unwrap();
         assert!(margin <= in_place_margin(data.len()), "margin {margin}");
-        let out = decompress_in_place(buf.clone(), start, data.len()).unwrap();
+        let out = in_place(buf.clone(), start, data.len()).unwrap();
         assert!(
             out.as_deref() == Some(&data[..]),
             "in-place content differs"
@@ -740,35 +730,29 @@ mod tests {
 
         // One byte too little room for this frame's margin: declined.
         let (tight, start) = framed_at_end(&data, data.len() + margin - 1);
-        assert!(decompress_in_place(tight, start, data.len())
-            .unwrap()
-            .is_none());
+        assert!(in_place(tight, start, data.len()).unwrap().is_none());
         // Exactly its margin: done.
         let (exact, start) = framed_at_end(&data, data.len() + margin);
-        let out = decompress_in_place(exact, start, data.len()).unwrap();
+        let out = in_place(exact, start, data.len()).unwrap();
         assert!(out.as_deref() == Some(&data[..]));
 
         // Two frames, or one cut short: declined.
         let (mut two, start) = framed_at_end(&data, room);
         let frame = two[start..].to_vec();
         two.extend_from_slice(&frame);
-        assert!(decompress_in_place(two, start, data.len())
+        assert!(in_place(two, start, data.len()).unwrap().is_none());
+        let (cut, start) = framed_at_end(&data, room);
+        assert!(in_place(cut[..room - 10].to_vec(), start, data.len())
             .unwrap()
             .is_none());
-        let (cut, start) = framed_at_end(&data, room);
-        assert!(
-            decompress_in_place(cut[..room - 10].to_vec(), start, data.len())
-                .unwrap()
-                .is_none()
-        );
 
         // A flipped byte: an error, never wrong content.
         let (mut bad, start) = framed_at_end(&data, room);
         bad[start + frame_len / 2] ^= 0x5a;
-        assert!(decompress_in_place(bad, start, data.len()).is_err());
+        assert!(in_place(bad, start, data.len()).is_err());
         // A header that promises more than the frame holds: an error.
         let (short, start) = framed_at_end(&data, room);
-        assert!(decompress_in_place(short, start, data.len() + 1).is_err());
+        assert!(in_place(short, start, data.len() + 1).is_err());
     }
 
     #[test]
