@@ -26,8 +26,8 @@ pub trait MrcModel: Send {
 }
 
 /// A 64-bit mixing function (the SplitMix64 finaliser): consecutive keys (block numbers,
-/// counters) come out uniformly spread, which both the per-model hash maps and the
-/// spatial sampling filter `hash(key) mod P < T` (kRedis §2.7, after SHARDS) rely on.
+/// counters) come out uniformly spread, which the spatial sampling filter `hash(key) mod
+/// P < T` (kRedis §2.7, after SHARDS) relies on.
 #[inline]
 pub fn mix64(key: u64) -> u64 {
     let mut z = key.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -36,31 +36,9 @@ pub fn mix64(key: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Hasher for `u64` keys using [`mix64`]: the std SipHash is several times slower and
-/// its DoS resistance buys nothing for keys that are already ids from a trace or a
-/// server-side hash.
-#[derive(Default, Clone, Copy)]
-pub struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = mix64(self.0 ^ u64::from(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, k: u64) {
-        self.0 = mix64(self.0 ^ k);
-    }
-}
-
-/// A `HashMap` keyed by `u64` with [`KeyHasher`].
-pub type KeyMap<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<KeyHasher>>;
+/// The models' per-key maps: the simulators' ([`augur_sim::key_index`]), one hasher for
+/// trace keys in the whole project.
+pub use augur_sim::key_index::{KeyHasher, KeyMap};
 
 /// Spatial sampling filter of SHARDS as used by KRR (kRedis §2.7): a key is tracked iff
 /// `hash(key) mod P < T`, an effective rate `R = T / P`. Every reference to a sampled

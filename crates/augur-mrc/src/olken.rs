@@ -190,7 +190,7 @@ impl MrcModel for Olken {
         let live = self.map.len() as u64;
         // One hash lookup per reference: the entry is updated in place.
         let prev = match self.map.entry(key) {
-            std::collections::hash_map::Entry::Occupied(mut o) => {
+            hashbrown::hash_map::Entry::Occupied(mut o) => {
                 let e = *o.get();
                 *o.get_mut() = Entry {
                     slot: now as u32,
@@ -198,7 +198,7 @@ impl MrcModel for Olken {
                 };
                 Some(e)
             }
-            std::collections::hash_map::Entry::Vacant(v) => {
+            hashbrown::hash_map::Entry::Vacant(v) => {
                 v.insert(Entry {
                     slot: now as u32,
                     size,

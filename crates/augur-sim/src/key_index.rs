@@ -1,5 +1,5 @@
-//! The simulators' key index: a hash map from a trace's 64-bit keys, hashed by one
-//! folded multiplication.
+//! The simulators' key index (and the MRC models' per-key maps, `augur_mrc::KeyMap`): a
+//! hash map from a trace's 64-bit keys, hashed by one folded multiplication.
 //!
 //! Why not the default hasher: a simulator looks its index up once per request and
 //! updates it twice per miss, and with a cache that fits in L1 or L2 (the small shared
