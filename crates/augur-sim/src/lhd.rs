@@ -915,8 +915,8 @@ const FREE: u16 = u16::MAX;
 /// and 0.75 MB of slots); a larger one grows from there.
 const PRESIZED_OBJECTS: usize = 1 << 16;
 
-/// Holes are compacted away only once there are at least this many (and a quarter of
-/// the slots: [`LhdCache::maybe_compact`]).
+/// Holes are compacted away only once there are at least this many and a quarter of
+/// the slots ([`LhdCache::maybe_compact`]).
 const COMPACT_MIN_HOLES: usize = 16;
 
 /// Stamps are clamped to at most this age ...
@@ -1055,11 +1055,18 @@ impl LhdCache {
 
     /// Removes the holes once they pass a quarter of the slots (after removals or a
     /// shrink; a full cache's evict-then-admit leaves none for long) by moving the last
-    /// objects into them, so that sampling seldom redraws.
+    /// objects into them, so that sampling seldom redraws. Inlined: every eviction asks,
+    /// and the answer is almost always no.
+    #[inline]
     fn maybe_compact(&mut self) {
-        if self.free.len() < COMPACT_MIN_HOLES || self.free.len() * 4 < self.tags.len() {
-            return;
+        if self.free.len() >= COMPACT_MIN_HOLES && self.free.len() * 4 >= self.tags.len() {
+            self.compact();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn compact(&mut self) {
         let mut free = std::mem::take(&mut self.free);
         free.sort_unstable();
         for hole in free {
@@ -1096,9 +1103,7 @@ impl LhdCache {
     /// their slots, then their density-table entries, prefetched before any is ranked:
     /// ranking them one by one would wait for each cache miss in turn.
     fn evict_one(&mut self) {
-        if self.free.len() >= COMPACT_MIN_HOLES {
-            self.maybe_compact();
-        }
+        self.maybe_compact();
         let wanted = self.model.samples(self.model.cfg.associativity);
         if self.next_len == self.tags.len() && self.next.len() == wanted {
             // Drawn (and their slots prefetched) at the previous eviction over the same
