@@ -63,6 +63,7 @@ use crate::watch::{WatchFlag, WatchTable};
 use crate::zone::PartZone;
 use crate::zzone::{Gone, ZMeta};
 use crate::EvictionPolicy;
+use augur_sim::lhd::LhdTag;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -274,9 +275,29 @@ impl Part {
     /// eviction already decided to be LHD's, which a concurrent CONFIG SET must not
     /// turn into "nothing to evict").
     fn lhd_model(&mut self) -> &mut PartLhd {
-        let (shards, limit, tenant) = (self.cfg.shards, self.cfg.shard_limit(), self.tenant);
-        self.lhd
-            .get_or_insert_with(|| PartLhd::new(shards, limit, 0x1bd0 ^ tenant as u64))
+        if self.lhd.is_none() {
+            let (shards, limit, tenant) = (self.cfg.shards, self.cfg.shard_limit(), self.tenant);
+            self.lhd = Some(PartLhd::new(shards, limit, 0x1bd0 ^ tenant as u64));
+            // The index keeps the entries' tags while the part evicts by LHD.
+            self.table.enable_tags(crate::lhd::tag_of_entry);
+        }
+        self.lhd.as_deref_mut().expect("just created")
+    }
+
+    /// Drops the LHD state (the policy is another now) and the index's tags with it.
+    fn drop_lhd(&mut self) {
+        self.lhd = None;
+        self.table.disable_tags();
+    }
+
+    /// Writes `e`'s tag (index hash `h`) at its position, while the index keeps tags.
+    #[inline]
+    pub(crate) fn retag(&mut self, e: Entry, h: u64) {
+        if self.table.tags_enabled() {
+            if let Some(pos) = self.table.find(h, |x| x == e) {
+                self.table.set_tag(pos, crate::lhd::tag_of_entry(e));
+            }
+        }
     }
 
     /// One access of this tenant at shard clock `clock`: LHD counts it toward its
@@ -308,10 +329,10 @@ impl Part {
         }
     }
 
-    /// `e` was read or rewritten: LRU's touch, an LHD hit or an S3-FIFO hit (the
-    /// tenant's policy read once).
+    /// `e` (index hash `h`) was read or rewritten: LRU's touch, an LHD hit or an
+    /// S3-FIFO hit (the tenant's policy read once).
     #[inline]
-    fn referenced(&mut self, e: Entry, clock: u64) {
+    fn referenced(&mut self, e: Entry, h: u64, clock: u64) {
         let policy = self.cfg.tenant_policy(self.tenant);
         if policy.is_lhd() {
             self.lhd_model().hit(e, clock);
@@ -320,6 +341,9 @@ impl Part {
         } else {
             e.set_atime(clock as u32);
         }
+        // Also under another policy while the LHD state waits to be dropped (at the
+        // next eviction): the tags stay true to the entries.
+        self.retag(e, h);
     }
 
     /// `e` (index hash `h`) is new here: LRU's touch, or LHD's or S3-FIFO's admission.
@@ -334,6 +358,7 @@ impl Part {
         } else {
             e.set_atime(clock as u32);
         }
+        self.retag(e, h);
     }
 
     /// This part's S3-FIFO state, created if missing (as [`Self::lhd_model`]).
@@ -752,7 +777,7 @@ impl Part {
         self.keys_per_db.iter_mut().for_each(|c| *c = 0);
         self.expires_per_db.iter_mut().for_each(|c| *c = 0);
         self.pool.clear();
-        self.lhd = None;
+        self.drop_lhd();
         self.s3 = None;
         self.zone = None;
     }
@@ -774,6 +799,11 @@ impl Part {
         l.model.set_time(clock);
         // Fewer while the model has learned nothing (`augur_sim::lhd::samples`).
         let samples = l.model.samples(samples);
+        // The recent admissions are confirmed in the index after the sample: their
+        // index words are fetched while it is drawn and ranked.
+        let Part { table, lhd, .. } = self;
+        let l = lhd.as_deref_mut().expect("created above");
+        l.recent().for_each(|(h, _)| table.prefetch_home(h));
         // The sampler reads the part; the model's generator comes back after it.
         let mut rng = l.rng.clone();
         let best = lhd_sample(
@@ -788,7 +818,6 @@ impl Part {
         let l = lhd.as_deref_mut()?;
         l.rng = rng;
         let mut best = best.map(|(_, e, r)| (e, r));
-        l.recent().for_each(|(h, _)| table.prefetch_home(h));
         for (h, e) in l.recent() {
             // The handle is compared, never read, until the index confirms it is live.
             if table.find(h, |x| x == e).is_some()
@@ -820,7 +849,7 @@ impl Part {
             self.pool_policy = policy;
         }
         if !policy.is_lhd() {
-            self.lhd = None;
+            self.drop_lhd();
         }
         if !policy.is_s3fifo() {
             self.s3 = None;
@@ -1467,7 +1496,7 @@ impl Shard {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
-                part.referenced(e, clock);
+                part.referenced(e, h, clock);
                 if let Some(z) = part.zone.as_deref_mut() {
                     z.n_hits += 1;
                     z.served_in_n();
@@ -1579,7 +1608,7 @@ impl Shard {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
-                part.referenced(e, clock);
+                part.referenced(e, h, clock);
                 self.sample_entry(ns.tenant, h, e, RefKind::Hit);
                 if e.kind() != kind {
                     return Err(WrongType);
@@ -1689,7 +1718,7 @@ impl Shard {
             if created {
                 part.admitted(e, h, clock);
             } else {
-                part.referenced(e, clock);
+                part.referenced(e, h, clock);
             }
             part.writes += 1;
             self.sample_entry(ns.tenant, h, e, RefKind::Write);
@@ -1830,7 +1859,7 @@ impl Shard {
             Ok(pos) => {
                 part.accessed(clock);
                 let e = part.replace(pos, value, ttl);
-                part.referenced(e, clock);
+                part.referenced(e, h, clock);
                 e
             }
             Err(vacancy)
@@ -1895,11 +1924,12 @@ impl Shard {
     pub fn touch(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
         self.tick();
         let clock = self.clock;
+        let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
         part.accessed(clock);
         match part.find_live(ns.db, key, now_ms) {
             Some(e) => {
-                part.referenced(e, clock);
+                part.referenced(e, h, clock);
                 true
             }
             None => false,
@@ -2641,7 +2671,7 @@ impl Shard {
             self.shared_pool.clear();
             self.shared_pool_policy = policy;
             if !policy.is_lhd() {
-                self.parts.iter_mut().for_each(|p| p.lhd = None);
+                self.parts.iter_mut().for_each(Part::drop_lhd);
             }
             if !policy.is_s3fifo() {
                 self.parts.iter_mut().for_each(|p| p.s3 = None);
@@ -2753,6 +2783,13 @@ impl Shard {
             learned |= l.model.reconfigurations() > 0;
         }
         let samples = augur_sim::lhd::samples(self.config.lhd_samples(), learned);
+        // The recent admissions' index words are fetched while the sample is drawn
+        // and ranked (they are confirmed after it).
+        for p in &self.parts {
+            if let Some(l) = p.lhd.as_deref() {
+                l.recent().for_each(|(h, _)| p.table.prefetch_home(h));
+            }
+        }
         let mut best = lhd_sample(
             &self.parts,
             from_volatile,
@@ -2761,11 +2798,6 @@ impl Shard {
             samples,
             &mut self.rng,
         );
-        for p in &self.parts {
-            if let Some(l) = p.lhd.as_deref() {
-                l.recent().for_each(|(h, _)| p.table.prefetch_home(h));
-            }
-        }
         for (t, p) in self.parts.iter().enumerate() {
             let Some(l) = p.lhd.as_deref() else { continue };
             for (h, e) in l.recent() {
@@ -2802,16 +2834,32 @@ impl Part {
 
 /// Draws per batch of [`draw_batch`] (LHD's default 64 candidates in two).
 const DRAW_BATCH: usize = 32;
+/// Windows per batch of [`draw_windows`]: 64 positions, ~51 entries at the index's
+/// 72-90 % fill (LHD's default 64 candidates in one or two batches).
+const WINDOW_BATCH: usize = 8;
+/// Windows [`lhd_sample`] adds, one at a time, while its windows have found no
+/// candidate: at the index's lowest fill (20 %) all 8 positions of a window are empty
+/// with probability 0.8^8 = 17 %, of 64 more windows 10^-49.
+const MAX_EXTRA_WINDOWS: usize = 64;
+/// The most entries a batch of either kind holds.
+const SAMPLE_BATCH: usize = if DRAW_BATCH > WINDOW_BATCH * index::WINDOW {
+    DRAW_BATCH
+} else {
+    WINDOW_BATCH * index::WINDOW
+};
 
-/// LHD's sampling (§4.1): the lowest hit density per byte among `samples` uniform draws
-/// (with replacement) over `parts`' entries (their TTL lists' with `from_volatile`),
-/// each ranked by its part's model at `clock`, never `pinned`; as (part, entry, rank).
+/// LHD's sampling (§4.1): the lowest hit density per byte among `samples` candidates
+/// drawn uniformly over `parts`' entries, each ranked by its part's model at `clock`,
+/// never `pinned`; as (part, entry, rank). Over all entries the candidates are
+/// [`draw_windows`]' windows of consecutive index positions, as many as hold `samples`
+/// entries on average (so the count varies a little from one eviction to the next);
+/// over the TTL lists (`from_volatile`) they are `samples` independent draws with
+/// replacement ([`draw_batch`]).
 ///
-/// The draws are made in batches ([`draw_batch`]: 64 draws one after another, each two
-/// dependent cache misses, cost more than the write that needed the eviction), and a
-/// batch's density-table words are prefetched before it is ranked (the simulator's
-/// `LhdCache::evict_one` prefetches the same way). What is drawn and how it ranks is
-/// the same as one draw at a time.
+/// The candidates are taken in batches whose cache misses overlap (64 candidates
+/// resolved one after another, each two dependent cache misses, cost more than the
+/// write that needed the eviction), and a batch's density-table words are prefetched
+/// before it is ranked (the simulator's `LhdCache::evict_one` prefetches the same way).
 fn lhd_sample(
     parts: &[Part],
     from_volatile: bool,
@@ -2824,20 +2872,39 @@ fn lhd_sample(
     if total == 0 {
         return None;
     }
+    let positions: usize = parts.iter().map(|p| p.table.positions()).sum();
     let mut best: Option<(usize, Entry, f32)> = None;
-    let mut left = samples;
+    let mut extra_windows = MAX_EXTRA_WINDOWS;
+    // Draws (TTL lists) or windows (all entries) still to take.
+    let mut left = if from_volatile {
+        samples
+    } else {
+        ((samples * positions + index::WINDOW * total / 2) / (index::WINDOW * total)).max(1)
+    };
     while left > 0 {
-        let m = left.min(DRAW_BATCH);
-        left -= m;
-        let mut drawn = [None; DRAW_BATCH];
-        let n = draw_batch(parts, from_volatile, total, rng, &mut drawn[..m]);
-        let mut ranked = [None; DRAW_BATCH];
-        for (slot, &(t, e)) in ranked.iter_mut().zip(drawn[..n].iter().flatten()) {
+        let mut drawn: [Option<Drawn>; SAMPLE_BATCH] = [None; SAMPLE_BATCH];
+        let n = if from_volatile {
+            let m = left.min(DRAW_BATCH);
+            left -= m;
+            let mut plain = [None; DRAW_BATCH];
+            let n = draw_batch(parts, from_volatile, total, rng, &mut plain[..m]);
+            for (slot, d) in drawn.iter_mut().zip(&plain[..n]) {
+                *slot = d.map(|(t, e)| (t, e, None));
+            }
+            n
+        } else {
+            let w = left.min(WINDOW_BATCH);
+            left -= w;
+            draw_windows(parts, positions, w, clock, rng, &mut drawn)
+        };
+        let mut ranked = [None; SAMPLE_BATCH];
+        for (slot, &(t, e, from_tag)) in ranked.iter_mut().zip(drawn[..n].iter().flatten()) {
             if Some(e) == pinned {
                 continue;
             }
             if let Some(l) = parts[t].lhd.as_deref() {
-                *slot = Some((t, e, l.prepare_rank(e, clock)));
+                let prepared = from_tag.unwrap_or_else(|| l.prepare_rank(e, clock));
+                *slot = Some((t, e, prepared));
             }
         }
         for (t, e, prepared) in ranked[..n].iter().flatten() {
@@ -2849,8 +2916,75 @@ fn lhd_sample(
                 best = Some((*t, *e, r));
             }
         }
+        // Windows that held no candidate (an empty run of positions, or only the pinned
+        // entry): more, one at a time, as independent draws redraw an empty position.
+        if left == 0 && best.is_none() && !from_volatile && extra_windows > 0 {
+            extra_windows -= 1;
+            left = 1;
+        }
     }
     best
+}
+
+/// A candidate of [`lhd_sample`]: (part, entry, and what ranks it if its index tag
+/// did, see `crate::lhd`; None: rank it from the entry).
+type Drawn = (usize, Entry, Option<(LhdTag, u64)>);
+
+/// LHD's contiguous sampling (RankCache's compact tags, LHD §4.1: "64 candidates with
+/// just 4 cache misses"): `windows` windows of [`index::WINDOW`] consecutive index
+/// positions, each in a part drawn in proportion to its positions (`positions` is
+/// their sum) at a uniformly random start, and every entry they hold, written to `out`
+/// with what its index tag gives to rank it at `clock` (the entry's header is being
+/// fetched where the tag does not do); returns how many.
+///
+/// Every entry is as likely as any other to be drawn (a window covers a fixed span of
+/// positions, see [`Table::window_start`]), as with independent draws, but a window's
+/// ~6 entries cost one or two cache lines of index words and one of tags, instead of
+/// ~6 random index words and ~6 random headers. The entries of a window are neighbours
+/// by hash, i.e. unrelated keys: the server's miss ratio stays within the fidelity bar
+/// of the simulator's independent draws (`bench/fidelity.sh lhd`). The TTL lists are
+/// not windowed: their order is the order TTLs were set in.
+fn draw_windows<R: Rng + ?Sized>(
+    parts: &[Part],
+    positions: usize,
+    windows: usize,
+    clock: u64,
+    rng: &mut R,
+    out: &mut [Option<Drawn>; SAMPLE_BATCH],
+) -> usize {
+    let mut starts = [(0usize, 0usize); WINDOW_BATCH];
+    let mut w = 0;
+    for _ in 0..windows.min(starts.len()) {
+        let t = if parts.len() == 1 {
+            0
+        } else {
+            pick_weighted(
+                parts,
+                &|p: &Part| p.table.positions(),
+                rng.gen_range(0..positions),
+            )
+        };
+        if let Some(start) = parts[t].table.window_start(rng) {
+            starts[w] = (t, start);
+            w += 1;
+        }
+    }
+    let mut n = 0;
+    for &(t, start) in &starts[..w] {
+        let lhd = parts[t].lhd.as_deref();
+        for (e, tagged) in parts[t].table.window_tagged(start) {
+            let from_tag = match (lhd, tagged) {
+                (Some(l), Some((tag, slot_size))) => l.prepare_rank_tagged(tag, slot_size, clock),
+                _ => None,
+            };
+            if from_tag.is_none() {
+                index::prefetch(e.addr());
+            }
+            out[n] = Some((t, e, from_tag));
+            n += 1;
+        }
+    }
+    n
 }
 
 /// How many entries of `p` an eviction draws among: all, or those with a TTL.
@@ -3126,6 +3260,19 @@ impl Part {
             }
         }
         assert_eq!(n, self.table.len());
+        // The index's tags (LHD) say what the entries' headers say, or "read the entry".
+        if self.table.tags_enabled() {
+            for pos in 0..self.table.positions() {
+                if let Some(e) = self.table.at(pos) {
+                    let tag = self.table.tag(pos);
+                    assert!(
+                        tag == crate::index::UNTAGGED || tag == crate::lhd::tag_of_entry(e),
+                        "stale tag {tag:#x} at {pos}, entry says {:#x}",
+                        crate::lhd::tag_of_entry(e)
+                    );
+                }
+            }
+        }
         if let Some(z) = self.zone.as_deref() {
             let mut zk = vec![0u64; self.keys_per_db.len()];
             let mut zx = vec![0u64; self.keys_per_db.len()];
