@@ -176,11 +176,6 @@ pub(crate) fn prefetch(addr: u64) {
     let _ = addr;
 }
 
-/// The tag of a position whose entry its owner has not tagged since it was inserted
-/// there ([`Table::set_tag`]): all ones, which the owner's tag format must read as
-/// "unknown" (`crate::lhd`: rank from the entry).
-pub const UNTAGGED: u32 = u32::MAX;
-
 /// Positions in one window of LHD's contiguous sampling ([`Table::window_start`]):
 /// 8 words, 48 bytes, at most two cache lines.
 pub const WINDOW: usize = 8;
@@ -363,13 +358,6 @@ fn overflow_for(cap: usize) -> usize {
 
 pub(crate) struct Table {
     words: Words,
-    /// One 32-bit tag per position while tags are on ([`Table::enable_tags`]; empty
-    /// otherwise): what its owner's eviction ranks an entry by, kept beside the words
-    /// so that a window of candidates is read from two or three cache lines instead of
-    /// a header each (LHD §4.1's compact tags, see `crate::lhd`). The table only keeps
-    /// each tag at its entry's position as entries move (backward shift, resize); their
-    /// meaning is the owner's.
-    tags: Vec<u32>,
     /// Number of home positions (`words.len()` minus the overflow tail).
     cap: usize,
     len: usize,
@@ -377,8 +365,6 @@ pub(crate) struct Table {
     /// A resize freed a table of at least [`PURGE_AFTER_FREEING`] bytes since the
     /// owner last asked ([`Table::take_freed_large`]).
     freed_large: bool,
-    /// Whether tags are kept (`tags` is empty while the table has no positions).
-    tags_on: bool,
     /// This table's growth phase, in [0, 1) (module docs).
     phase: f64,
     /// Whether the phase has stretched a growth since the table was last empty or
@@ -403,12 +389,10 @@ impl Table {
     fn empty(phase: f64) -> Table {
         Table {
             words: Words::EMPTY,
-            tags: Vec::new(),
             cap: 0,
             len: 0,
             epoch: 0,
             freed_large: false,
-            tags_on: false,
             phase,
             phased: false,
         }
@@ -434,50 +418,9 @@ impl Table {
         self.words.len()
     }
 
-    /// Heap bytes held by the table (its tags included).
+    /// Heap bytes held by the table.
     pub fn heap_bytes(&self) -> u64 {
-        (self.words.bytes() + self.tags.capacity() * std::mem::size_of::<u32>()) as u64
-    }
-
-    /// Turns tags on (if off), each entry's computed by `tag_of`.
-    pub fn enable_tags(&mut self, tag_of: impl Fn(Entry) -> u32) {
-        if self.tags_enabled() || self.words.is_empty() {
-            // An empty table's tags come with its first allocation (`resize`).
-            self.tags_on = true;
-            return;
-        }
-        self.tags = (0..self.words.len())
-            .map(|i| match self.words.at(i) {
-                0 => 0,
-                w => tag_of(entry_of(w)),
-            })
-            .collect();
-        self.tags_on = true;
-    }
-
-    /// Turns tags off and frees them.
-    pub fn disable_tags(&mut self) {
-        self.tags = Vec::new();
-        self.tags_on = false;
-    }
-
-    #[inline]
-    pub fn tags_enabled(&self) -> bool {
-        self.tags_on
-    }
-
-    /// Sets the tag at occupied position `pos` (nothing while tags are off).
-    #[inline]
-    pub fn set_tag(&mut self, pos: usize, tag: u32) {
-        if let Some(t) = self.tags.get_mut(pos) {
-            *t = tag;
-        }
-    }
-
-    /// The tag at `pos` (0 while tags are off).
-    #[inline]
-    pub fn tag(&self, pos: usize) -> u32 {
-        self.tags.get(pos).copied().unwrap_or(0)
+        self.words.bytes() as u64
     }
 
     /// Changes whenever positions are reassigned wholesale (resize).
@@ -541,36 +484,17 @@ impl Table {
         let start = rng.gen_range(0..self.words.len());
         prefetch(self.words.addr_of_word(start));
         prefetch(self.words.addr_of_word(start + WINDOW - 1));
-        if !self.tags.is_empty() {
-            let tags = self.tags.as_ptr() as u64;
-            prefetch(tags.wrapping_add(4 * start as u64));
-            prefetch(tags.wrapping_add(4 * (start + WINDOW - 1) as u64));
-        }
         Some(start)
     }
 
     /// The entries at the [`WINDOW`] positions from `start` (wrapping from the last
-    /// position to the first; each position once in a table of fewer), each with, if
-    /// tags are on and it is in a slab slot, its tag and the slot's size: what the
-    /// owner may rank it by without reading the entry.
+    /// position to the first; each position once in a table of fewer).
     #[inline]
-    pub fn window_tagged(
-        &self,
-        start: usize,
-    ) -> impl Iterator<Item = (Entry, Option<(u32, usize)>)> + '_ {
+    pub fn window(&self, start: usize) -> impl Iterator<Item = Entry> + '_ {
         let n = self.words.len();
         (0..WINDOW.min(n)).filter_map(move |i| {
             let pos = start + i;
-            let pos = if pos >= n { pos - n } else { pos };
-            match self.words.get(pos)? {
-                0 => None,
-                w => {
-                    let e = entry_of(w);
-                    let tagged = (w & SLAB_BIT != 0 && self.tags_on)
-                        .then(|| (self.tag(pos), crate::slab::slot_size(e.addr() as *const u8)));
-                    Some((e, tagged))
-                }
-            }
+            self.at(if pos >= n { pos - n } else { pos })
         })
     }
 
@@ -682,7 +606,6 @@ impl Table {
             {
                 debug_assert!(pos >= self.home(h));
                 self.words.set(pos, encode(e, h));
-                self.set_tag(pos, UNTAGGED);
                 self.len += 1;
                 pos
             }
@@ -752,9 +675,6 @@ impl Table {
             }
             if self.home(hash_of(entry_of(w))) <= hole {
                 self.words.set(hole, w);
-                if let Some(&t) = self.tags.get(j) {
-                    self.tags[hole] = t;
-                }
                 hole = j;
             }
             j += 1;
@@ -770,9 +690,7 @@ impl Table {
 
     /// Drops every position; the caller has freed or taken all entries.
     pub fn clear(&mut self) {
-        let tags_on = self.tags_on;
         *self = Table::empty(self.phase);
-        self.tags_on = tags_on;
     }
 
     /// All occupied positions' entries (unordered).
@@ -791,7 +709,6 @@ impl Table {
         while let Some(x) = self.words.get(pos) {
             if x == 0 {
                 self.words.set(pos, w);
-                self.set_tag(pos, UNTAGGED);
                 return Some(pos);
             }
             pos += 1;
@@ -801,14 +718,10 @@ impl Table {
 
     fn resize(&mut self, mut new_cap: usize, hash_of: &impl Fn(Entry) -> u64) {
         let old = std::mem::take(&mut self.words);
-        let old_tags = std::mem::take(&mut self.tags);
         self.epoch = self.epoch.wrapping_add(1);
         'retry: loop {
             self.cap = new_cap;
             self.words = Words::zeroed(new_cap + overflow_for(new_cap));
-            if self.tags_on {
-                self.tags = vec![0; self.words.len()];
-            }
             // Rehashing reads every entry's key: a cache miss each. Prefetching the
             // entries a few positions ahead overlaps those misses (resize time is the
             // tail latency of a write that triggers it).
@@ -822,16 +735,9 @@ impl Table {
                 if w == 0 {
                     continue;
                 }
-                match self.place(hash_of(entry_of(w)), w) {
-                    Some(pos) => {
-                        if let Some(&t) = old_tags.get(i) {
-                            self.tags[pos] = t;
-                        }
-                    }
-                    None => {
-                        new_cap += new_cap / 2 + 16;
-                        continue 'retry;
-                    }
+                if self.place(hash_of(entry_of(w)), w).is_none() {
+                    new_cap += new_cap / 2 + 16;
+                    continue 'retry;
                 }
             }
             break;
@@ -1027,7 +933,7 @@ mod tests {
         let windows = 100_000u32;
         for _ in 0..windows {
             let start = t.window_start(&mut rng).unwrap();
-            let mut seen: Vec<u64> = t.window_tagged(start).map(|(e, _)| e.addr()).collect();
+            let mut seen: Vec<u64> = t.window(start).map(Entry::addr).collect();
             let n = seen.len();
             seen.sort_unstable();
             seen.dedup();
@@ -1044,7 +950,7 @@ mod tests {
         }
         // The last position's window goes on from position 0.
         let last = t.positions() - 1;
-        let wrapped: Vec<Entry> = t.window_tagged(last).map(|(e, _)| e).collect();
+        let wrapped: Vec<Entry> = t.window(last).collect();
         let expect: Vec<Entry> = std::iter::once(last)
             .chain(0..WINDOW - 1)
             .filter_map(|p| t.at(p))
@@ -1053,66 +959,6 @@ mod tests {
         assert!(Table::new().window_start(&mut rng).is_none());
         t.clear();
         all.into_iter().for_each(Entry::free);
-    }
-
-    /// Tags stay with their entries whatever moves them: inserts (a new position is
-    /// UNTAGGED until set), backward-shift removals and resizes up and down, under heavy
-    /// clustering; turning tags on computes every entry's, turning them off frees them.
-    #[test]
-    fn tags_follow_their_entries_through_shifts_and_resizes() {
-        use rand::{Rng, SeedableRng};
-        let tag_of = |e: Entry| (clustered(e) as u32 ^ e.key().len() as u32) & 0x7fff_ffff;
-        let check = |t: &Table| {
-            for pos in 0..t.positions() {
-                if let Some(e) = t.at(pos) {
-                    assert_eq!(t.tag(pos), tag_of(e), "position {pos}");
-                }
-            }
-        };
-        let mut t = Table::new();
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
-        let mut live: Vec<Entry> = Vec::new();
-        // Off: no tags, no bytes for them.
-        let e = Entry::new(0, b"a0", b"v", None, 0);
-        t.insert(clustered(e), e, &clustered);
-        live.push(e);
-        let words_only = t.heap_bytes();
-        t.enable_tags(tag_of);
-        assert!(t.tags_enabled());
-        assert_eq!(t.heap_bytes(), words_only + 4 * t.positions() as u64);
-        check(&t);
-        for i in 1..4000u32 {
-            if live.len() > 50 && rng.gen_bool(0.45) {
-                let e = live.swap_remove(rng.gen_range(0..live.len()));
-                let pos = t.find(clustered(e), |x| x == e).unwrap();
-                t.remove(pos, &clustered);
-                e.free();
-            } else {
-                let k = format!("{}{}", (b'a' + (i % 3) as u8) as char, i);
-                let e = Entry::new(0, k.as_bytes(), b"v", None, 0);
-                let pos = t.insert(clustered(e), e, &clustered);
-                assert_eq!(t.tag(pos), UNTAGGED);
-                t.set_tag(pos, tag_of(e));
-                live.push(e);
-            }
-            if i % 97 == 0 {
-                check(&t);
-            }
-        }
-        // Shrink through removals (resizes down), checking as it goes.
-        while live.len() > 3 {
-            let e = live.pop().unwrap();
-            let pos = t.find(clustered(e), |x| x == e).unwrap();
-            t.remove(pos, &clustered);
-            e.free();
-            check(&t);
-        }
-        t.disable_tags();
-        assert!(!t.tags_enabled());
-        assert_eq!(t.tag(0), 0);
-        assert!(t.window_tagged(0).all(|(_, tagged)| tagged.is_none()));
-        t.clear();
-        live.into_iter().for_each(Entry::free);
     }
 
     /// The two-step draw (`random_position` then `occupied_from`, as LHD's batched

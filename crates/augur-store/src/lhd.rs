@@ -38,27 +38,6 @@
 //! 24-bit clock lets an entry idle for more than 2^24 of its shard's accesses alias to a
 //! younger age (LRU's 32 bits alias the same way at 2^32).
 //!
-//! # Tags beside the index: ranking without reading entries
-//!
-//! An eviction ranks 64 candidates (§4.1), and reading each one's header is a cache
-//! miss into the whole store: measured on SETs under eviction, those misses made LHD's
-//! SETs 2.1x as costly as K-LRU's in-process (`examples/evict_cost.rs`). RankCache keeps
-//! its objects' metadata in a separate contiguous region, "tags", so that "64 candidates
-//! [cost] just 4 cache misses" (§4.1, "Efficient evictions"). Here, while a part evicts
-//! by LHD, its index keeps a 32-bit tag per position ([`crate::index::Table`]'s tags,
-//! 4 bytes a position, charged to the part's memory): the entry's LHD word with one
-//! clock bit less ([`TAG_CLOCK_MASK`]: 23 bits, so a tag's age aliases after 2^23
-//! accesses of the shard, the entry's after 2^24) and a bit saying "rank from the
-//! entry" ([`TAG_FROM_ENTRY`]) for explorers and hashes and sets (whose size is not
-//! their slot's). Candidates are drawn as windows of consecutive positions
-//! (`crate::shard`'s `draw_windows`), so their tags and index words are a few adjacent
-//! cache lines, and an entry in a slab slot is ranked from its tag and its slot's size
-//! (a small per-slab table) exactly as from its header; others are read as before. A
-//! hit or admission writes the tag with the entry's word; a position's tag is
-//! [`crate::index::UNTAGGED`] (ranked from the entry) until then. A tag that went stale
-//! (a path that rewrote an entry without it) costs ranking quality, never correctness:
-//! the victim is still a live entry of the part.
-//!
 //! # Switching policies live
 //!
 //! Either format reads under either policy: LRU computes idle time from an LHD tag's 24
@@ -127,22 +106,6 @@ fn dequantize(q: u32, max_age: usize) -> u16 {
         15 => max_age as u16,
         l => ((3u32 << (l - 1)) / 2).min(max_age as u32 - 1) as u16,
     }
-}
-
-/// The clock bits a tag keeps (see the module documentation).
-pub(crate) const TAG_CLOCK_MASK: u32 = (1 << 23) - 1;
-/// A tag bit: rank this entry from its header (an explorer, a hash or set, or an entry
-/// not tagged since it was inserted: [`crate::index::UNTAGGED`] has it set).
-pub(crate) const TAG_FROM_ENTRY: u32 = 1 << 23;
-
-/// The tag of entry `e` in any format (an LRU-format entry's 32-bit clock holds the
-/// same low bits; it ranks as a new object, as [`PartLhd::tag_of`] reads it).
-pub(crate) fn tag_of_entry(e: Entry) -> u32 {
-    let (word, from_entry) = match e.lhd() {
-        Some((word, explorer)) => (word, explorer || e.is_object()),
-        None => (e.atime() & LHD_CLOCK_MASK | 15 << 28, e.is_object()),
-    };
-    word & !(TAG_CLOCK_MASK + 1) | if from_entry { TAG_FROM_ENTRY } else { 0 }
 }
 
 /// One part's LHD state.
@@ -287,32 +250,6 @@ impl PartLhd {
         self.model.rank(&self.tag_of(e, clock), e.rank_size())
     }
 
-    /// What [`Self::prepare_rank`] gives for an entry of tag `tag` in a slab slot of
-    /// `slot_size` bytes, without reading the entry; None if the tag says to read it
-    /// (the model's time must be `clock`).
-    #[inline]
-    pub(crate) fn prepare_rank_tagged(
-        &self,
-        tag: u32,
-        slot_size: usize,
-        clock: u64,
-    ) -> Option<(LhdTag, u64)> {
-        if tag & TAG_FROM_ENTRY != 0 {
-            return None;
-        }
-        let max_age = self.max_age();
-        let age = (clock as u32).wrapping_sub(tag) & TAG_CLOCK_MASK;
-        let tag = LhdTag {
-            timestamp: clock.saturating_sub(age as u64),
-            last_hit_age: dequantize((tag >> 24) & 15, max_age),
-            last_last_hit_age: dequantize(tag >> 28, max_age),
-            app: 0,
-            explorer: false,
-        };
-        self.model.prefetch_rank(&tag);
-        Some((tag, slot_size as u64))
-    }
-
     /// [`Self::rank`] in two steps for a batch of candidates: what ranking `e` needs
     /// from the entry, with the density-table word it will read already being fetched
     /// (the tables of all shards' models outgrow L2), then [`Self::rank_of`].
@@ -384,66 +321,6 @@ mod tests {
                     assert!(back < 2 * lo && (age as u32) < 2 * lo && age as u32 >= lo);
                 }
             }
-        }
-    }
-
-    /// An entry in a slab slot ranks the same from its index tag and slot size as from
-    /// its header, for new objects, objects hit once or twice at various ages, entries
-    /// last touched under LRU, and as the clock runs past 2^23 (within the tag's range
-    /// of ages); explorers and entries of the long format say "read the entry".
-    #[test]
-    fn a_tag_ranks_an_entry_as_its_header_does() {
-        let mut l = PartLhd::new(1, 1 << 20, 5);
-        let mut clock = (1u64 << 23) - 5_000;
-        let mut entries = Vec::new();
-        for i in 0..200u32 {
-            clock += 37;
-            l.model.set_time(clock);
-            let key = format!("key:{i}");
-            let value = vec![b'v'; 10 + (i as usize * 7) % 200];
-            let e = Entry::new(0, key.as_bytes(), &value, None, clock as u32);
-            match i % 4 {
-                0 => {} // LRU's format
-                1 => l.admit(e, i as u64, clock),
-                _ => {
-                    l.admit(e, i as u64, clock - 3_000);
-                    l.hit(e, clock - 1_000 + i as u64);
-                    if i % 4 == 3 {
-                        l.hit(e, clock);
-                    }
-                }
-            }
-            entries.push(e);
-        }
-        let mut checked = 0;
-        for later in [0u64, 1, 900, 17_000, 3_000_000] {
-            let now = clock + later;
-            l.model.set_time(now);
-            for &e in &entries {
-                let tag = tag_of_entry(e);
-                if crate::slab::region_offset(e.addr()).is_none() || e.is_lhd_explorer() {
-                    continue;
-                }
-                let slot = crate::slab::slot_size(e.addr() as *const u8);
-                let from_tag = l
-                    .prepare_rank_tagged(tag, slot, now)
-                    .expect("a string's tag");
-                assert_eq!(l.rank_of(&from_tag), l.rank(e, now), "entry {:?}", e.key());
-                checked += 1;
-            }
-        }
-        assert!(checked >= 900, "{checked}");
-        // An explorer's or a long entry's tag defers to the entry.
-        let x = Entry::new(0, b"explorer", b"v", None, 0);
-        x.set_lhd(5, true);
-        assert!(l.prepare_rank_tagged(tag_of_entry(x), 20, clock).is_none());
-        assert!(l
-            .prepare_rank_tagged(crate::index::UNTAGGED, 20, clock)
-            .is_none());
-        let long = Entry::new(0, b"long", &[b'v'; 300], None, 0);
-        assert!(crate::slab::region_offset(long.addr()).is_none());
-        for e in entries.into_iter().chain([x, long]) {
-            e.free();
         }
     }
 

@@ -63,7 +63,6 @@ use crate::watch::{WatchFlag, WatchTable};
 use crate::zone::PartZone;
 use crate::zzone::{Gone, ZMeta};
 use crate::EvictionPolicy;
-use augur_sim::lhd::LhdTag;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -275,29 +274,9 @@ impl Part {
     /// eviction already decided to be LHD's, which a concurrent CONFIG SET must not
     /// turn into "nothing to evict").
     fn lhd_model(&mut self) -> &mut PartLhd {
-        if self.lhd.is_none() {
-            let (shards, limit, tenant) = (self.cfg.shards, self.cfg.shard_limit(), self.tenant);
-            self.lhd = Some(PartLhd::new(shards, limit, 0x1bd0 ^ tenant as u64));
-            // The index keeps the entries' tags while the part evicts by LHD.
-            self.table.enable_tags(crate::lhd::tag_of_entry);
-        }
-        self.lhd.as_deref_mut().expect("just created")
-    }
-
-    /// Drops the LHD state (the policy is another now) and the index's tags with it.
-    fn drop_lhd(&mut self) {
-        self.lhd = None;
-        self.table.disable_tags();
-    }
-
-    /// Writes `e`'s tag (index hash `h`) at its position, while the index keeps tags.
-    #[inline]
-    pub(crate) fn retag(&mut self, e: Entry, h: u64) {
-        if self.table.tags_enabled() {
-            if let Some(pos) = self.table.find(h, |x| x == e) {
-                self.table.set_tag(pos, crate::lhd::tag_of_entry(e));
-            }
-        }
+        let (shards, limit, tenant) = (self.cfg.shards, self.cfg.shard_limit(), self.tenant);
+        self.lhd
+            .get_or_insert_with(|| PartLhd::new(shards, limit, 0x1bd0 ^ tenant as u64))
     }
 
     /// One access of this tenant at shard clock `clock`: LHD counts it toward its
@@ -329,10 +308,10 @@ impl Part {
         }
     }
 
-    /// `e` (index hash `h`) was read or rewritten: LRU's touch, an LHD hit or an
-    /// S3-FIFO hit (the tenant's policy read once).
+    /// `e` was read or rewritten: LRU's touch, an LHD hit or an S3-FIFO hit (the
+    /// tenant's policy read once).
     #[inline]
-    fn referenced(&mut self, e: Entry, h: u64, clock: u64) {
+    fn referenced(&mut self, e: Entry, clock: u64) {
         let policy = self.cfg.tenant_policy(self.tenant);
         if policy.is_lhd() {
             self.lhd_model().hit(e, clock);
@@ -341,9 +320,6 @@ impl Part {
         } else {
             e.set_atime(clock as u32);
         }
-        // Also under another policy while the LHD state waits to be dropped (at the
-        // next eviction): the tags stay true to the entries.
-        self.retag(e, h);
     }
 
     /// `e` (index hash `h`) is new here: LRU's touch, or LHD's or S3-FIFO's admission.
@@ -358,7 +334,6 @@ impl Part {
         } else {
             e.set_atime(clock as u32);
         }
-        self.retag(e, h);
     }
 
     /// This part's S3-FIFO state, created if missing (as [`Self::lhd_model`]).
@@ -777,7 +752,7 @@ impl Part {
         self.keys_per_db.iter_mut().for_each(|c| *c = 0);
         self.expires_per_db.iter_mut().for_each(|c| *c = 0);
         self.pool.clear();
-        self.drop_lhd();
+        self.lhd = None;
         self.s3 = None;
         self.zone = None;
     }
@@ -849,7 +824,7 @@ impl Part {
             self.pool_policy = policy;
         }
         if !policy.is_lhd() {
-            self.drop_lhd();
+            self.lhd = None;
         }
         if !policy.is_s3fifo() {
             self.s3 = None;
@@ -1496,7 +1471,7 @@ impl Shard {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
-                part.referenced(e, h, clock);
+                part.referenced(e, clock);
                 if let Some(z) = part.zone.as_deref_mut() {
                     z.n_hits += 1;
                     z.served_in_n();
@@ -1608,7 +1583,7 @@ impl Shard {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
-                part.referenced(e, h, clock);
+                part.referenced(e, clock);
                 self.sample_entry(ns.tenant, h, e, RefKind::Hit);
                 if e.kind() != kind {
                     return Err(WrongType);
@@ -1718,7 +1693,7 @@ impl Shard {
             if created {
                 part.admitted(e, h, clock);
             } else {
-                part.referenced(e, h, clock);
+                part.referenced(e, clock);
             }
             part.writes += 1;
             self.sample_entry(ns.tenant, h, e, RefKind::Write);
@@ -1859,7 +1834,7 @@ impl Shard {
             Ok(pos) => {
                 part.accessed(clock);
                 let e = part.replace(pos, value, ttl);
-                part.referenced(e, h, clock);
+                part.referenced(e, clock);
                 e
             }
             Err(vacancy)
@@ -1924,12 +1899,11 @@ impl Shard {
     pub fn touch(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
         self.tick();
         let clock = self.clock;
-        let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
         part.accessed(clock);
         match part.find_live(ns.db, key, now_ms) {
             Some(e) => {
-                part.referenced(e, h, clock);
+                part.referenced(e, clock);
                 true
             }
             None => false,
@@ -2671,7 +2645,7 @@ impl Shard {
             self.shared_pool.clear();
             self.shared_pool_policy = policy;
             if !policy.is_lhd() {
-                self.parts.iter_mut().for_each(Part::drop_lhd);
+                self.parts.iter_mut().for_each(|p| p.lhd = None);
             }
             if !policy.is_s3fifo() {
                 self.parts.iter_mut().for_each(|p| p.s3 = None);
@@ -2882,29 +2856,23 @@ fn lhd_sample(
         ((samples * positions + index::WINDOW * total / 2) / (index::WINDOW * total)).max(1)
     };
     while left > 0 {
-        let mut drawn: [Option<Drawn>; SAMPLE_BATCH] = [None; SAMPLE_BATCH];
+        let mut drawn = [None; SAMPLE_BATCH];
         let n = if from_volatile {
             let m = left.min(DRAW_BATCH);
             left -= m;
-            let mut plain = [None; DRAW_BATCH];
-            let n = draw_batch(parts, from_volatile, total, rng, &mut plain[..m]);
-            for (slot, d) in drawn.iter_mut().zip(&plain[..n]) {
-                *slot = d.map(|(t, e)| (t, e, None));
-            }
-            n
+            draw_batch(parts, from_volatile, total, rng, &mut drawn[..m])
         } else {
             let w = left.min(WINDOW_BATCH);
             left -= w;
-            draw_windows(parts, positions, w, clock, rng, &mut drawn)
+            draw_windows(parts, positions, w, rng, &mut drawn)
         };
         let mut ranked = [None; SAMPLE_BATCH];
-        for (slot, &(t, e, from_tag)) in ranked.iter_mut().zip(drawn[..n].iter().flatten()) {
+        for (slot, &(t, e)) in ranked.iter_mut().zip(drawn[..n].iter().flatten()) {
             if Some(e) == pinned {
                 continue;
             }
             if let Some(l) = parts[t].lhd.as_deref() {
-                let prepared = from_tag.unwrap_or_else(|| l.prepare_rank(e, clock));
-                *slot = Some((t, e, prepared));
+                *slot = Some((t, e, l.prepare_rank(e, clock)));
             }
         }
         for (t, e, prepared) in ranked[..n].iter().flatten() {
@@ -2926,31 +2894,25 @@ fn lhd_sample(
     best
 }
 
-/// A candidate of [`lhd_sample`]: (part, entry, and what ranks it if its index tag
-/// did, see `crate::lhd`; None: rank it from the entry).
-type Drawn = (usize, Entry, Option<(LhdTag, u64)>);
-
-/// LHD's contiguous sampling (RankCache's compact tags, LHD §4.1: "64 candidates with
-/// just 4 cache misses"): `windows` windows of [`index::WINDOW`] consecutive index
-/// positions, each in a part drawn in proportion to its positions (`positions` is
-/// their sum) at a uniformly random start, and every entry they hold, written to `out`
-/// with what its index tag gives to rank it at `clock` (the entry's header is being
-/// fetched where the tag does not do); returns how many.
+/// LHD's contiguous sampling (as RankCache samples its contiguous tags, LHD §4.1, "64
+/// candidates with just 4 cache misses"): `windows` windows of [`index::WINDOW`]
+/// consecutive index positions, each in a part drawn in proportion to its positions
+/// (`positions` is their sum) at a uniformly random start, and every entry they hold,
+/// written to `out` as (part, entry) with its header being fetched; returns how many.
 ///
 /// Every entry is as likely as any other to be drawn (a window covers a fixed span of
 /// positions, see [`Table::window_start`]), as with independent draws, but a window's
-/// ~6 entries cost one or two cache lines of index words and one of tags, instead of
-/// ~6 random index words and ~6 random headers. The entries of a window are neighbours
-/// by hash, i.e. unrelated keys: the server's miss ratio stays within the fidelity bar
-/// of the simulator's independent draws (`bench/fidelity.sh lhd`). The TTL lists are
-/// not windowed: their order is the order TTLs were set in.
+/// ~6 entries cost one or two index cache lines instead of ~6 random ones. The entries
+/// of a window are neighbours by hash, i.e. unrelated keys: the server's miss ratio
+/// stays within the fidelity bar of the simulator's independent draws
+/// (`bench/fidelity.sh lhd`). The TTL lists are not windowed: their order is the order
+/// TTLs were set in.
 fn draw_windows<R: Rng + ?Sized>(
     parts: &[Part],
     positions: usize,
     windows: usize,
-    clock: u64,
     rng: &mut R,
-    out: &mut [Option<Drawn>; SAMPLE_BATCH],
+    out: &mut [Option<(usize, Entry)>; SAMPLE_BATCH],
 ) -> usize {
     let mut starts = [(0usize, 0usize); WINDOW_BATCH];
     let mut w = 0;
@@ -2971,16 +2933,9 @@ fn draw_windows<R: Rng + ?Sized>(
     }
     let mut n = 0;
     for &(t, start) in &starts[..w] {
-        let lhd = parts[t].lhd.as_deref();
-        for (e, tagged) in parts[t].table.window_tagged(start) {
-            let from_tag = match (lhd, tagged) {
-                (Some(l), Some((tag, slot_size))) => l.prepare_rank_tagged(tag, slot_size, clock),
-                _ => None,
-            };
-            if from_tag.is_none() {
-                index::prefetch(e.addr());
-            }
-            out[n] = Some((t, e, from_tag));
+        for e in parts[t].table.window(start) {
+            index::prefetch(e.addr());
+            out[n] = Some((t, e));
             n += 1;
         }
     }
@@ -3260,19 +3215,6 @@ impl Part {
             }
         }
         assert_eq!(n, self.table.len());
-        // The index's tags (LHD) say what the entries' headers say, or "read the entry".
-        if self.table.tags_enabled() {
-            for pos in 0..self.table.positions() {
-                if let Some(e) = self.table.at(pos) {
-                    let tag = self.table.tag(pos);
-                    assert!(
-                        tag == crate::index::UNTAGGED || tag == crate::lhd::tag_of_entry(e),
-                        "stale tag {tag:#x} at {pos}, entry says {:#x}",
-                        crate::lhd::tag_of_entry(e)
-                    );
-                }
-            }
-        }
         if let Some(z) = self.zone.as_deref() {
             let mut zk = vec![0u64; self.keys_per_db.len()];
             let mut zx = vec![0u64; self.keys_per_db.len()];

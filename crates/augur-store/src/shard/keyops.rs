@@ -214,7 +214,7 @@ impl Shard {
         if copy {
             part.admitted(moved, entry_hash(moved), clock);
         } else {
-            part.referenced(moved, entry_hash(moved), clock);
+            part.referenced(moved, clock);
         }
         part.writes += 1;
         if !copy {
@@ -402,7 +402,7 @@ impl Shard {
         part.modified(ns.db, key);
         e.set_raw(true);
         if existed {
-            part.referenced(e, h, clock);
+            part.referenced(e, clock);
         } else {
             part.admitted(e, h, clock);
         }
@@ -440,11 +440,9 @@ impl Shard {
     pub fn backdate(&mut self, ns: Ns, key: &[u8], idle_secs: u64, now_ms: u64) -> bool {
         let clock = self.clock;
         let atime = self.wall.clock_for_idle(idle_secs, now_ms / 1000, clock);
-        let part = self.part(ns.tenant);
-        match part.find_live(ns.db, key, now_ms) {
+        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
             Some(e) => {
                 e.set_atime(atime as u32);
-                part.retag(e, db_hash(key_hash(key), ns.db));
                 true
             }
             None => false,
