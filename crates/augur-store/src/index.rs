@@ -478,11 +478,7 @@ impl Table {
     /// independent draws are as many misses.
     #[inline]
     pub fn window_start<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> Option<usize> {
-        if self.len == 0 {
-            return None;
-        }
-        let start = rng.gen_range(0..self.words.len());
-        prefetch(self.words.addr_of_word(start));
+        let start = self.random_position(rng)?;
         prefetch(self.words.addr_of_word(start + WINDOW - 1));
         Some(start)
     }
