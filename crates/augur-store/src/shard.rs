@@ -52,7 +52,7 @@ pub use keyops::{ObjectInfo, Relocated, Relocation};
 
 use crate::defrag::DefragStats;
 use crate::entry::{Entry, MAX_LEN};
-use crate::index::{self, Table};
+use crate::index::{self, DrawsAhead, Table};
 use crate::lhd::PartLhd;
 use crate::notify::KeyEvent;
 use crate::object::{Kind, Object};
@@ -940,22 +940,21 @@ impl Part {
             ..
         } = self;
         let s3 = s3.as_deref_mut()?;
-        let len = if from_volatile {
-            volatile.len()
-        } else {
-            table.len()
-        };
-        let mut draw = || -> Option<Entry> {
-            if from_volatile {
+        if from_volatile {
+            let mut draw = || -> Option<Entry> {
                 if volatile.is_empty() {
                     return None;
                 }
                 Some(volatile[rng.gen_range(0..volatile.len())])
-            } else {
-                table.random_occupied(rng).and_then(|pos| table.at(pos))
-            }
-        };
-        s3.victim(&mut draw, pinned, clock, k, len, &entry_hash)
+            };
+            s3.victim(&mut draw, pinned, clock, k, volatile.len(), &entry_hash)
+        } else {
+            // Each draw's cache misses overlap with the next few draws' (the eviction
+            // draws one at a time, ~10 to find a small-queue entry).
+            let mut ahead = DrawsAhead::new(table, rng);
+            let mut draw = || ahead.next_entry();
+            s3.victim(&mut draw, pinned, clock, k, table.len(), &entry_hash)
+        }
     }
 }
 
