@@ -758,9 +758,9 @@ impl Part {
     }
 
     /// LHD's victim among this part's entries (its TTL list's with `from_volatile`):
-    /// the lowest hit density per byte among `samples` uniform draws (with
-    /// replacement, as the simulator) and the recent low-density admissions still
-    /// here, never `pinned`; with its rank.
+    /// the lowest hit density per byte among about `samples` uniformly drawn entries
+    /// ([`lhd_sample`]) and the recent low-density admissions still here, never
+    /// `pinned`; with its rank.
     fn lhd_victim(
         &mut self,
         from_volatile: bool,
