@@ -844,6 +844,16 @@ mod tests {
             .collect()
     }
 
+    /// Every one of `entries` entries was counted, each within `tolerance` (relative)
+    /// of `expected`.
+    fn assert_even(counts: &HashMap<u64, u32>, entries: usize, expected: f64, tolerance: f64) {
+        assert_eq!(counts.len(), entries);
+        for &n in counts.values() {
+            let r = n as f64 / expected;
+            assert!((r - 1.0).abs() <= tolerance, "{n} vs {expected}");
+        }
+    }
+
     /// Hash that puts every key at the same few homes, to exercise long clusters.
     fn clustered(e: Entry) -> u64 {
         let k = e.key();
@@ -1015,12 +1025,8 @@ mod tests {
                 *counts.entry(a).or_default() += 1;
             }
         }
-        assert_eq!(counts.len(), 200);
         let expected = windows as f64 * WINDOW as f64 / t.positions() as f64;
-        for (_, &n) in counts.iter() {
-            let r = n as f64 / expected;
-            assert!((0.8..=1.2).contains(&r), "{n} vs {expected}");
-        }
+        assert_even(&counts, 200, expected, 0.2);
         // The last position's window goes on from position 0.
         let last = t.positions() - 1;
         let wrapped: Vec<Entry> = t.window(last).collect();
@@ -1056,10 +1062,7 @@ mod tests {
                 drawn += 1;
             }
         }
-        assert_eq!(counts.len(), 200);
-        for (_, &n) in counts.iter() {
-            assert!((750..=1250).contains(&n), "{n}");
-        }
+        assert_even(&counts, 200, 1000.0, 0.25);
         let empty = Table::new();
         assert!(DrawsAhead::new(&empty, &mut rng).next_entry().is_none());
         t.clear();
@@ -1084,10 +1087,7 @@ mod tests {
             let e = t.at(pos).expect("an occupied position");
             *counts.entry(e.addr()).or_default() += 1;
         }
-        assert_eq!(counts.len(), 200);
-        for (_, &n) in counts.iter() {
-            assert!((750..=1250).contains(&n), "{n}");
-        }
+        assert_even(&counts, 200, 1000.0, 0.25);
         assert!(Table::new().random_position(&mut rng).is_none());
         t.clear();
         all.into_iter().for_each(Entry::free);
