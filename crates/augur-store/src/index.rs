@@ -763,10 +763,10 @@ const AHEAD: usize = 4;
 pub struct DrawsAhead<'a, R: ?Sized> {
     table: &'a Table,
     rng: &'a mut R,
-    /// Drawn positions whose words are being fetched, oldest at `positions_head`.
+    /// Drawn positions whose words are being fetched (all [`AHEAD`] of them once the
+    /// table has entries), the oldest at `oldest_position`.
     positions: [usize; AHEAD],
-    positions_head: usize,
-    positions_len: usize,
+    oldest_position: usize,
     /// Entries whose headers are being fetched, oldest at `entries_head`.
     entries: [Option<Entry>; AHEAD],
     entries_head: usize,
@@ -775,12 +775,18 @@ pub struct DrawsAhead<'a, R: ?Sized> {
 
 impl<'a, R: rand::Rng + ?Sized> DrawsAhead<'a, R> {
     pub fn new(table: &'a Table, rng: &'a mut R) -> Self {
+        let mut positions = [0; AHEAD];
+        if table.len > 0 {
+            for pos in &mut positions {
+                *pos = rng.gen_range(0..table.words.len());
+                prefetch(table.words.addr_of_word(*pos));
+            }
+        }
         DrawsAhead {
             table,
             rng,
-            positions: [0; AHEAD],
-            positions_head: 0,
-            positions_len: 0,
+            positions,
+            oldest_position: 0,
             entries: [None; AHEAD],
             entries_head: 0,
             entries_len: 0,
@@ -803,18 +809,13 @@ impl<'a, R: rand::Rng + ?Sized> DrawsAhead<'a, R> {
     }
 
     /// Moves the oldest drawn position on to the entry stage (if occupied), and draws
-    /// a position in its place.
+    /// a position in its place (the table has entries).
     #[inline]
     fn advance(&mut self) {
-        while self.positions_len < AHEAD {
-            let pos = self.rng.gen_range(0..self.table.words.len());
-            prefetch(self.table.words.addr_of_word(pos));
-            self.positions[(self.positions_head + self.positions_len) % AHEAD] = pos;
-            self.positions_len += 1;
-        }
-        let pos = self.positions[self.positions_head];
-        self.positions_head = (self.positions_head + 1) % AHEAD;
-        self.positions_len -= 1;
+        let fresh = self.rng.gen_range(0..self.table.words.len());
+        prefetch(self.table.words.addr_of_word(fresh));
+        let pos = std::mem::replace(&mut self.positions[self.oldest_position], fresh);
+        self.oldest_position = (self.oldest_position + 1) % AHEAD;
         if let Some(e) = self.table.at(pos) {
             prefetch(e.addr());
             self.entries[(self.entries_head + self.entries_len) % AHEAD] = Some(e);

@@ -2815,11 +2815,8 @@ const WINDOW_BATCH: usize = 8;
 /// with probability 0.8^8 = 17 %, of 64 more windows 10^-49.
 const MAX_EXTRA_WINDOWS: usize = 64;
 /// The most entries a batch of either kind holds.
-const SAMPLE_BATCH: usize = if DRAW_BATCH > WINDOW_BATCH * index::WINDOW {
-    DRAW_BATCH
-} else {
-    WINDOW_BATCH * index::WINDOW
-};
+const SAMPLE_BATCH: usize = WINDOW_BATCH * index::WINDOW;
+const _: () = assert!(DRAW_BATCH <= SAMPLE_BATCH);
 
 /// LHD's sampling (§4.1): the lowest hit density per byte among `samples` candidates
 /// drawn uniformly over `parts`' entries, each ranked by its part's model at `clock`,
