@@ -467,6 +467,13 @@ impl LhdModel {
         crate::prefetch::prefetch(self.density.as_ptr().wrapping_add(at));
     }
 
+    /// Prefetches what [`LhdModel::rank_compact`] of `tag` will read (as
+    /// [`LhdModel::prefetch_rank`]).
+    #[inline]
+    pub fn prefetch_compact(&self, tag: CompactTag) {
+        crate::prefetch::prefetch(self.density.as_ptr().wrapping_add(self.clock().entry(tag)));
+    }
+
     /// Prefetches what [`LhdModel::rank`] of `tag` will read (its entry of the density
     /// table, 16 classes x 20k ages x 4 bytes: bigger than L2), so that a caller ranking
     /// many sampled candidates overlaps their cache misses.

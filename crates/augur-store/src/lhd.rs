@@ -45,7 +45,7 @@
 //! object (no hit history) of the age its clock gives. No key is rewritten at a switch.
 
 use crate::entry::{clock24_age, Entry, LHD_CLOCK_MASK};
-use augur_sim::lhd::{LhdConfig, LhdModel, LhdTag};
+use augur_sim::lhd::{CompactTag, LhdConfig, LhdModel, LhdTag};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
@@ -116,6 +116,11 @@ pub(crate) struct PartLhd {
     /// before use (an entry may have been removed or moved since).
     recent: [Option<(u64, Entry)>; ADMISSIONS],
     recent_head: usize,
+    /// The model's class code ([`CompactTag`]'s `code`, explorer bit clear) of every
+    /// pair of quantized hit ages, as an LHD tag's top byte holds them: ranking a sampled
+    /// entry is then a table lookup, not two [`dequantize`]s (a `match` on data, one
+    /// mispredicted branch in three) and the class-by-sum lookup.
+    class_codes: [u16; 256],
     /// The capacity the explorer budget was sized for.
     capacity: u64,
     /// Read misses not yet followed by an insert: a cache fills a miss with a SET, and
@@ -131,8 +136,21 @@ unsafe impl Send for PartLhd {}
 
 impl PartLhd {
     pub(crate) fn new(shards: usize, capacity: u64, seed: u64) -> Box<PartLhd> {
+        let model = LhdModel::new(shard_config(shards), capacity);
+        let max_age = model.config().max_age;
+        let class_codes = std::array::from_fn(|byte| {
+            let tag = LhdTag {
+                timestamp: 0,
+                last_hit_age: dequantize(byte as u32 & 15, max_age),
+                last_last_hit_age: dequantize(byte as u32 >> 4, max_age),
+                app: 0,
+                explorer: false,
+            };
+            model.compact(&tag).code
+        });
         Box::new(PartLhd {
-            model: LhdModel::new(shard_config(shards), capacity),
+            model,
+            class_codes,
             rng: SmallRng::seed_from_u64(seed),
             recent: [None; ADMISSIONS],
             recent_head: 0,
@@ -175,6 +193,24 @@ impl PartLhd {
                 app: 0,
                 explorer: false,
             },
+        }
+    }
+
+    /// [`Self::tag_of`] in the model's compact form (the same rank, see
+    /// [`LhdModel::rank_compact`]), from `e`'s header word and flags as [`Entry::lhd`]
+    /// gives them: the clock's age and a [`Self::class_codes`] lookup.
+    #[inline]
+    pub(crate) fn compact_of(&self, lhd: Option<(u32, bool)>, e: Entry, clock: u64) -> CompactTag {
+        match lhd {
+            Some((word, explorer)) => {
+                let age = u64::from(clock24_age(word, clock as u32)).min(clock);
+                CompactTag {
+                    stamp: clock.wrapping_sub(age) as u32,
+                    code: self.class_codes[(word >> 24) as usize] | u16::from(explorer) << 15,
+                    last_hit_age: 0,
+                }
+            }
+            None => self.model.compact(&self.tag_of(e, clock)),
         }
     }
 
@@ -250,21 +286,6 @@ impl PartLhd {
         self.model.rank(&self.tag_of(e, clock), e.rank_size())
     }
 
-    /// [`Self::rank`] in two steps for a batch of candidates: what ranking `e` needs
-    /// from the entry, with the density-table word it will read already being fetched
-    /// (the tables of all shards' models outgrow L2), then [`Self::rank_of`].
-    #[inline]
-    pub(crate) fn prepare_rank(&self, e: Entry, clock: u64) -> (LhdTag, u64) {
-        let tag = self.tag_of(e, clock);
-        self.model.prefetch_rank(&tag);
-        (tag, e.rank_size())
-    }
-
-    #[inline]
-    pub(crate) fn rank_of(&self, prepared: &(LhdTag, u64)) -> f32 {
-        self.model.rank(&prepared.0, prepared.1)
-    }
-
     /// `e`, ranked `rank`, is being evicted: the model learns it; its explorer mark is
     /// cleared so that the removal that follows does not return the budget twice.
     pub(crate) fn evicted(&mut self, e: Entry, clock: u64, rank: f32) {
@@ -322,6 +343,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A sampled entry's compact rank ([`PartLhd::compact_of`], what evictions rank by)
+    /// is bit for bit its full rank ([`PartLhd::rank`]), for entries with every kind of
+    /// hit history, explorers, entries last touched under LRU, and ages from 0 to past
+    /// the 24-bit clock, under a model that has reconfigured (ranks that differ).
+    #[test]
+    fn compact_ranks_are_the_full_ranks() {
+        use rand::Rng;
+        let mut l = PartLhd::new(1024, 1 << 20, 7);
+        let mut rng = SmallRng::seed_from_u64(3);
+        let entries: Vec<Entry> = (0..500)
+            .map(|i| Entry::new(0, format!("k{i}").as_bytes(), &vec![b'v'; i % 300], None, 0))
+            .collect();
+        let mut clock = 0u64;
+        for (i, &e) in entries.iter().enumerate() {
+            clock += 1;
+            l.access(clock, i);
+            l.admit(e, i as u64, clock);
+        }
+        for step in 0..40_000 {
+            clock += 1;
+            // A hot tenth and a cold rest, so that classes and ages rank apart.
+            let e = entries[rng.gen_range(0..if step % 2 == 0 { 50 } else { 500 })];
+            l.access(clock, entries.len());
+            l.hit(e, clock);
+            if step % 7 == 0 {
+                let v = entries[rng.gen_range(0..entries.len())];
+                let r = l.rank(v, clock);
+                l.evicted(v, clock, r);
+                l.admit(v, 0, clock);
+            }
+        }
+        assert!(l.model.reconfigurations() > 0);
+        assert!(entries.iter().any(|e| e.is_lhd_explorer()), "an explorer");
+        for e in entries.iter().step_by(10) {
+            e.set_atime(clock as u32 - 5);
+        }
+        let mut ranks = std::collections::HashSet::new();
+        for later in [0, 1, 100, 5000, 1 << 20, 1 << 25] {
+            let now = clock + later;
+            l.model.set_time(now);
+            for &e in &entries {
+                let full = l.rank(e, now);
+                let compact = l
+                    .model
+                    .rank_compact(l.compact_of(e.lhd(), e, now), e.rank_size());
+                assert_eq!(
+                    full.to_bits(),
+                    compact.to_bits(),
+                    "{later} {full} {compact}"
+                );
+                ranks.insert(full.to_bits());
+            }
+        }
+        assert!(ranks.len() > 100, "{} distinct ranks", ranks.len());
+        entries.into_iter().for_each(Entry::free);
     }
 
     #[test]

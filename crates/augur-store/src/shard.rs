@@ -63,6 +63,7 @@ use crate::watch::{WatchFlag, WatchTable};
 use crate::zone::PartZone;
 use crate::zzone::{Gone, ZMeta};
 use crate::EvictionPolicy;
+use augur_sim::lhd::CompactTag;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -2807,9 +2808,10 @@ impl Part {
 
 /// Draws per batch of [`draw_batch`] (LHD's default 64 candidates in two).
 const DRAW_BATCH: usize = 32;
-/// Windows per batch of [`draw_windows`]: 64 positions, ~51 entries at the index's
-/// 72-90 % fill (LHD's default 64 candidates in one or two batches).
-const WINDOW_BATCH: usize = 8;
+/// Windows per batch of [`draw_windows`]: 128 positions, ~100 entries at the index's
+/// 72-90 % fill, so that LHD's default 64 candidates (8-11 windows) are one batch whose
+/// cache misses all overlap.
+const WINDOW_BATCH: usize = 16;
 /// Windows [`lhd_sample`] adds, one at a time, while its windows have found no
 /// candidate: at the index's lowest fill (20 %) all 8 positions of a window are empty
 /// with probability 0.8^8 = 17 %, of 64 more windows 10^-49.
@@ -2826,10 +2828,11 @@ const _: () = assert!(DRAW_BATCH <= SAMPLE_BATCH);
 /// over the TTL lists (`from_volatile`) they are `samples` independent draws with
 /// replacement ([`draw_batch`]).
 ///
-/// The candidates are taken in batches whose cache misses overlap (64 candidates
-/// resolved one after another, each two dependent cache misses, cost more than the
-/// write that needed the eviction), and a batch's density-table words are prefetched
-/// before it is ranked (the simulator's `LhdCache::evict_one` prefetches the same way).
+/// The candidates are taken in batches whose cache misses overlap: all of a batch's
+/// index words are fetched, then all its headers, then all their density-table words
+/// ([`rank_batch`]), each stage issuing its fetches before it reads the previous
+/// stage's. 64 candidates resolved one after another, each two or three dependent
+/// cache misses, cost more than the write that needed the eviction.
 fn lhd_sample(
     parts: &[Part],
     from_volatile: bool,
@@ -2851,35 +2854,25 @@ fn lhd_sample(
     } else {
         ((samples * positions + index::WINDOW * total / 2) / (index::WINDOW * total)).max(1)
     };
+    let mut drawn = [(0usize, 0u64); SAMPLE_BATCH];
     while left > 0 {
-        let mut drawn = [None; SAMPLE_BATCH];
         let n = if from_volatile {
             let m = left.min(DRAW_BATCH);
             left -= m;
-            draw_batch(parts, from_volatile, total, rng, &mut drawn[..m])
+            let mut batch = [None; DRAW_BATCH];
+            draw_batch(parts, from_volatile, total, rng, &mut batch[..m]);
+            let mut n = 0;
+            for &(t, e) in batch[..m].iter().flatten() {
+                drawn[n] = (t, e.addr());
+                n += 1;
+            }
+            n
         } else {
             let w = left.min(WINDOW_BATCH);
             left -= w;
             draw_windows(parts, positions, w, rng, &mut drawn)
         };
-        let mut ranked = [None; SAMPLE_BATCH];
-        for (slot, &(t, e)) in ranked.iter_mut().zip(drawn[..n].iter().flatten()) {
-            if Some(e) == pinned {
-                continue;
-            }
-            if let Some(l) = parts[t].lhd.as_deref() {
-                *slot = Some((t, e, l.prepare_rank(e, clock)));
-            }
-        }
-        for (t, e, prepared) in ranked[..n].iter().flatten() {
-            let Some(l) = parts[*t].lhd.as_deref() else {
-                continue;
-            };
-            let r = l.rank_of(prepared);
-            if best.is_none_or(|(_, _, b)| r < b) {
-                best = Some((*t, *e, r));
-            }
-        }
+        rank_batch(parts, &drawn[..n], pinned, clock, &mut best);
         // Windows that held no candidate (an empty run of positions, or only the pinned
         // entry): more, one at a time, as independent draws redraw an empty position.
         if left == 0 && best.is_none() && !from_volatile && extra_windows > 0 {
@@ -2890,11 +2883,52 @@ fn lhd_sample(
     best
 }
 
+/// Ranks `drawn` (part, entry address; each header already being fetched) and keeps
+/// the lowest in `best`, never `pinned`. Two passes: the first reads each header and
+/// starts fetching the density-table word its rank needs (the tables of all shards'
+/// models outgrow L2), the second reads them; a header is read once, its class a table
+/// lookup ([`PartLhd::compact_of`]).
+fn rank_batch(
+    parts: &[Part],
+    drawn: &[(usize, u64)],
+    pinned: Option<Entry>,
+    clock: u64,
+    best: &mut Option<(usize, Entry, f32)>,
+) {
+    const NO_TAG: CompactTag = CompactTag {
+        stamp: 0,
+        code: 0,
+        last_hit_age: 0,
+    };
+    let mut ranked = [(0usize, None::<Entry>, NO_TAG, 0u64); SAMPLE_BATCH];
+    let mut m = 0;
+    for &(t, addr) in drawn {
+        let Some(l) = parts[t].lhd.as_deref() else {
+            continue;
+        };
+        let e = Entry::from_addr(addr);
+        let tag = l.compact_of(e.lhd(), e, clock);
+        l.model.prefetch_compact(tag);
+        ranked[m] = (t, Some(e), tag, e.rank_size());
+        m += 1;
+    }
+    for &(t, e, tag, size) in &ranked[..m] {
+        let (Some(e), Some(l)) = (e, parts[t].lhd.as_deref()) else {
+            continue;
+        };
+        let r = l.model.rank_compact(tag, size);
+        if best.is_none_or(|(_, _, b)| r < b) && Some(e) != pinned {
+            *best = Some((t, e, r));
+        }
+    }
+}
+
 /// LHD's contiguous sampling (as RankCache samples its contiguous tags, LHD §4.1, "64
 /// candidates with just 4 cache misses"): `windows` windows of [`index::WINDOW`]
 /// consecutive index positions, each in a part drawn in proportion to its positions
 /// (`positions` is their sum) at a uniformly random start, and every entry they hold,
-/// written to `out` as (part, entry) with its header being fetched; returns how many.
+/// written to `out` as (part, entry address) with its header being fetched; returns how
+/// many.
 ///
 /// Every entry is as likely as any other to be drawn (a window covers a fixed span of
 /// positions, see [`Table::window_start`]), as with independent draws, but a window's
@@ -2902,13 +2936,14 @@ fn lhd_sample(
 /// of a window are neighbours by hash, i.e. unrelated keys: the server's miss ratio
 /// stays within the fidelity bar of the simulator's independent draws
 /// (`bench/fidelity.sh lhd`). The TTL lists are not windowed: their order is the order
-/// TTLs were set in.
+/// TTLs were set in. All windows' words are fetched before any is read, and a window's
+/// empty positions are skipped without a branch ([`Table::window_addrs`]).
 fn draw_windows<R: Rng + ?Sized>(
     parts: &[Part],
     positions: usize,
     windows: usize,
     rng: &mut R,
-    out: &mut [Option<(usize, Entry)>; SAMPLE_BATCH],
+    out: &mut [(usize, u64); SAMPLE_BATCH],
 ) -> usize {
     let mut starts = [(0usize, 0usize); WINDOW_BATCH];
     let mut w = 0;
@@ -2929,10 +2964,9 @@ fn draw_windows<R: Rng + ?Sized>(
     }
     let mut n = 0;
     for &(t, start) in &starts[..w] {
-        for e in parts[t].table.window(start) {
-            index::prefetch(e.addr());
-            out[n] = Some((t, e));
-            n += 1;
+        for addr in parts[t].table.window_addrs(start) {
+            out[n] = (t, addr);
+            n += usize::from(addr != 0);
         }
     }
     n
