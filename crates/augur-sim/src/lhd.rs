@@ -471,7 +471,36 @@ impl LhdModel {
     /// [`LhdModel::prefetch_rank`]).
     #[inline]
     pub fn prefetch_compact(&self, tag: CompactTag) {
-        crate::prefetch::prefetch(self.density.as_ptr().wrapping_add(self.clock().entry(tag)));
+        self.prefetch_density_entry(self.clock().entry(tag));
+    }
+
+    /// Where [`LhdModel::rank_compact`] of `tag` reads its density now, and the
+    /// model time until which it reads the same one (when the tag's age moves to the
+    /// next bin; `u64::MAX` past the last): a rank stays valid that long, unless a
+    /// reconfiguration ([`LhdModel::reconfigurations`]) rewrites the density table, so
+    /// a caller that keeps ranks can tell when one must be read again.
+    #[inline]
+    pub fn density_entry(&self, tag: CompactTag) -> (usize, u64) {
+        let clock = self.clock();
+        let elapsed = u64::from(clock.now.wrapping_sub(tag.stamp));
+        let age = elapsed >> clock.shift;
+        let until = if age as usize >= clock.max_age - 1 {
+            u64::MAX
+        } else {
+            self.timestamp + (((age + 1) << clock.shift) - elapsed)
+        };
+        (clock.entry(tag), until)
+    }
+
+    #[inline]
+    pub fn prefetch_density_entry(&self, at: usize) {
+        crate::prefetch::prefetch(self.density.as_ptr().wrapping_add(at));
+    }
+
+    /// [`LhdModel::rank_compact`] of `tag`, whose [`LhdModel::density_entry`] is `at`.
+    #[inline]
+    pub fn rank_compact_at(&self, at: usize, tag: CompactTag, size: u64) -> f32 {
+        self.rank_at(at, tag.explorer(), size)
     }
 
     /// Prefetches what [`LhdModel::rank`] of `tag` will read (its entry of the density

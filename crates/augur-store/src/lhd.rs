@@ -108,6 +108,34 @@ fn dequantize(q: u32, max_age: usize) -> u16 {
     }
 }
 
+/// An eviction candidate, carried from one eviction to the next
+/// (`shard::lhd_sample_carried`): where it was in the index, what ranked it, its rank.
+#[derive(Clone, Copy)]
+pub(crate) struct Candidate {
+    /// The part (tenant) of the shard's parts that the eviction ranked.
+    pub(crate) part: usize,
+    pub(crate) pos: usize,
+    pub(crate) entry: Entry,
+    pub(crate) tag: CompactTag,
+    pub(crate) size: u64,
+    /// Its rank (NaN: to be read), the density-table entry it was read from, and the
+    /// shard clock at which its age leaves that entry's bin.
+    pub(crate) rank: f32,
+    pub(crate) at: usize,
+    pub(crate) until: u64,
+    /// Whether its header was read during this eviction.
+    pub(crate) read: bool,
+}
+
+/// The candidates one eviction carries to the next (the lowest-ranked first), and the
+/// reconfigurations their ranks were read under (a reconfiguration rewrites the
+/// density table, so every rank is read again).
+#[derive(Default)]
+pub(crate) struct Carried {
+    pub(crate) cands: Vec<Candidate>,
+    pub(crate) epoch: u64,
+}
+
 /// One part's LHD state.
 pub(crate) struct PartLhd {
     pub(crate) model: LhdModel,
@@ -121,6 +149,9 @@ pub(crate) struct PartLhd {
     /// entry is then a table lookup, not two [`dequantize`]s (a `match` on data, one
     /// mispredicted branch in three) and the class-by-sum lookup.
     class_codes: [u16; 256],
+    /// The lowest-ranked candidates of the last eviction that it did not evict, to be
+    /// ranked again by the next (never read until the index confirms them).
+    pub(crate) carried: Carried,
     /// The capacity the explorer budget was sized for.
     capacity: u64,
     /// Read misses not yet followed by an insert: a cache fills a miss with a SET, and
@@ -130,8 +161,9 @@ pub(crate) struct PartLhd {
     unfilled_misses: u32,
 }
 
-// SAFETY: `recent` holds entry handles only as lookup keys: they are dereferenced only
-// after the owning part's index confirms them live, under the shard's lock.
+// SAFETY: `recent` and `carried` hold entry handles only as lookup keys: they are
+// dereferenced only after the owning part's index confirms them live, under the shard's
+// lock.
 unsafe impl Send for PartLhd {}
 
 impl PartLhd {
@@ -151,6 +183,7 @@ impl PartLhd {
         Box::new(PartLhd {
             model,
             class_codes,
+            carried: Carried::default(),
             rng: SmallRng::seed_from_u64(seed),
             recent: [None; ADMISSIONS],
             recent_head: 0,

@@ -53,7 +53,7 @@ pub use keyops::{ObjectInfo, Relocated, Relocation};
 use crate::defrag::DefragStats;
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::{self, DrawsAhead, Table};
-use crate::lhd::PartLhd;
+use crate::lhd::{Candidate, Carried, PartLhd};
 use crate::notify::KeyEvent;
 use crate::object::{Kind, Object};
 use crate::s3fifo::PartS3;
@@ -780,20 +780,37 @@ impl Part {
         let Part { table, lhd, .. } = self;
         let l = lhd.as_deref_mut().expect("created above");
         l.recent().for_each(|(h, _)| table.prefetch_home(h));
-        // The sampler reads the part; the model's generator comes back after it.
+        // The sampler reads the part; the model's generator and candidates come back
+        // after it.
         let mut rng = l.rng.clone();
-        let best = lhd_sample(
-            std::slice::from_ref(self),
-            from_volatile,
-            pinned,
-            clock,
-            samples,
-            &mut rng,
-        );
+        let mut carried = std::mem::take(&mut l.carried);
+        let best = if from_volatile || samples > SAMPLE_BATCH {
+            carried.cands.clear();
+            lhd_sample(
+                std::slice::from_ref(self),
+                from_volatile,
+                pinned,
+                clock,
+                samples,
+                &mut rng,
+            )
+            .map(|(_, e, r)| (e, r))
+        } else {
+            lhd_sample_carried(
+                std::slice::from_ref(self),
+                &mut carried,
+                pinned,
+                clock,
+                samples,
+                &mut rng,
+            )
+            .map(|(_, e, r)| (e, r))
+        };
         let Part { table, lhd, .. } = self;
         let l = lhd.as_deref_mut()?;
         l.rng = rng;
-        let mut best = best.map(|(_, e, r)| (e, r));
+        l.carried = carried;
+        let mut best = best;
         for (h, e) in l.recent() {
             // The handle is compared, never read, until the index confirms it is live.
             if table.find(h, |x| x == e).is_some()
@@ -1344,6 +1361,9 @@ pub struct Shard {
     /// tenants, as Redis's one pool over one keyspace.
     shared_pool: EvictionPool<PoolKey>,
     shared_pool_policy: EvictionPolicy,
+    /// LHD's candidates carried between evictions under free competition, over all
+    /// parts ([`lhd_sample_carried`]).
+    lhd_carried: Carried,
     rng: SmallRng,
     /// The seed the shard was made with (its number in the store, offset): numbers its
     /// tenants' index tables for their growth phases (`Table::with_phase`).
@@ -1371,6 +1391,7 @@ impl Shard {
             published,
             shared_pool: EvictionPool::new(),
             shared_pool_policy: policy,
+            lhd_carried: Carried::default(),
             rng: SmallRng::seed_from_u64(seed),
             seed,
             touched: 0,
@@ -2646,6 +2667,7 @@ impl Shard {
             self.shared_pool_policy = policy;
             if !policy.is_lhd() {
                 self.parts.iter_mut().for_each(|p| p.lhd = None);
+                self.lhd_carried = Carried::default();
             }
             if !policy.is_s3fifo() {
                 self.parts.iter_mut().for_each(|p| p.s3 = None);
@@ -2764,14 +2786,26 @@ impl Shard {
                 l.recent().for_each(|(h, _)| p.table.prefetch_home(h));
             }
         }
-        let mut best = lhd_sample(
-            &self.parts,
-            from_volatile,
-            pinned,
-            clock,
-            samples,
-            &mut self.rng,
-        );
+        let mut best = if from_volatile || samples > SAMPLE_BATCH {
+            self.lhd_carried.cands.clear();
+            lhd_sample(
+                &self.parts,
+                from_volatile,
+                pinned,
+                clock,
+                samples,
+                &mut self.rng,
+            )
+        } else {
+            lhd_sample_carried(
+                &self.parts,
+                &mut self.lhd_carried,
+                pinned,
+                clock,
+                samples,
+                &mut self.rng,
+            )
+        };
         for (t, p) in self.parts.iter().enumerate() {
             let Some(l) = p.lhd.as_deref() else { continue };
             for (h, e) in l.recent() {
@@ -2854,7 +2888,7 @@ fn lhd_sample(
     } else {
         ((samples * positions + index::WINDOW * total / 2) / (index::WINDOW * total)).max(1)
     };
-    let mut drawn = [(0usize, 0u64); SAMPLE_BATCH];
+    let mut drawn = [(0usize, 0u64, 0usize); SAMPLE_BATCH];
     while left > 0 {
         let n = if from_volatile {
             let m = left.min(DRAW_BATCH);
@@ -2863,7 +2897,7 @@ fn lhd_sample(
             draw_batch(parts, from_volatile, total, rng, &mut batch[..m]);
             let mut n = 0;
             for &(t, e) in batch[..m].iter().flatten() {
-                drawn[n] = (t, e.addr());
+                drawn[n] = (t, e.addr(), 0);
                 n += 1;
             }
             n
@@ -2890,7 +2924,7 @@ fn lhd_sample(
 /// lookup ([`PartLhd::compact_of`]).
 fn rank_batch(
     parts: &[Part],
-    drawn: &[(usize, u64)],
+    drawn: &[(usize, u64, usize)],
     pinned: Option<Entry>,
     clock: u64,
     best: &mut Option<(usize, Entry, f32)>,
@@ -2902,7 +2936,7 @@ fn rank_batch(
     };
     let mut ranked = [(0usize, None::<Entry>, NO_TAG, 0u64); SAMPLE_BATCH];
     let mut m = 0;
-    for &(t, addr) in drawn {
+    for &(t, addr, _) in drawn {
         let Some(l) = parts[t].lhd.as_deref() else {
             continue;
         };
@@ -2921,6 +2955,186 @@ fn rank_batch(
             *best = Some((t, e, r));
         }
     }
+}
+
+/// Of the candidates an eviction ranks, the share it carries to the part's next one (the
+/// rest are drawn afresh): 3/4, so that LHD's default 64 candidates are 16 new entries
+/// and the 48 lowest-ranked of those earlier evictions left.
+const CARRIED_NUMERATOR: usize = 3;
+const CARRIED_DENOMINATOR: usize = 4;
+
+/// LHD's victim among `parts`' entries with candidates carried between evictions
+/// (as Redis's eviction pool carries K-LRU's, `evict.c`): each eviction ranks `samples`
+/// candidates, the lowest-ranked ones the last eviction left (`carried`) and new
+/// windows ([`draw_windows`]) for the rest, at least a quarter; it evicts the lowest
+/// and carries the lowest 3/4 of `samples` of the others to the next. Never `pinned`;
+/// as (part, entry, rank).
+///
+/// Why: the sample's cost is one cache miss per candidate for its header (what ranks
+/// it; ~60 % of LHD's eviction time, measured in BENCHMARKS.md), and a carried
+/// candidate is ranked again from its compact tag, without a read. A carried
+/// candidate is read only when it ranks lowest: the index must still name it at the
+/// same position (else it is dropped: removed, moved by a removal's backward shift, a
+/// resize or defragmentation), and its header is read again, so a hit since it was
+/// carried (a new tag) ranks it anew before it can be chosen. So the victim is always
+/// the lowest of live entries ranked on their current tags; what changes from LHD's
+/// independent samples (§4.1) is that the candidates are not all new, the carried
+/// ones skewing them towards low ranks, as Redis's pool does for K-LRU. The server's
+/// miss ratio is checked against the simulator's independent samples by
+/// `bench/fidelity.sh lhd`. While `carried` is short (the first evictions, after a
+/// reset) more windows are drawn, so that an eviction always ranks about `samples`; if
+/// the windows find nothing and no carried candidate is still in place, [`lhd_sample`]
+/// draws until it finds one (an eviction never fails while there are entries).
+fn lhd_sample_carried(
+    parts: &[Part],
+    carried: &mut Carried,
+    pinned: Option<Entry>,
+    clock: u64,
+    samples: usize,
+    rng: &mut SmallRng,
+) -> Option<(usize, Entry, f32)> {
+    let total: usize = parts.iter().map(Part::len).sum();
+    let cands = &mut carried.cands;
+    if total == 0 {
+        cands.clear();
+        return None;
+    }
+    let carry = samples * CARRIED_NUMERATOR / CARRIED_DENOMINATOR;
+    cands.truncate(carry);
+    let fresh = samples
+        .saturating_sub(cands.len())
+        .max(samples - carry)
+        .max(1);
+    // A carried rank is read again only if the model reconfigured or the candidate's
+    // age moved to the next bin; those density words are fetched while the windows
+    // are drawn.
+    let model = |part: usize| parts.get(part).and_then(|p| p.lhd.as_deref());
+    let epoch = (0..parts.len())
+        .filter_map(model)
+        .map(|l| l.model.reconfigurations())
+        .sum();
+    let stale = std::mem::replace(&mut carried.epoch, epoch) != epoch;
+    cands.retain_mut(|c| {
+        let Some(l) = model(c.part) else {
+            return false;
+        };
+        c.read = false;
+        if stale || clock >= c.until {
+            (c.at, c.until) = l.model.density_entry(c.tag);
+            l.model.prefetch_density_entry(c.at);
+            c.rank = f32::NAN;
+        }
+        true
+    });
+    let positions: usize = parts.iter().map(|p| p.table.positions()).sum();
+    let mut left =
+        ((fresh * positions + index::WINDOW * total / 2) / (index::WINDOW * total)).max(1);
+    let mut drawn = [(0usize, 0u64, 0usize); SAMPLE_BATCH];
+    while left > 0 {
+        let w = left.min(WINDOW_BATCH);
+        left -= w;
+        let n = draw_windows(parts, positions, w, rng, &mut drawn);
+        for &(part, addr, pos) in &drawn[..n] {
+            let Some(l) = model(part) else {
+                continue;
+            };
+            let entry = Entry::from_addr(addr);
+            let tag = l.compact_of(entry.lhd(), entry, clock);
+            let (at, until) = l.model.density_entry(tag);
+            l.model.prefetch_density_entry(at);
+            cands.push(Candidate {
+                part,
+                pos,
+                entry,
+                tag,
+                size: entry.rank_size(),
+                rank: f32::NAN,
+                at,
+                until,
+                read: true,
+            });
+        }
+    }
+    for c in cands.iter_mut().filter(|c| c.rank.is_nan()) {
+        if let Some(l) = model(c.part) {
+            c.rank = l.model.rank_compact_at(c.at, c.tag, c.size);
+        }
+    }
+    // The lowest live candidate; a carried one is confirmed (and re-ranked) first.
+    let victim = loop {
+        let Some((i, _)) = cands
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.rank.total_cmp(&b.1.rank))
+        else {
+            // The windows found nothing and no carried candidate is still in place
+            // (after a flush, say): independent windows, with more until one is found.
+            return lhd_sample(parts, false, pinned, clock, samples, rng);
+        };
+        let c = &mut cands[i];
+        if Some(c.entry) == pinned {
+            cands.swap_remove(i);
+            continue;
+        }
+        if c.read {
+            break i;
+        }
+        // Compared, never read, until the index confirms it is live.
+        let (Some(l), true) = (
+            model(c.part),
+            parts[c.part].table.at(c.pos) == Some(c.entry),
+        ) else {
+            cands.swap_remove(i);
+            continue;
+        };
+        c.read = true;
+        let (tag, size) = (
+            l.compact_of(c.entry.lhd(), c.entry, clock),
+            c.entry.rank_size(),
+        );
+        if (tag, size) != (c.tag, c.size) {
+            (c.tag, c.size) = (tag, size);
+            (c.at, c.until) = l.model.density_entry(tag);
+            c.rank = l.model.rank_compact_at(c.at, tag, size);
+            continue;
+        }
+        break i;
+    };
+    let chosen = cands.swap_remove(victim);
+    carry_lowest(cands, carry);
+    Some((chosen.part, chosen.entry, chosen.rank))
+}
+
+/// Keeps the `carry` lowest-ranked of `cands` (ties broken by order), in order. The
+/// ranks are selected on their own (4 bytes each, where a candidate is 64) and the
+/// candidates then kept in one pass.
+fn carry_lowest(cands: &mut Vec<Candidate>, carry: usize) {
+    if cands.len() <= carry {
+        return;
+    }
+    if carry == 0 {
+        cands.clear();
+        return;
+    }
+    let mut ranks = [0f32; 2 * SAMPLE_BATCH];
+    let Some(ranks) = ranks.get_mut(..cands.len()) else {
+        cands.select_nth_unstable_by(carry - 1, |a, b| a.rank.total_cmp(&b.rank));
+        cands.truncate(carry);
+        return;
+    };
+    for (r, c) in ranks.iter_mut().zip(cands.iter()) {
+        *r = c.rank;
+    }
+    let (below, &mut kth, _) = ranks.select_nth_unstable_by(carry - 1, f32::total_cmp);
+    let mut ties = carry - below.iter().filter(|r| r.total_cmp(&kth).is_lt()).count();
+    cands.retain(|c| match c.rank.total_cmp(&kth) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Equal if ties > 0 => {
+            ties -= 1;
+            true
+        }
+        _ => false,
+    });
 }
 
 /// LHD's contiguous sampling (as RankCache samples its contiguous tags, LHD §4.1, "64
@@ -2943,7 +3157,7 @@ fn draw_windows<R: Rng + ?Sized>(
     positions: usize,
     windows: usize,
     rng: &mut R,
-    out: &mut [(usize, u64); SAMPLE_BATCH],
+    out: &mut [(usize, u64, usize); SAMPLE_BATCH],
 ) -> usize {
     let mut starts = [(0usize, 0usize); WINDOW_BATCH];
     let mut w = 0;
@@ -2964,8 +3178,18 @@ fn draw_windows<R: Rng + ?Sized>(
     }
     let mut n = 0;
     for &(t, start) in &starts[..w] {
-        for addr in parts[t].table.window_addrs(start) {
-            out[n] = (t, addr);
+        let positions = parts[t].table.positions();
+        for (i, addr) in parts[t].table.window_addrs(start).into_iter().enumerate() {
+            let pos = start + i;
+            out[n] = (
+                t,
+                addr,
+                if pos >= positions {
+                    pos - positions
+                } else {
+                    pos
+                },
+            );
             n += usize::from(addr != 0);
         }
     }
@@ -3272,5 +3496,59 @@ impl Part {
         assert_eq!(bytes, self.entry_bytes, "entry byte accounting");
         assert_eq!(keys, self.keys_per_db, "per-db key counts");
         assert_eq!(expires, self.expires_per_db, "per-db expire counts");
+    }
+}
+
+#[cfg(test)]
+mod carry_tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// `carry_lowest` keeps exactly the `carry` lowest ranks (as a sort would, ties
+    /// included), through its stack path and its fallback for more candidates than
+    /// the stack holds.
+    #[test]
+    fn carrying_keeps_the_lowest_ranks() {
+        let mut rng = SmallRng::seed_from_u64(9);
+        for case in 0..2000 {
+            let n = if case % 10 == 0 {
+                rng.gen_range(0..700)
+            } else {
+                rng.gen_range(0..120)
+            };
+            let carry = rng.gen_range(0..=n + 2);
+            // Few distinct values so that ties straddle the cut.
+            let levels = rng.gen_range(1..20);
+            let cands: Vec<Candidate> = (0..n)
+                .map(|i| Candidate {
+                    part: 0,
+                    pos: i,
+                    entry: Entry::from_addr(16 * (i as u64 + 1)),
+                    tag: CompactTag {
+                        stamp: 0,
+                        code: 0,
+                        last_hit_age: 0,
+                    },
+                    size: 1,
+                    rank: rng.gen_range(0..levels) as f32 - 3.0,
+                    at: 0,
+                    until: 0,
+                    read: false,
+                })
+                .collect();
+            let mut kept = cands.clone();
+            carry_lowest(&mut kept, carry);
+            let mut want: Vec<f32> = cands.iter().map(|c| c.rank).collect();
+            want.sort_by(f32::total_cmp);
+            want.truncate(carry);
+            let mut got: Vec<f32> = kept.iter().map(|c| c.rank).collect();
+            got.sort_by(f32::total_cmp);
+            assert_eq!(got, want, "n {n} carry {carry}");
+            // Each kept candidate once.
+            let mut positions: Vec<usize> = kept.iter().map(|c| c.pos).collect();
+            positions.sort_unstable();
+            positions.dedup();
+            assert_eq!(positions.len(), kept.len());
+        }
     }
 }

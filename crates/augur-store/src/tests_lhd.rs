@@ -191,3 +191,68 @@ fn lhd_under_free_competition_evicts_across_tenants() {
     let ts = s.tenant_stats();
     assert!(ts[0].evicted > 1000 && ts[1].evicted > 1000, "{ts:?}");
 }
+
+/// LHD's candidates carried from one eviction to the next (`shard::
+/// lhd_sample_carried`) name entries that may since have been deleted, rewritten into
+/// another block (a new size), moved back by a removal's backward shift, or moved by
+/// the index shrinking and growing: an eviction must confirm a carried one in the index
+/// before it reads it. One shard (every eviction carries the last one's candidates),
+/// all of that churn between evictions, values of both block kinds (slab slots and
+/// jemalloc blocks past 255 bytes): the structures stay consistent, memory within the
+/// limit, and every key still present holds the value written last.
+#[test]
+fn lhd_carried_candidates_survive_deletes_rewrites_and_resizes() {
+    use rand::{Rng, SeedableRng};
+    use std::collections::HashMap;
+    let limit = 1 << 20;
+    let s = store(limit, EvictionPolicy::AllKeysLhd, 1);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+    let mut written: HashMap<String, Vec<u8>> = HashMap::new();
+    let del = |k: &str| s.lock_key(k.as_bytes()).delete(NS, k.as_bytes(), 0);
+    for round in 0..6u32 {
+        for i in 0..30_000u32 {
+            let k = format!("key:{}", rng.gen_range(0..40_000u32));
+            let len = if i % 5 == 0 {
+                300
+            } else {
+                20 + (i % 90) as usize
+            };
+            let v = vec![b'a' + (i % 26) as u8; len];
+            set(&s, &k, &v).unwrap();
+            written.insert(k, v);
+            let other = format!("key:{}", rng.gen_range(0..40_000u32));
+            if i % 7 == 0 {
+                del(&other);
+                written.remove(&other);
+            } else if i % 3 == 0 {
+                let _ = s.lock_key(other.as_bytes()).get(NS, other.as_bytes(), 0);
+            }
+        }
+        check_all(&s);
+        let used = s.used_memory();
+        assert!(used <= limit, "used {used} > limit {limit}");
+        if round % 2 == 0 {
+            // Nine keys in ten gone: the index shrinks, every position moves.
+            for n in (0..40_000u32).filter(|n| n % 10 != 0) {
+                let k = format!("key:{n}");
+                del(&k);
+                written.remove(&k);
+            }
+            check_all(&s);
+        }
+    }
+    assert!(
+        s.stats(0).evicted_keys > 50_000,
+        "{}",
+        s.stats(0).evicted_keys
+    );
+    let mut present = 0;
+    for (k, v) in &written {
+        let mut g = s.lock_key(k.as_bytes());
+        if let Some(got) = g.get(NS, k.as_bytes(), 0).unwrap() {
+            assert_eq!(got, &v[..], "{k}");
+            present += 1;
+        }
+    }
+    assert!(present > 1000, "{present} keys left");
+}
