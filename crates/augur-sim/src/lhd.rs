@@ -463,15 +463,7 @@ impl LhdModel {
 
     #[inline]
     fn prefetch_density(&self, class: usize, age: usize) {
-        let at = class * self.cfg.max_age + age;
-        crate::prefetch::prefetch(self.density.as_ptr().wrapping_add(at));
-    }
-
-    /// Prefetches what [`LhdModel::rank_compact`] of `tag` will read (as
-    /// [`LhdModel::prefetch_rank`]).
-    #[inline]
-    pub fn prefetch_compact(&self, tag: CompactTag) {
-        self.prefetch_density_entry(self.clock().entry(tag));
+        self.prefetch_density_entry(class * self.cfg.max_age + age);
     }
 
     /// Where [`LhdModel::rank_compact`] of `tag` reads its density now, and the

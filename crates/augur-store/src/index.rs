@@ -483,25 +483,31 @@ impl Table {
         Some(start)
     }
 
-    /// The entries at the [`WINDOW`] positions from `start` (wrapping from the last
-    /// position to the first; each position once in a table of fewer), as addresses, 0
-    /// at an empty position, each occupied one's header already being fetched; decoded
-    /// without a branch on what a word holds. A sample decodes ~10 windows of words that have just arrived from
-    /// memory; a branch on each word's emptiness or kind mispredicts a quarter of the
-    /// time and, resolved only when its word arrives, holds back the windows after it.
+    /// The [`WINDOW`] positions from `start` (wrapping from the last position to the
+    /// first; each position once in a table of fewer, the rest `(0, 0)`) with the
+    /// address of the entry at each, 0 where empty, each occupied one's header already
+    /// being fetched. Decoded without a branch on what a word holds ([`addr_of`]'s
+    /// decode as a select): a sample decodes ~10 windows of words that have just arrived
+    /// from memory, and a branch on each word's emptiness or kind mispredicts a quarter
+    /// of the time and, resolved only when its word arrives, holds back the windows
+    /// after it.
     #[inline]
-    pub fn window_addrs(&self, start: usize) -> [u64; WINDOW] {
+    pub fn window_addrs(&self, start: usize) -> [(usize, u64); WINDOW] {
         let n = self.words.len();
         let base = crate::slab::region_addr(0);
-        let mut out = [0u64; WINDOW];
+        let mut out = [(0usize, 0u64); WINDOW];
         for (i, slot) in out.iter_mut().enumerate().take(WINDOW.min(n)) {
-            let pos = start + i;
-            let w = self.words.at(if pos >= n { pos - n } else { pos });
+            let pos = if start + i >= n {
+                start + i - n
+            } else {
+                start + i
+            };
+            let w = self.words.at(pos);
             let slab = base.wrapping_add(w & SLAB_OFFSET_MASK);
             let heap = (w & HEAP_ADDR_MASK) << 4;
             let addr = if w & SLAB_BIT != 0 { slab } else { heap };
             prefetch(addr);
-            *slot = addr;
+            *slot = (pos, addr);
         }
         out
     }
@@ -1058,8 +1064,8 @@ mod tests {
         let addrs = t.window_addrs(start);
         addrs
             .into_iter()
-            .filter(|&a| a != 0)
-            .map(Entry::from_addr)
+            .filter(|&(_, a)| a != 0)
+            .map(|(_, a)| Entry::from_addr(a))
             .collect()
     }
 
@@ -1084,13 +1090,14 @@ mod tests {
             assert!(slab.count() > 0, "some entries in slab slots");
             let positions = t.positions();
             for start in 0..positions {
-                let expect: Vec<u64> = (0..WINDOW.min(positions))
-                    .map(|i| t.at((start + i) % positions).map_or(0, Entry::addr))
+                let expect: Vec<(usize, u64)> = (0..WINDOW.min(positions))
+                    .map(|i| (start + i) % positions)
+                    .map(|p| (p, t.at(p).map_or(0, Entry::addr)))
                     .collect();
                 assert_eq!(t.window_addrs(start)[..expect.len()], expect[..], "{start}");
                 assert!(t.window_addrs(start)[expect.len()..]
                     .iter()
-                    .all(|&a| a == 0));
+                    .all(|&(_, a)| a == 0));
             }
             t.clear();
             all.into_iter().for_each(Entry::free);

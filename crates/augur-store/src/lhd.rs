@@ -233,8 +233,8 @@ impl PartLhd {
     /// [`LhdModel::rank_compact`]), from `e`'s header word and flags as [`Entry::lhd`]
     /// gives them: the clock's age and a [`Self::class_codes`] lookup.
     #[inline]
-    pub(crate) fn compact_of(&self, lhd: Option<(u32, bool)>, e: Entry, clock: u64) -> CompactTag {
-        match lhd {
+    pub(crate) fn compact_of(&self, e: Entry, clock: u64) -> CompactTag {
+        match e.lhd() {
             Some((word, explorer)) => {
                 let age = u64::from(clock24_age(word, clock as u32)).min(clock);
                 CompactTag {
@@ -245,6 +245,33 @@ impl PartLhd {
             }
             None => self.model.compact(&self.tag_of(e, clock)),
         }
+    }
+
+    /// What an eviction reads of `e` (at index position `pos` of part `part`) to rank
+    /// it: one header read, and the density-table word its rank needs already being
+    /// fetched; its rank is left to read (NaN) once a batch's words are on their way.
+    #[inline]
+    pub(crate) fn candidate(&self, part: usize, pos: usize, e: Entry, clock: u64) -> Candidate {
+        let tag = self.compact_of(e, clock);
+        let (at, until) = self.model.density_entry(tag);
+        self.model.prefetch_density_entry(at);
+        Candidate {
+            part,
+            pos,
+            entry: e,
+            tag,
+            size: e.rank_size(),
+            rank: f32::NAN,
+            at,
+            until,
+            read: true,
+        }
+    }
+
+    /// The rank of a [`Self::candidate`].
+    #[inline]
+    pub(crate) fn rank_candidate(&self, c: &Candidate) -> f32 {
+        self.model.rank_compact_at(c.at, c.tag, c.size)
     }
 
     fn store_tag(&self, e: Entry, tag: &LhdTag) {
@@ -420,9 +447,7 @@ mod tests {
             l.model.set_time(now);
             for &e in &entries {
                 let full = l.rank(e, now);
-                let compact = l
-                    .model
-                    .rank_compact(l.compact_of(e.lhd(), e, now), e.rank_size());
+                let compact = l.model.rank_compact(l.compact_of(e, now), e.rank_size());
                 assert_eq!(
                     full.to_bits(),
                     compact.to_bits(),

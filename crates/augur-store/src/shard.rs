@@ -63,7 +63,6 @@ use crate::watch::{WatchFlag, WatchTable};
 use crate::zone::PartZone;
 use crate::zzone::{Gone, ZMeta};
 use crate::EvictionPolicy;
-use augur_sim::lhd::CompactTag;
 use augur_sim::policy::{select_victim_pooled, Candidates, EvictionPool};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -784,33 +783,20 @@ impl Part {
         // after it.
         let mut rng = l.rng.clone();
         let mut carried = std::mem::take(&mut l.carried);
-        let best = if from_volatile || samples > SAMPLE_BATCH {
-            carried.cands.clear();
-            lhd_sample(
-                std::slice::from_ref(self),
-                from_volatile,
-                pinned,
-                clock,
-                samples,
-                &mut rng,
-            )
-            .map(|(_, e, r)| (e, r))
-        } else {
-            lhd_sample_carried(
-                std::slice::from_ref(self),
-                &mut carried,
-                pinned,
-                clock,
-                samples,
-                &mut rng,
-            )
-            .map(|(_, e, r)| (e, r))
-        };
+        let mut best = lhd_choose(
+            std::slice::from_ref(self),
+            &mut carried,
+            from_volatile,
+            pinned,
+            clock,
+            samples,
+            &mut rng,
+        )
+        .map(|(_, e, r)| (e, r));
         let Part { table, lhd, .. } = self;
         let l = lhd.as_deref_mut()?;
         l.rng = rng;
         l.carried = carried;
-        let mut best = best;
         for (h, e) in l.recent() {
             // The handle is compared, never read, until the index confirms it is live.
             if table.find(h, |x| x == e).is_some()
@@ -2786,26 +2772,15 @@ impl Shard {
                 l.recent().for_each(|(h, _)| p.table.prefetch_home(h));
             }
         }
-        let mut best = if from_volatile || samples > SAMPLE_BATCH {
-            self.lhd_carried.cands.clear();
-            lhd_sample(
-                &self.parts,
-                from_volatile,
-                pinned,
-                clock,
-                samples,
-                &mut self.rng,
-            )
-        } else {
-            lhd_sample_carried(
-                &self.parts,
-                &mut self.lhd_carried,
-                pinned,
-                clock,
-                samples,
-                &mut self.rng,
-            )
-        };
+        let mut best = lhd_choose(
+            &self.parts,
+            &mut self.lhd_carried,
+            from_volatile,
+            pinned,
+            clock,
+            samples,
+            &mut self.rng,
+        );
         for (t, p) in self.parts.iter().enumerate() {
             let Some(l) = p.lhd.as_deref() else { continue };
             for (h, e) in l.recent() {
@@ -2929,31 +2904,40 @@ fn rank_batch(
     clock: u64,
     best: &mut Option<(usize, Entry, f32)>,
 ) {
-    const NO_TAG: CompactTag = CompactTag {
-        stamp: 0,
-        code: 0,
-        last_hit_age: 0,
-    };
-    let mut ranked = [(0usize, None::<Entry>, NO_TAG, 0u64); SAMPLE_BATCH];
-    let mut m = 0;
-    for &(t, addr, _) in drawn {
-        let Some(l) = parts[t].lhd.as_deref() else {
-            continue;
-        };
-        let e = Entry::from_addr(addr);
-        let tag = l.compact_of(e.lhd(), e, clock);
-        l.model.prefetch_compact(tag);
-        ranked[m] = (t, Some(e), tag, e.rank_size());
-        m += 1;
-    }
-    for &(t, e, tag, size) in &ranked[..m] {
-        let (Some(e), Some(l)) = (e, parts[t].lhd.as_deref()) else {
-            continue;
-        };
-        let r = l.model.rank_compact(tag, size);
-        if best.is_none_or(|(_, _, b)| r < b) && Some(e) != pinned {
-            *best = Some((t, e, r));
+    let mut ranked = [None::<Candidate>; SAMPLE_BATCH];
+    for (slot, &(t, addr, pos)) in ranked.iter_mut().zip(drawn) {
+        if let Some(l) = parts[t].lhd.as_deref() {
+            *slot = Some(l.candidate(t, pos, Entry::from_addr(addr), clock));
         }
+    }
+    for c in ranked[..drawn.len()].iter().flatten() {
+        let Some(l) = parts[c.part].lhd.as_deref() else {
+            continue;
+        };
+        let r = l.rank_candidate(c);
+        if best.is_none_or(|(_, _, b)| r < b) && Some(c.entry) != pinned {
+            *best = Some((c.part, c.entry, r));
+        }
+    }
+}
+
+/// LHD's sampled victim (before the recent admissions): with carried candidates
+/// ([`lhd_sample_carried`]) over all entries and up to [`SAMPLE_BATCH`] samples,
+/// otherwise independent windows or draws ([`lhd_sample`]), `carried` then dropped.
+fn lhd_choose(
+    parts: &[Part],
+    carried: &mut Carried,
+    from_volatile: bool,
+    pinned: Option<Entry>,
+    clock: u64,
+    samples: usize,
+    rng: &mut SmallRng,
+) -> Option<(usize, Entry, f32)> {
+    if from_volatile || samples > SAMPLE_BATCH {
+        carried.cands.clear();
+        lhd_sample(parts, from_volatile, pinned, clock, samples, rng)
+    } else {
+        lhd_sample_carried(parts, carried, pinned, clock, samples, rng)
     }
 }
 
@@ -3035,29 +3019,14 @@ fn lhd_sample_carried(
         left -= w;
         let n = draw_windows(parts, positions, w, rng, &mut drawn);
         for &(part, addr, pos) in &drawn[..n] {
-            let Some(l) = model(part) else {
-                continue;
-            };
-            let entry = Entry::from_addr(addr);
-            let tag = l.compact_of(entry.lhd(), entry, clock);
-            let (at, until) = l.model.density_entry(tag);
-            l.model.prefetch_density_entry(at);
-            cands.push(Candidate {
-                part,
-                pos,
-                entry,
-                tag,
-                size: entry.rank_size(),
-                rank: f32::NAN,
-                at,
-                until,
-                read: true,
-            });
+            if let Some(l) = model(part) {
+                cands.push(l.candidate(part, pos, Entry::from_addr(addr), clock));
+            }
         }
     }
     for c in cands.iter_mut().filter(|c| c.rank.is_nan()) {
         if let Some(l) = model(c.part) {
-            c.rank = l.model.rank_compact_at(c.at, c.tag, c.size);
+            c.rank = l.rank_candidate(c);
         }
     }
     // The lowest live candidate; a carried one is confirmed (and re-ranked) first.
@@ -3087,17 +3056,15 @@ fn lhd_sample_carried(
             cands.swap_remove(i);
             continue;
         };
-        c.read = true;
-        let (tag, size) = (
-            l.compact_of(c.entry.lhd(), c.entry, clock),
-            c.entry.rank_size(),
-        );
-        if (tag, size) != (c.tag, c.size) {
-            (c.tag, c.size) = (tag, size);
-            (c.at, c.until) = l.model.density_entry(tag);
-            c.rank = l.model.rank_compact_at(c.at, tag, size);
+        let now = l.candidate(c.part, c.pos, c.entry, clock);
+        if (now.tag, now.size) != (c.tag, c.size) {
+            *c = Candidate {
+                rank: l.rank_candidate(&now),
+                ..now
+            };
             continue;
         }
+        c.read = true;
         break i;
     };
     let chosen = cands.swap_remove(victim);
@@ -3178,18 +3145,8 @@ fn draw_windows<R: Rng + ?Sized>(
     }
     let mut n = 0;
     for &(t, start) in &starts[..w] {
-        let positions = parts[t].table.positions();
-        for (i, addr) in parts[t].table.window_addrs(start).into_iter().enumerate() {
-            let pos = start + i;
-            out[n] = (
-                t,
-                addr,
-                if pos >= positions {
-                    pos - positions
-                } else {
-                    pos
-                },
-            );
+        for (pos, addr) in parts[t].table.window_addrs(start) {
+            out[n] = (t, addr, pos);
             n += usize::from(addr != 0);
         }
     }
@@ -3502,6 +3459,7 @@ impl Part {
 #[cfg(test)]
 mod carry_tests {
     use super::*;
+    use augur_sim::lhd::CompactTag;
     use rand::SeedableRng;
 
     /// `carry_lowest` keeps exactly the `carry` lowest ranks (as a sort would, ties
