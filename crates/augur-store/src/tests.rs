@@ -149,6 +149,41 @@ proptest! {
     }
 }
 
+/// The clock counts requests as a simulator counts accesses: a read miss and the insert
+/// that fills it are one tick (LHD's ages, measured on it, then mean the simulator's);
+/// an overwrite, a hit and an insert without a miss before it tick once each; misses
+/// never filled hold back at most `MAX_UNFILLED_READS` (1 024) later inserts.
+#[test]
+fn a_miss_and_its_fill_are_one_tick_of_the_clock() {
+    let s = store(0, EvictionPolicy::AllKeysLru, 1);
+    let clock = || s.lock_key(b"a").clock();
+    let c0 = clock();
+    assert!(!get_hits(&s, "a"));
+    set(&s, "a", b"1").unwrap();
+    assert_eq!(clock(), c0 + 1, "a miss and its fill");
+    set(&s, "b", b"1").unwrap();
+    assert_eq!(clock(), c0 + 2, "an insert without a miss");
+    assert!(get_hits(&s, "a"));
+    assert_eq!(clock(), c0 + 3, "a hit");
+    assert!(!get_hits(&s, "x"));
+    set(&s, "a", b"2").unwrap();
+    assert_eq!(clock(), c0 + 5, "an overwrite does not fill the miss");
+    set(&s, "y", b"1").unwrap();
+    assert_eq!(clock(), c0 + 5, "the next insert does");
+    for i in 0..2000 {
+        assert!(!get_hits(&s, &format!("m{i}")));
+    }
+    for i in 0..2000 {
+        set(&s, &format!("n{i}"), b"1").unwrap();
+    }
+    assert_eq!(
+        clock(),
+        c0 + 5 + 2000 + (2000 - 1024),
+        "at most 1 024 unfilled"
+    );
+    check_all(&s);
+}
+
 #[test]
 fn eviction_keeps_memory_within_the_limit_and_counts_evictions() {
     let limit = 4 << 20;
