@@ -154,11 +154,6 @@ pub(crate) struct PartLhd {
     pub(crate) carried: Carried,
     /// The capacity the explorer budget was sized for.
     capacity: u64,
-    /// Read misses not yet followed by an insert: a cache fills a miss with a SET, and
-    /// the simulator counts the pair as one access, so the insert that follows a miss
-    /// does not count toward reconfiguration again (capped, so that misses never
-    /// filled do not stop inserts from counting for long).
-    unfilled_misses: u32,
 }
 
 // SAFETY: `recent` and `carried` hold entry handles only as lookup keys: they are
@@ -188,7 +183,6 @@ impl PartLhd {
             recent: [None; ADMISSIONS],
             recent_head: 0,
             capacity,
-            unfilled_misses: 0,
         })
     }
 
@@ -287,23 +281,6 @@ impl PartLhd {
     pub(crate) fn access(&mut self, clock: u64, cached: usize) {
         self.model.set_time(clock);
         self.model.count_access(cached);
-    }
-
-    /// A read missed (after [`Self::access`] counted it).
-    #[inline]
-    pub(crate) fn missed(&mut self) {
-        self.unfilled_misses = (self.unfilled_misses + 1).min(1024);
-    }
-
-    /// An insert at shard clock `clock`: one access, unless it fills a miss.
-    #[inline]
-    pub(crate) fn fill(&mut self, clock: u64, cached: usize) {
-        if self.unfilled_misses > 0 {
-            self.unfilled_misses -= 1;
-            self.model.set_time(clock);
-        } else {
-            self.access(clock, cached);
-        }
     }
 
     /// A hit (read or overwrite) of `e`.

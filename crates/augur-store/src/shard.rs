@@ -289,25 +289,6 @@ impl Part {
         }
     }
 
-    /// A read of this tenant missed: LHD counts the fill that follows as part of it.
-    #[inline]
-    fn read_missed(&mut self) {
-        if let Some(l) = self.lhd.as_deref_mut() {
-            l.missed();
-        }
-    }
-
-    /// A write of this tenant at `clock` that inserts a key: one access, or none if
-    /// it fills a read miss (LHD's reconfiguration counts requests as the simulator
-    /// does, where a miss and its fill are one access).
-    #[inline]
-    fn accessed_by_insert(&mut self, clock: u64) {
-        let n = self.table.len();
-        if let Some(l) = self.lhd() {
-            l.fill(clock, n);
-        }
-    }
-
     /// `e` was read or rewritten: LRU's touch, an LHD hit or an S3-FIFO hit (the
     /// tenant's policy read once).
     #[inline]
@@ -1350,8 +1331,10 @@ pub struct Shard {
     /// access, as a simulator counts them, so that the clock counts requests and the ages
     /// LHD measures on it are the simulator's (with both ticking, a cache missing a
     /// quarter of its reads aged its entries 1.25x as fast, and LHD's age bins spanned
-    /// 1/1.25 of the requests they span in `augur sim`). LRU and S3-FIFO compare ages
-    /// only, which this leaves in the same order.
+    /// 1/1.25 of the requests they span in `augur sim`); nor does it count toward LHD's
+    /// next reconfiguration. LRU compares ages only, which this leaves in the same
+    /// order. Counted per shard, not per tenant: with several tenants a miss of one may
+    /// be "filled" by an insert of another, a miscount of one tick.
     unfilled_reads: u32,
     /// What readers without the lock see: `used()` (for `Store::used_memory`) and where
     /// the tenants' indexes are (for `Store::prefetch_key`).
@@ -1506,7 +1489,6 @@ impl Shard {
             Err(_) if part.zone.is_some() => self.get_from_zone(ns, key, h, now_ms),
             Err(_) => {
                 part.misses += 1;
-                part.read_missed();
                 part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.read_missed();
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
@@ -1550,7 +1532,6 @@ impl Shard {
             ZoneRead::Absent => {
                 let part = &mut self.parts[t as usize];
                 part.misses += 1;
-                part.read_missed();
                 part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.read_missed();
                 self.sample(t, h, 0, RefKind::Miss);
@@ -1615,7 +1596,6 @@ impl Shard {
             }
             Err(_) => {
                 part.misses += 1;
-                part.read_missed();
                 part.event(KeyEvent::KeyMiss, ns.db, key);
                 self.read_missed();
                 self.sample(ns.tenant, h, 0, RefKind::Miss);
@@ -1852,8 +1832,8 @@ impl Shard {
         self.settle();
         let h = db_hash(key_hash(key), ns.db);
         let found = self.part(ns.tenant).find_live_pos_n(ns.db, key, h, now_ms);
-        let now = self.tick_unless_fill(found.is_err());
-        let clock = self.clock;
+        let fills = self.tick_unless_fill(found.is_err());
+        let (now, clock) = (self.clock as u32, self.clock);
         let part = self.part(ns.tenant);
         // A key in the Z-zone is superseded there, not moved (see `crate::zone`).
         let e = match found {
@@ -1872,7 +1852,9 @@ impl Shard {
                     SetTtl::Keep => old,
                     SetTtl::Clear => None,
                 };
-                part.accessed(clock);
+                if !fills {
+                    part.accessed(clock);
+                }
                 let e = part.insert_new(ns.db, key, value, expire, now, h, vacancy);
                 part.admitted(e, h, clock);
                 e
@@ -1883,7 +1865,11 @@ impl Shard {
                     SetTtl::Clear | SetTtl::Keep => None,
                 };
                 part.event(KeyEvent::New, ns.db, key);
-                part.accessed_by_insert(clock);
+                // A fill is part of the miss's access (`Shard::unfilled_reads`), which
+                // LHD's reconfiguration counted.
+                if !fills {
+                    part.accessed(clock);
+                }
                 let e = part.insert_new(ns.db, key, value, expire, now, h, vacancy);
                 part.admitted(e, h, clock);
                 e
@@ -2407,17 +2393,18 @@ impl Shard {
         self.unfilled_reads = (self.unfilled_reads + 1).min(MAX_UNFILLED_READS);
     }
 
-    /// The clock for a write whose command has settled ([`Self::settle`]): advanced,
-    /// unless the write inserts a key (`inserts`) while a read miss is unfilled, which
-    /// it then fills ([`Self::unfilled_reads`]).
+    /// Moves the clock for a write whose command has settled ([`Self::settle`]),
+    /// unless the write inserts a key (`inserts`) while a read miss is unfilled: it then
+    /// fills that miss ([`Self::unfilled_reads`]) and this returns true.
     #[inline]
-    fn tick_unless_fill(&mut self, inserts: bool) -> u32 {
+    fn tick_unless_fill(&mut self, inserts: bool) -> bool {
         if inserts && self.unfilled_reads > 0 {
             self.unfilled_reads -= 1;
+            true
         } else {
             self.clock += 1;
+            false
         }
-        self.clock as u32
     }
 
     /// Makes room for an item a lookup moved from the Z-zone to the N-zone (see
