@@ -372,6 +372,7 @@ fn open_input(path: &Path) -> Result<Opened> {
             file_len
         };
         let mut buf = vec![0u8; room];
+        prefault(&mut buf);
         let start = room - file_len;
         buf.truncate(start);
         buf.extend_from_slice(&head);
@@ -417,6 +418,35 @@ fn open_input(path: &Path) -> Result<Opened> {
         );
     }
     Ok(Opened::Stream(Box::new(rest), file_len))
+}
+
+/// Faults in the pages of a fresh, zeroed buffer that is about to be written whole, in
+/// one call (Linux's `MADV_POPULATE_WRITE`, 5.14+) instead of one page fault per 4 KiB
+/// page as it is written: on the VMs we measure on a fault costs ~2 us, and populating
+/// ~1 us a page less (217 KB: 137 -> 80 us; 3.2 MB: 2.2 -> 1.2-1.7 ms, measured alone).
+/// The contents are unchanged (the pages are populated, not written). Where the call
+/// is not supported it fails and the pages fault in as they are written, as before.
+fn prefault(buf: &mut [u8]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let addr = buf.as_mut_ptr() as usize;
+        let first = addr.next_multiple_of(PAGE);
+        let end = (addr + buf.len()) & !(PAGE - 1);
+        if end > first {
+            // SAFETY: the range lies within `buf`, which this function borrows mutably;
+            // MADV_POPULATE_WRITE only maps the pages, leaving their contents as they are.
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    end - first,
+                    libc::MADV_POPULATE_WRITE,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
 }
 
 /// The room past the content left for in-place decompression of a single frame:
@@ -708,6 +738,18 @@ mod tests {
         }
         assert!(buf == before, "a declined buffer was changed");
         Ok(None)
+    }
+
+    #[test]
+    fn prefaulting_leaves_a_buffer_as_it_was() {
+        // Fresh zeroed pages (the use) and pages already written, unaligned at both ends.
+        let mut fresh = vec![0u8; (1 << 20) + 123];
+        prefault(&mut fresh[7..]);
+        assert!(fresh.iter().all(|&b| b == 0));
+        let mut written: Vec<u8> = (0..(1 << 20) + 4099).map(|i| (i * 7 % 251) as u8).collect();
+        let before = written.clone();
+        prefault(&mut written[1..]);
+        assert_eq!(written, before);
     }
 
     #[test]
