@@ -1488,11 +1488,7 @@ impl Shard {
             }
             Err(_) if part.zone.is_some() => self.get_from_zone(ns, key, h, now_ms),
             Err(_) => {
-                part.misses += 1;
-                part.event(KeyEvent::KeyMiss, ns.db, key);
-                self.read_missed();
-                self.sample(ns.tenant, h, 0, RefKind::Miss);
-                self.publish();
+                self.read_missed(ns.tenant, ns.db, key, h);
                 Ok(None)
             }
         }
@@ -1530,12 +1526,7 @@ impl Shard {
                 Ok(Some(e.value()))
             }
             ZoneRead::Absent => {
-                let part = &mut self.parts[t as usize];
-                part.misses += 1;
-                part.event(KeyEvent::KeyMiss, ns.db, key);
-                self.read_missed();
-                self.sample(t, h, 0, RefKind::Miss);
-                self.publish();
+                self.read_missed(t, ns.db, key, h);
                 Ok(None)
             }
         }
@@ -1595,11 +1586,7 @@ impl Shard {
                 Ok(e.object().map(|o| &*o))
             }
             Err(_) => {
-                part.misses += 1;
-                part.event(KeyEvent::KeyMiss, ns.db, key);
-                self.read_missed();
-                self.sample(ns.tenant, h, 0, RefKind::Miss);
-                self.publish();
+                self.read_missed(ns.tenant, ns.db, key, h);
                 Ok(None)
             }
         }
@@ -1835,10 +1822,14 @@ impl Shard {
         let fills = self.tick_unless_fill(found.is_err());
         let (now, clock) = (self.clock as u32, self.clock);
         let part = self.part(ns.tenant);
+        // A fill is part of the miss's access (`Shard::unfilled_reads`), which LHD's
+        // reconfiguration counted.
+        if !fills {
+            part.accessed(clock);
+        }
         // A key in the Z-zone is superseded there, not moved (see `crate::zone`).
         let e = match found {
             Ok(pos) => {
-                part.accessed(clock);
                 let e = part.replace(pos, value, ttl);
                 part.referenced(e, clock);
                 e
@@ -1852,9 +1843,6 @@ impl Shard {
                     SetTtl::Keep => old,
                     SetTtl::Clear => None,
                 };
-                if !fills {
-                    part.accessed(clock);
-                }
                 let e = part.insert_new(ns.db, key, value, expire, now, h, vacancy);
                 part.admitted(e, h, clock);
                 e
@@ -1865,11 +1853,6 @@ impl Shard {
                     SetTtl::Clear | SetTtl::Keep => None,
                 };
                 part.event(KeyEvent::New, ns.db, key);
-                // A fill is part of the miss's access (`Shard::unfilled_reads`), which
-                // LHD's reconfiguration counted.
-                if !fills {
-                    part.accessed(clock);
-                }
                 let e = part.insert_new(ns.db, key, value, expire, now, h, vacancy);
                 part.admitted(e, h, clock);
                 e
@@ -2386,11 +2369,17 @@ impl Shard {
         self.clock as u32
     }
 
-    /// A read missed: the insert that fills it will not move the clock
+    /// A read of `key` (index hash `h`) in tenant `t`'s db `db` missed: counted,
+    /// notified and sampled, and the insert that fills it will not move the clock
     /// ([`Self::unfilled_reads`]).
     #[inline]
-    fn read_missed(&mut self) {
+    fn read_missed(&mut self, t: TenantId, db: u8, key: &[u8], h: u64) {
+        let part = &mut self.parts[t as usize];
+        part.misses += 1;
+        part.event(KeyEvent::KeyMiss, db, key);
         self.unfilled_reads = (self.unfilled_reads + 1).min(MAX_UNFILLED_READS);
+        self.sample(t, h, 0, RefKind::Miss);
+        self.publish();
     }
 
     /// Moves the clock for a write whose command has settled ([`Self::settle`]),
@@ -2887,7 +2876,7 @@ fn lhd_sample(
     let mut left = if from_volatile {
         samples
     } else {
-        ((samples * positions + index::WINDOW * total / 2) / (index::WINDOW * total)).max(1)
+        windows_holding(samples, positions, total)
     };
     let mut drawn = [(0usize, 0u64, 0usize); SAMPLE_BATCH];
     while left > 0 {
@@ -3037,8 +3026,7 @@ fn lhd_sample_carried(
         true
     });
     let positions: usize = parts.iter().map(|p| p.table.positions()).sum();
-    let mut left =
-        ((fresh * positions + index::WINDOW * total / 2) / (index::WINDOW * total)).max(1);
+    let mut left = windows_holding(fresh, positions, total);
     let mut drawn = [(0usize, 0u64, 0usize); SAMPLE_BATCH];
     while left > 0 {
         let w = left.min(WINDOW_BATCH);
@@ -3177,6 +3165,12 @@ fn draw_windows<R: Rng + ?Sized>(
         }
     }
     n
+}
+
+/// How many [`draw_windows`] windows hold `samples` entries on average, at least one, when
+/// `total` entries occupy `positions` index positions.
+fn windows_holding(samples: usize, positions: usize, total: usize) -> usize {
+    ((samples * positions + index::WINDOW * total / 2) / (index::WINDOW * total)).max(1)
 }
 
 /// How many entries of `p` an eviction draws among: all, or those with a TTL.
