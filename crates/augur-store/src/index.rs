@@ -532,6 +532,14 @@ impl Table {
         }
     }
 
+    /// Starts fetching the word at `pos` (nothing past the last position).
+    #[inline]
+    pub fn prefetch_position(&self, pos: usize) {
+        if pos < self.words.len() {
+            prefetch(self.words.addr_of_word(pos));
+        }
+    }
+
     /// `pos` if occupied, else the first occupied one of further uniform draws (the
     /// table must not be empty).
     #[inline]

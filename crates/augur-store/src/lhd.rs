@@ -45,6 +45,7 @@
 //! object (no hit history) of the age its clock gives. No key is rewritten at a switch.
 
 use crate::entry::{clock24_age, Entry, LHD_CLOCK_MASK};
+use crate::index::Table;
 use augur_sim::lhd::{CompactTag, LhdConfig, LhdModel, LhdTag};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -136,13 +137,24 @@ pub(crate) struct Carried {
     pub(crate) epoch: u64,
 }
 
+/// A recent admission LHD's eviction looks at (libCacheSim's and the authors' LHD rank
+/// the last few low-density admissions besides the sample): its index hash, its handle,
+/// and the index position it was last confirmed at.
+#[derive(Clone, Copy)]
+struct RecentAdmission {
+    hash: u64,
+    entry: Entry,
+    /// Where the index held it at the last confirmation; `usize::MAX` before the first.
+    pos: usize,
+}
+
 /// One part's LHD state.
 pub(crate) struct PartLhd {
     pub(crate) model: LhdModel,
     pub(crate) rng: SmallRng,
-    /// Recent low-density admissions: (index hash, entry), checked against the index
-    /// before use (an entry may have been removed or moved since).
-    recent: [Option<(u64, Entry)>; ADMISSIONS],
+    /// Recent low-density admissions, checked against the index before use (an entry
+    /// may have been removed or moved since).
+    recent: [Option<RecentAdmission>; ADMISSIONS],
     recent_head: usize,
     /// The model's class code ([`CompactTag`]'s `code`, explorer bit clear) of every
     /// pair of quantized hit ages, as an LHD tag's top byte holds them: ranking a sampled
@@ -297,7 +309,11 @@ impl PartLhd {
         let size = e.rank_size();
         let tag = self.model.on_insert(0, size, &mut self.rng);
         if self.model.looks_like_victim(&tag, size) {
-            self.recent[self.recent_head % ADMISSIONS] = Some((h, e));
+            self.recent[self.recent_head % ADMISSIONS] = Some(RecentAdmission {
+                hash: h,
+                entry: e,
+                pos: usize::MAX,
+            });
             self.recent_head = self.recent_head.wrapping_add(1);
         }
         self.store_tag(e, &tag);
@@ -347,15 +363,121 @@ impl PartLhd {
             + std::mem::size_of::<PartLhd>() as u64
     }
 
-    /// The recent admissions still worth a look, as (hash, entry) to confirm.
-    pub(crate) fn recent(&self) -> impl Iterator<Item = (u64, Entry)> + '_ {
-        self.recent.iter().flatten().copied()
+    /// Starts fetching the index words that confirm the recent admissions (where each
+    /// was last confirmed, else its hash's home), so that [`Self::confirm_recent`]
+    /// after the sample finds them arrived.
+    pub(crate) fn prefetch_recent(&self, table: &Table) {
+        for r in self.recent.iter().flatten() {
+            if r.pos == usize::MAX {
+                table.prefetch_home(r.hash);
+            } else {
+                table.prefetch_position(r.pos);
+            }
+        }
+    }
+
+    /// The recent admissions `table` still holds (the handle compared, never read,
+    /// until the index confirms it). Each is confirmed at the position it was last
+    /// confirmed at, one index word, and only when it is no longer there (moved by a
+    /// removal's backward shift or a resize, or gone) by a probe from its hash's home:
+    /// an admission stays here for up to 8 later admissions and is looked at by every
+    /// eviction meanwhile, and those probes (a cluster's words each, with a
+    /// mispredicted exit) were ~4 % of the server's cycles under evicting SETs. One no
+    /// longer in the index is forgotten (an entry once gone never comes back under the
+    /// same handle as the same admission).
+    pub(crate) fn confirm_recent(&mut self, table: &Table) -> [Option<Entry>; ADMISSIONS] {
+        let mut live = [None; ADMISSIONS];
+        for (slot, out) in self.recent.iter_mut().zip(&mut live) {
+            let Some(r) = slot else { continue };
+            if table.at(r.pos) != Some(r.entry) {
+                match table.find(r.hash, |x| x == r.entry) {
+                    Some(pos) => r.pos = pos,
+                    None => {
+                        *slot = None;
+                        continue;
+                    }
+                }
+            }
+            *out = Some(r.entry);
+        }
+        live
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The recent admissions are confirmed by the index wherever it now holds them:
+    /// at the position of their last confirmation, after a removal's backward shift or a
+    /// resize moved them (found again, the new position kept), and a removed one is
+    /// never returned again, even when its key comes back at another handle.
+    #[test]
+    fn recent_admissions_follow_the_index() {
+        let hash = |e: Entry| crate::store::key_hash(e.key());
+        let mut l = PartLhd::new(64, 1 << 20, 7);
+        let mut table = Table::new();
+        let mut entries: Vec<Entry> = (0..40)
+            .map(|i| Entry::new(0, format!("k{i}").as_bytes(), b"v", None, 0))
+            .collect();
+        for &e in &entries {
+            table.insert(hash(e), e, &hash);
+        }
+        let admitted = &entries[32..];
+        for (slot, &e) in l.recent.iter_mut().zip(admitted) {
+            *slot = Some(RecentAdmission {
+                hash: hash(e),
+                entry: e,
+                pos: usize::MAX,
+            });
+        }
+        let live = |l: &mut PartLhd, table: &Table| -> Vec<Entry> {
+            l.confirm_recent(table).into_iter().flatten().collect()
+        };
+        assert_eq!(live(&mut l, &table), admitted);
+        for r in l.recent.iter().flatten() {
+            assert_eq!(table.at(r.pos), Some(r.entry), "positions kept");
+        }
+        // Removing everything else moves some of them (backward shift) and grows nothing.
+        let gone = [entries[32], entries[35]];
+        for &e in entries[..32].iter().chain(&gone) {
+            let pos = table.find(hash(e), |x| x == e).expect("present");
+            table.remove(pos, &hash);
+        }
+        let want: Vec<Entry> = admitted
+            .iter()
+            .copied()
+            .filter(|e| !gone.contains(e))
+            .collect();
+        assert_eq!(live(&mut l, &table), want);
+        assert_eq!(
+            l.recent.iter().flatten().count(),
+            6,
+            "the removed are forgotten"
+        );
+        for r in l.recent.iter().flatten() {
+            assert_eq!(table.at(r.pos), Some(r.entry));
+        }
+        // A resize moves every entry; a removed key re-inserted is another handle.
+        let back = Entry::new(0, b"k32", b"v", None, 0);
+        table.insert(hash(back), back, &hash);
+        let more: Vec<Entry> = (100..400)
+            .map(|i| Entry::new(0, format!("k{i}").as_bytes(), b"v", None, 0))
+            .collect();
+        for &e in &more {
+            table.insert(hash(e), e, &hash);
+        }
+        assert_eq!(live(&mut l, &table), want);
+        for r in l.recent.iter().flatten() {
+            assert_eq!(table.at(r.pos), Some(r.entry));
+        }
+        table.clear();
+        entries
+            .drain(..)
+            .chain(more)
+            .chain([back])
+            .for_each(Entry::free);
+    }
 
     #[test]
     fn quantized_ages_keep_their_power_of_two() {

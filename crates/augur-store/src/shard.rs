@@ -759,7 +759,7 @@ impl Part {
         // index words are fetched while it is drawn and ranked.
         let Part { table, lhd, .. } = self;
         let l = lhd.as_deref_mut().expect("created above");
-        l.recent().for_each(|(h, _)| table.prefetch_home(h));
+        l.prefetch_recent(table);
         // The sampler reads the part; the model's generator and candidates come back
         // after it.
         let mut rng = l.rng.clone();
@@ -778,12 +778,8 @@ impl Part {
         let l = lhd.as_deref_mut()?;
         l.rng = rng;
         l.carried = carried;
-        for (h, e) in l.recent() {
-            // The handle is compared, never read, until the index confirms it is live.
-            if table.find(h, |x| x == e).is_some()
-                && Some(e) != pinned
-                && (!from_volatile || e.has_ttl())
-            {
+        for e in l.confirm_recent(table).into_iter().flatten() {
+            if Some(e) != pinned && (!from_volatile || e.has_ttl()) {
                 let r = l.rank(e, clock);
                 if best.is_none_or(|(_, b)| r < b) {
                     best = Some((e, r));
@@ -2784,7 +2780,7 @@ impl Shard {
         // and ranked (they are confirmed after it).
         for p in &self.parts {
             if let Some(l) = p.lhd.as_deref() {
-                l.recent().for_each(|(h, _)| p.table.prefetch_home(h));
+                l.prefetch_recent(&p.table);
             }
         }
         let mut best = lhd_choose(
@@ -2796,14 +2792,13 @@ impl Shard {
             samples,
             &mut self.rng,
         );
-        for (t, p) in self.parts.iter().enumerate() {
-            let Some(l) = p.lhd.as_deref() else { continue };
-            for (h, e) in l.recent() {
-                // Compared, never read, until the index confirms it is live.
-                if p.table.find(h, |x| x == e).is_some()
-                    && Some(e) != pinned
-                    && (!from_volatile || e.has_ttl())
-                {
+        for (t, p) in self.parts.iter_mut().enumerate() {
+            let Part { table, lhd, .. } = p;
+            let Some(l) = lhd.as_deref_mut() else {
+                continue;
+            };
+            for e in l.confirm_recent(table).into_iter().flatten() {
+                if Some(e) != pinned && (!from_volatile || e.has_ttl()) {
                     let r = l.rank(e, clock);
                     if best.is_none_or(|(_, _, b)| r < b) {
                         best = Some((t, e, r));
