@@ -2952,16 +2952,20 @@ fn lhd_choose(
 }
 
 /// Of the candidates an eviction ranks, the share it carries to the part's next one (the
-/// rest are drawn afresh): 3/4, so that LHD's default 64 candidates are 16 new entries
-/// and the 48 lowest-ranked of those earlier evictions left.
-const CARRIED_NUMERATOR: usize = 3;
-const CARRIED_DENOMINATOR: usize = 4;
+/// rest are drawn afresh): 7/8, so that LHD's default 64 candidates are 8 new entries
+/// (one or two windows) and the 56 lowest-ranked of those earlier evictions left. 3/4
+/// (16 new) before 2026-11-29: 7/8 cut `draw_windows`' share of an eviction by a third
+/// and the warmed server's CPU per evicting SET by ~15 % (BENCHMARKS.md), with the
+/// server's miss ratio still within 0.7 points of the simulator's on all 15 cells of
+/// `bench/fidelity.sh lhd`.
+const CARRIED_NUMERATOR: usize = 7;
+const CARRIED_DENOMINATOR: usize = 8;
 
 /// LHD's victim among `parts`' entries with candidates carried between evictions
 /// (as Redis's eviction pool carries K-LRU's, `evict.c`): each eviction ranks `samples`
 /// candidates, the lowest-ranked ones the last eviction left (`carried`) and new
-/// windows ([`draw_windows`]) for the rest, at least a quarter; it evicts the lowest
-/// and carries the lowest 3/4 of `samples` of the others to the next. Never `pinned`;
+/// windows ([`draw_windows`]) for the rest, at least an eighth; it evicts the lowest
+/// and carries the lowest 7/8 of `samples` of the others to the next. Never `pinned`;
 /// as (part, entry, rank).
 ///
 /// Why: the sample's cost is one cache miss per candidate for its header (what ranks
