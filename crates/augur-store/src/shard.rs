@@ -2954,10 +2954,10 @@ fn lhd_choose(
 /// Of the candidates an eviction ranks, the share it carries to the part's next one (the
 /// rest are drawn afresh): 7/8, so that LHD's default 64 candidates are 8 new entries
 /// (one or two windows) and the 56 lowest-ranked of those earlier evictions left. 3/4
-/// (16 new) before 2026-11-29: 7/8 cut `draw_windows`' share of an eviction by a third
-/// and the warmed server's CPU per evicting SET by ~15 % (BENCHMARKS.md), with the
-/// server's miss ratio still within 0.7 points of the simulator's on all 15 cells of
-/// `bench/fidelity.sh lhd`.
+/// (16 new) before 2026-11-29: 7/8 cut `draw_windows`' cycles in the bare store by
+/// ~45 % (`perf` on `evict_cost`); the server's CPU per evicting SET moved within this
+/// VM's noise (BENCHMARKS.md), and its miss ratio stayed within 0.7 points of the
+/// simulator's on all 15 cells of `bench/fidelity.sh lhd`.
 const CARRIED_NUMERATOR: usize = 7;
 const CARRIED_DENOMINATOR: usize = 8;
 
