@@ -385,7 +385,7 @@ impl PartLhd {
     /// mispredicted exit) were ~4 % of the server's cycles under evicting SETs. One no
     /// longer in the index is forgotten (an entry once gone never comes back under the
     /// same handle as the same admission).
-    pub(crate) fn confirm_recent(&mut self, table: &Table) -> [Option<Entry>; ADMISSIONS] {
+    fn confirm_recent(&mut self, table: &Table) -> [Option<Entry>; ADMISSIONS] {
         let mut live = [None; ADMISSIONS];
         for (slot, out) in self.recent.iter_mut().zip(&mut live) {
             let Some(r) = slot else { continue };
@@ -401,6 +401,29 @@ impl PartLhd {
             *out = Some(r.entry);
         }
         live
+    }
+
+    /// The lowest-ranked of the recent admissions `table` still holds
+    /// ([`Self::confirm_recent`]), never `pinned` and, `from_volatile`, only one with a
+    /// TTL; the first of equal ranks. What both LHD victims (a tenant's own, free
+    /// competition) compare with their sample's lowest.
+    pub(crate) fn lowest_recent(
+        &mut self,
+        table: &Table,
+        pinned: Option<Entry>,
+        from_volatile: bool,
+        clock: u64,
+    ) -> Option<(Entry, f32)> {
+        let mut lowest: Option<(Entry, f32)> = None;
+        for e in self.confirm_recent(table).into_iter().flatten() {
+            if Some(e) != pinned && (!from_volatile || e.has_ttl()) {
+                let r = self.rank(e, clock);
+                if lowest.is_none_or(|(_, b)| r < b) {
+                    lowest = Some((e, r));
+                }
+            }
+        }
+        lowest
     }
 }
 

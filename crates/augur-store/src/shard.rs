@@ -764,7 +764,7 @@ impl Part {
         // after it.
         let mut rng = l.rng.clone();
         let mut carried = std::mem::take(&mut l.carried);
-        let mut best = lhd_choose(
+        let best = lhd_choose(
             std::slice::from_ref(self),
             &mut carried,
             from_volatile,
@@ -778,15 +778,10 @@ impl Part {
         let l = lhd.as_deref_mut()?;
         l.rng = rng;
         l.carried = carried;
-        for e in l.confirm_recent(table).into_iter().flatten() {
-            if Some(e) != pinned && (!from_volatile || e.has_ttl()) {
-                let r = l.rank(e, clock);
-                if best.is_none_or(|(_, b)| r < b) {
-                    best = Some((e, r));
-                }
-            }
+        match l.lowest_recent(table, pinned, from_volatile, clock) {
+            Some((e, r)) if best.is_none_or(|(_, b)| r < b) => Some((e, r)),
+            _ => best,
         }
-        best
     }
 
     /// Chooses and removes one victim of this tenant by `policy` with K = `k`; false if
@@ -2797,12 +2792,9 @@ impl Shard {
             let Some(l) = lhd.as_deref_mut() else {
                 continue;
             };
-            for e in l.confirm_recent(table).into_iter().flatten() {
-                if Some(e) != pinned && (!from_volatile || e.has_ttl()) {
-                    let r = l.rank(e, clock);
-                    if best.is_none_or(|(_, _, b)| r < b) {
-                        best = Some((t, e, r));
-                    }
+            if let Some((e, r)) = l.lowest_recent(table, pinned, from_volatile, clock) {
+                if best.is_none_or(|(_, _, b)| r < b) {
+                    best = Some((t, e, r));
                 }
             }
         }
