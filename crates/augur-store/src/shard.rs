@@ -2851,6 +2851,7 @@ fn lhd_sample(
     clock: u64,
     samples: usize,
     rng: &mut SmallRng,
+    drawn: &mut Vec<(usize, u64, usize)>,
 ) -> Option<(usize, Entry, f32)> {
     let total: usize = parts.iter().map(|p| draw_weight(p, from_volatile)).sum();
     if total == 0 {
@@ -2865,25 +2866,20 @@ fn lhd_sample(
     } else {
         windows_holding(samples, positions, total)
     };
-    let mut drawn = [(0usize, 0u64, 0usize); SAMPLE_BATCH];
     while left > 0 {
-        let n = if from_volatile {
+        drawn.clear();
+        if from_volatile {
             let m = left.min(DRAW_BATCH);
             left -= m;
             let mut batch = [None; DRAW_BATCH];
             draw_batch(parts, from_volatile, total, rng, &mut batch[..m]);
-            let mut n = 0;
-            for &(t, e) in batch[..m].iter().flatten() {
-                drawn[n] = (t, e.addr(), 0);
-                n += 1;
-            }
-            n
+            drawn.extend(batch[..m].iter().flatten().map(|&(t, e)| (t, e.addr(), 0)));
         } else {
             let w = left.min(WINDOW_BATCH);
             left -= w;
-            draw_windows(parts, positions, w, rng, &mut drawn)
-        };
-        rank_batch(parts, &drawn[..n], pinned, clock, &mut best);
+            draw_windows(parts, positions, w, rng, drawn);
+        }
+        rank_batch(parts, drawn, pinned, clock, &mut best);
         // Windows that held no candidate (an empty run of positions, or only the pinned
         // entry): more, one at a time, as independent draws redraw an empty position.
         if left == 0 && best.is_none() && !from_volatile && extra_windows > 0 {
@@ -2906,19 +2902,21 @@ fn rank_batch(
     clock: u64,
     best: &mut Option<(usize, Entry, f32)>,
 ) {
-    let mut ranked = [None::<Candidate>; SAMPLE_BATCH];
+    let mut ranked = [None::<(Candidate, usize)>; SAMPLE_BATCH];
     for (slot, &(t, addr, pos)) in ranked.iter_mut().zip(drawn) {
         if let Some(l) = parts[t].lhd.as_deref() {
-            *slot = Some(l.candidate(t, pos, Entry::from_addr(addr), clock));
+            let (c, at, _) = l.candidate(t, pos, Entry::from_addr(addr), clock);
+            *slot = Some((c, at));
         }
     }
-    for c in ranked[..drawn.len()].iter().flatten() {
-        let Some(l) = parts[c.part].lhd.as_deref() else {
+    for (c, at) in ranked[..drawn.len()].iter().flatten() {
+        let part = c.part as usize;
+        let Some(l) = parts[part].lhd.as_deref() else {
             continue;
         };
-        let r = l.rank_candidate(c);
+        let r = l.rank_candidate(c, *at);
         if best.is_none_or(|(_, _, b)| r < b) && Some(c.entry) != pinned {
-            *best = Some((c.part, c.entry, r));
+            *best = Some((part, c.entry, r));
         }
     }
 }
@@ -2936,8 +2934,16 @@ fn lhd_choose(
     rng: &mut SmallRng,
 ) -> Option<(usize, Entry, f32)> {
     if from_volatile || samples > SAMPLE_BATCH {
-        carried.cands.clear();
-        lhd_sample(parts, from_volatile, pinned, clock, samples, rng)
+        carried.clear();
+        lhd_sample(
+            parts,
+            from_volatile,
+            pinned,
+            clock,
+            samples,
+            rng,
+            &mut carried.drawn,
+        )
     } else {
         lhd_sample_carried(parts, carried, pinned, clock, samples, rng)
     }
@@ -2984,137 +2990,189 @@ fn lhd_sample_carried(
     rng: &mut SmallRng,
 ) -> Option<(usize, Entry, f32)> {
     let total: usize = parts.iter().map(Part::len).sum();
-    let cands = &mut carried.cands;
     if total == 0 {
-        cands.clear();
+        carried.clear();
         return None;
     }
     let carry = samples * CARRIED_NUMERATOR / CARRIED_DENOMINATOR;
-    cands.truncate(carry);
+    carried.truncate(carry);
     let fresh = samples
-        .saturating_sub(cands.len())
+        .saturating_sub(carried.len())
         .max(samples - carry)
         .max(1);
+    let model = |part: usize| parts.get(part).and_then(|p| p.lhd.as_deref());
+    // A part's LHD state goes with a policy switch: its candidates go too (a pass
+    // over the candidates only then).
+    if parts.iter().any(|p| p.lhd.is_none()) {
+        for i in (0..carried.len()).rev() {
+            if model(carried.cands[i].part as usize).is_none() {
+                carried.swap_remove(i);
+            }
+        }
+    }
     // A carried rank is read again only if the model reconfigured or the candidate's
     // age moved to the next bin; those density words are fetched while the windows
-    // are drawn.
-    let model = |part: usize| parts.get(part).and_then(|p| p.lhd.as_deref());
+    // are drawn. Only the clocks are scanned for it, not the candidates.
     let epoch = (0..parts.len())
         .filter_map(model)
         .map(|l| l.model.reconfigurations())
         .sum();
     let stale = std::mem::replace(&mut carried.epoch, epoch) != epoch;
-    cands.retain_mut(|c| {
-        let Some(l) = model(c.part) else {
-            return false;
-        };
-        c.read = false;
-        if stale || clock >= c.until {
-            (c.at, c.until) = l.model.density_entry(c.tag);
-            l.model.prefetch_density_entry(c.at);
-            c.rank = f32::NAN;
+    let mut pending = std::mem::take(&mut carried.pending);
+    pending.clear();
+    for (i, &until) in carried.until.iter().enumerate() {
+        if stale || clock >= until {
+            pending.push((i, 0));
         }
-        true
-    });
+    }
+    carried.read.iter_mut().for_each(|r| *r = false);
+    for (i, at) in pending.iter_mut() {
+        let c = &carried.cands[*i];
+        if let Some(l) = model(c.part as usize) {
+            let until;
+            (*at, until) = l.model.density_entry(c.tag);
+            l.model.prefetch_density_entry(*at);
+            carried.until[*i] = until;
+        }
+    }
     let positions: usize = parts.iter().map(|p| p.table.positions()).sum();
     let mut left = windows_holding(fresh, positions, total);
-    let mut drawn = [(0usize, 0u64, 0usize); SAMPLE_BATCH];
+    let mut drawn = std::mem::take(&mut carried.drawn);
     while left > 0 {
         let w = left.min(WINDOW_BATCH);
         left -= w;
-        let n = draw_windows(parts, positions, w, rng, &mut drawn);
-        for &(part, addr, pos) in &drawn[..n] {
+        drawn.clear();
+        draw_windows(parts, positions, w, rng, &mut drawn);
+        for &(part, addr, pos) in &drawn {
             if let Some(l) = model(part) {
-                cands.push(l.candidate(part, pos, Entry::from_addr(addr), clock));
+                let (c, at, until) = l.candidate(part, pos, Entry::from_addr(addr), clock);
+                pending.push((carried.len(), at));
+                carried.push(c, f32::NAN, until, true);
             }
         }
     }
-    for c in cands.iter_mut().filter(|c| c.rank.is_nan()) {
-        if let Some(l) = model(c.part) {
-            c.rank = l.rank_candidate(c);
+    carried.drawn = drawn;
+    for &(i, at) in &pending {
+        let c = &carried.cands[i];
+        if let Some(l) = model(c.part as usize) {
+            carried.ranks[i] = l.rank_candidate(c, at);
         }
     }
+    carried.pending = pending;
     // The lowest live candidate; a carried one is confirmed (and re-ranked) first.
     let victim = loop {
-        let Some((i, _)) = cands
-            .iter()
-            .enumerate()
-            .min_by(|a, b| a.1.rank.total_cmp(&b.1.rank))
-        else {
+        let Some(i) = lowest_rank(&carried.ranks) else {
             // The windows found nothing and no carried candidate is still in place
             // (after a flush, say): independent windows, with more until one is found.
-            return lhd_sample(parts, false, pinned, clock, samples, rng);
+            return lhd_sample(
+                parts,
+                false,
+                pinned,
+                clock,
+                samples,
+                rng,
+                &mut carried.drawn,
+            );
         };
-        let c = &mut cands[i];
+        let c = carried.cands[i];
         if Some(c.entry) == pinned {
-            cands.swap_remove(i);
+            carried.swap_remove(i);
             continue;
         }
-        if c.read {
+        if carried.read[i] {
             break i;
         }
         // Compared, never read, until the index confirms it is live.
-        let (Some(l), true) = (
-            model(c.part),
-            parts[c.part].table.at(c.pos) == Some(c.entry),
-        ) else {
-            cands.swap_remove(i);
+        let part = c.part as usize;
+        let (Some(l), true) = (model(part), parts[part].table.at(c.pos) == Some(c.entry)) else {
+            carried.swap_remove(i);
             continue;
         };
-        let now = l.candidate(c.part, c.pos, c.entry, clock);
+        let (now, at, until) = l.candidate(part, c.pos, c.entry, clock);
+        carried.read[i] = true;
         if (now.tag, now.size) != (c.tag, c.size) {
-            *c = Candidate {
-                rank: l.rank_candidate(&now),
-                ..now
-            };
+            carried.cands[i] = now;
+            carried.ranks[i] = l.rank_candidate(&now, at);
+            carried.until[i] = until;
             continue;
         }
-        c.read = true;
         break i;
     };
-    let chosen = cands.swap_remove(victim);
-    carry_lowest(cands, carry);
-    Some((chosen.part, chosen.entry, chosen.rank))
+    let rank = carried.ranks[victim];
+    let chosen = carried.swap_remove(victim);
+    carry_lowest(carried, carry);
+    Some((chosen.part as usize, chosen.entry, rank))
 }
 
-/// Keeps the `carry` lowest-ranked of `cands` (ties broken by order), in order. The
-/// ranks are selected on their own (4 bytes each, where a candidate is 64) and the
-/// candidates then kept in one pass.
-fn carry_lowest(cands: &mut Vec<Candidate>, carry: usize) {
-    if cands.len() <= carry {
+/// The index of the lowest of `ranks` (the first of equals; by `f32::total_cmp`), if any.
+fn lowest_rank(ranks: &[f32]) -> Option<usize> {
+    let (&first, rest) = ranks.split_first()?;
+    let (mut best, mut lowest) = (0, first);
+    for (i, &r) in rest.iter().enumerate() {
+        if r.total_cmp(&lowest).is_lt() {
+            (best, lowest) = (i + 1, r);
+        }
+    }
+    Some(best)
+}
+
+/// Keeps the `carry` lowest-ranked of `carried`'s candidates (ties broken by order):
+/// the ranks are selected on a copy (4 bytes each), and the others removed one by one
+/// (the last candidate taking each one's place), so that a candidate kept is not
+/// moved unless it was last: ~7 of 63 go per eviction.
+fn carry_lowest(carried: &mut Carried, carry: usize) {
+    let len = carried.len();
+    if len <= carry {
         return;
     }
     if carry == 0 {
-        cands.clear();
+        carried.clear();
         return;
     }
-    let mut ranks = [0f32; 2 * SAMPLE_BATCH];
-    let Some(ranks) = ranks.get_mut(..cands.len()) else {
-        cands.select_nth_unstable_by(carry - 1, |a, b| a.rank.total_cmp(&b.rank));
-        cands.truncate(carry);
-        return;
+    let mut stack = [0f32; 2 * SAMPLE_BATCH];
+    let mut heap = Vec::new();
+    let ranks = match stack.get_mut(..len) {
+        Some(ranks) => ranks,
+        None => {
+            heap.resize(len, 0f32);
+            &mut heap[..]
+        }
     };
-    for (r, c) in ranks.iter_mut().zip(cands.iter()) {
-        *r = c.rank;
-    }
+    ranks.copy_from_slice(&carried.ranks);
     let (below, &mut kth, _) = ranks.select_nth_unstable_by(carry - 1, f32::total_cmp);
     let mut ties = carry - below.iter().filter(|r| r.total_cmp(&kth).is_lt()).count();
-    cands.retain(|c| match c.rank.total_cmp(&kth) {
-        std::cmp::Ordering::Less => true,
-        std::cmp::Ordering::Equal if ties > 0 => {
-            ties -= 1;
-            true
+    // The first `ties` candidates ranked `kth` (in order) are kept: those before
+    // `tie_cut`.
+    let mut tie_cut = 0;
+    for (i, r) in carried.ranks.iter().enumerate() {
+        if ties == 0 {
+            break;
         }
-        _ => false,
-    });
+        if r.total_cmp(&kth).is_eq() {
+            ties -= 1;
+            tie_cut = i + 1;
+        }
+    }
+    // Removed from the back, so that each removal's replacement (the last candidate)
+    // is one already kept.
+    for i in (0..len).rev() {
+        let keep = match carried.ranks[i].total_cmp(&kth) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => i < tie_cut,
+            std::cmp::Ordering::Greater => false,
+        };
+        if !keep {
+            carried.swap_remove(i);
+        }
+    }
 }
 
 /// LHD's contiguous sampling (as RankCache samples its contiguous tags, LHD §4.1, "64
 /// candidates with just 4 cache misses"): `windows` windows of [`index::WINDOW`]
 /// consecutive index positions, each in a part drawn in proportion to its positions
 /// (`positions` is their sum) at a uniformly random start, and every entry they hold,
-/// written to `out` as (part, entry address) with its header being fetched; returns how
-/// many.
+/// appended to `out` as (part, entry address, index position) with its header being
+/// fetched.
 ///
 /// Every entry is as likely as any other to be drawn (a window covers a fixed span of
 /// positions, see [`Table::window_start`]), as with independent draws, but a window's
@@ -3129,8 +3187,8 @@ fn draw_windows<R: Rng + ?Sized>(
     positions: usize,
     windows: usize,
     rng: &mut R,
-    out: &mut [(usize, u64, usize); SAMPLE_BATCH],
-) -> usize {
+    out: &mut Vec<(usize, u64, usize)>,
+) {
     let mut starts = [(0usize, 0usize); WINDOW_BATCH];
     let mut w = 0;
     for _ in 0..windows.min(starts.len()) {
@@ -3148,14 +3206,15 @@ fn draw_windows<R: Rng + ?Sized>(
             w += 1;
         }
     }
-    let mut n = 0;
     for &(t, start) in &starts[..w] {
+        let mut window = [(0usize, 0u64, 0usize); index::WINDOW];
+        let mut n = 0;
         for (pos, addr) in parts[t].table.window_addrs(start) {
-            out[n] = (t, addr, pos);
+            window[n] = (t, addr, pos);
             n += usize::from(addr != 0);
         }
+        out.extend_from_slice(&window[..n]);
     }
-    n
 }
 
 /// How many [`draw_windows`] windows hold `samples` entries on average, at least one, when
@@ -3478,9 +3537,32 @@ mod carry_tests {
     use augur_sim::lhd::CompactTag;
     use rand::SeedableRng;
 
+    /// `lowest_rank` finds what a sort by `f32::total_cmp` puts first, the first of
+    /// equals, including -inf (an overflowed age) and never a NaN over a number.
+    #[test]
+    fn the_lowest_rank_is_the_first_of_the_lowest() {
+        assert_eq!(lowest_rank(&[]), None);
+        assert_eq!(lowest_rank(&[2.0, 1.0, 3.0, 1.0]), Some(1));
+        assert_eq!(
+            lowest_rank(&[f32::NAN, 5.0, f32::NEG_INFINITY, f32::NEG_INFINITY]),
+            Some(2)
+        );
+        let mut rng = SmallRng::seed_from_u64(3);
+        for _ in 0..500 {
+            let ranks: Vec<f32> = (0..rng.gen_range(1..100))
+                .map(|_| rng.gen_range(0..8) as f32)
+                .collect();
+            let want = (0..ranks.len())
+                .min_by(|&a, &b| ranks[a].total_cmp(&ranks[b]))
+                .unwrap();
+            assert_eq!(lowest_rank(&ranks), Some(want));
+        }
+    }
+
     /// `carry_lowest` keeps exactly the `carry` lowest ranks (as a sort would, ties
-    /// included), through its stack path and its fallback for more candidates than
-    /// the stack holds.
+    /// included: the first in order of those ranked at the cut), each candidate with
+    /// its own rank and clock, through its stack path and its fallback for more
+    /// candidates than the stack holds.
     #[test]
     fn carrying_keeps_the_lowest_ranks() {
         let mut rng = SmallRng::seed_from_u64(9);
@@ -3493,9 +3575,11 @@ mod carry_tests {
             let carry = rng.gen_range(0..=n + 2);
             // Few distinct values so that ties straddle the cut.
             let levels = rng.gen_range(1..20);
-            let cands: Vec<Candidate> = (0..n)
-                .map(|i| Candidate {
+            let mut carried = Carried::default();
+            for i in 0..n {
+                let c = Candidate {
                     part: 0,
+                    size: 1,
                     pos: i,
                     entry: Entry::from_addr(16 * (i as u64 + 1)),
                     tag: CompactTag {
@@ -3503,26 +3587,47 @@ mod carry_tests {
                         code: 0,
                         last_hit_age: 0,
                     },
-                    size: 1,
-                    rank: rng.gen_range(0..levels) as f32 - 3.0,
-                    at: 0,
-                    until: 0,
-                    read: false,
-                })
-                .collect();
-            let mut kept = cands.clone();
-            carry_lowest(&mut kept, carry);
-            let mut want: Vec<f32> = cands.iter().map(|c| c.rank).collect();
+                };
+                let rank = rng.gen_range(0..levels) as f32 - 3.0;
+                // The clock stored with each candidate travels with it.
+                carried.push(c, rank, i as u64 * 7, false);
+            }
+            let before: Vec<(usize, f32)> = (0..n).map(|i| (i, carried.ranks[i])).collect();
+            carry_lowest(&mut carried, carry);
+            let mut want: Vec<f32> = before.iter().map(|&(_, r)| r).collect();
             want.sort_by(f32::total_cmp);
             want.truncate(carry);
-            let mut got: Vec<f32> = kept.iter().map(|c| c.rank).collect();
+            let mut got = carried.ranks.clone();
             got.sort_by(f32::total_cmp);
             assert_eq!(got, want, "n {n} carry {carry}");
-            // Each kept candidate once.
-            let mut positions: Vec<usize> = kept.iter().map(|c| c.pos).collect();
+            // Each kept candidate once, with its own rank and clock.
+            assert_eq!(carried.len(), carried.until.len());
+            for (i, c) in carried.cands.iter().enumerate() {
+                assert_eq!(carried.ranks[i], before[c.pos].1);
+                assert_eq!(carried.until[i], c.pos as u64 * 7);
+            }
+            // Of the candidates ranked as the last one kept, the first in order.
+            if let Some(&cut) = got.last() {
+                let kept_at_cut: Vec<usize> = carried
+                    .cands
+                    .iter()
+                    .filter(|c| before[c.pos].1 == cut)
+                    .map(|c| c.pos)
+                    .collect();
+                let first_at_cut: Vec<usize> = before
+                    .iter()
+                    .filter(|&&(_, r)| r == cut)
+                    .map(|&(i, _)| i)
+                    .take(kept_at_cut.len())
+                    .collect();
+                let mut kept_at_cut = kept_at_cut;
+                kept_at_cut.sort_unstable();
+                assert_eq!(kept_at_cut, first_at_cut, "n {n} carry {carry}");
+            }
+            let mut positions: Vec<usize> = carried.cands.iter().map(|c| c.pos).collect();
             positions.sort_unstable();
             positions.dedup();
-            assert_eq!(positions.len(), kept.len());
+            assert_eq!(positions.len(), carried.len());
         }
     }
 }
