@@ -503,6 +503,24 @@ impl LhdModel {
         self.prefetch_density(self.class_of(tag), self.age(tag));
     }
 
+    /// Starts fetching the hit-histogram bin [`LhdModel::on_hit`] of `tag` will count
+    /// into, for a caller with other work to do first (a store's overwrite copies the
+    /// value between its index lookup and the hit): the histograms of a store's many
+    /// models outgrow L2, so the count is otherwise a cache miss of its own.
+    #[inline]
+    pub fn prefetch_hit(&self, tag: &LhdTag) {
+        let at = self.age(tag) * self.class_count + self.class_of(tag);
+        crate::prefetch::prefetch(self.hits.as_ptr().wrapping_add(at));
+    }
+
+    /// [`LhdModel::prefetch_hit`] for the eviction-histogram bin [`LhdModel::on_evict`]
+    /// of `tag` counts into.
+    #[inline]
+    pub fn prefetch_eviction(&self, tag: &LhdTag) {
+        let at = self.age(tag) * self.class_count + self.class_of(tag);
+        crate::prefetch::prefetch(self.evictions.as_ptr().wrapping_add(at));
+    }
+
     /// An explorer of `size` is gone or no longer one. The budget never grows past its
     /// limit (a store may lose track of an explorer, e.g. across a policy switch).
     fn return_explorer_budget(&mut self, size: u64) {

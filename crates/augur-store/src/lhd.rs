@@ -354,6 +354,19 @@ impl PartLhd {
         self.store_tag(e, &tag);
     }
 
+    /// Starts fetching what [`Self::hit`] of `e` will count into (see
+    /// [`LhdModel::prefetch_hit`]).
+    #[inline]
+    pub(crate) fn prefetch_hit(&self, e: Entry, clock: u64) {
+        self.model.prefetch_hit(&self.tag_of(e, clock));
+    }
+
+    /// Starts fetching what [`Self::evicted`] of `e` will count into.
+    #[inline]
+    pub(crate) fn prefetch_evicted(&self, e: Entry, clock: u64) {
+        self.model.prefetch_eviction(&self.tag_of(e, clock));
+    }
+
     /// `e` (index hash `h`) was just added.
     pub(crate) fn admit(&mut self, e: Entry, h: u64, clock: u64) {
         self.model.set_time(clock);
