@@ -397,10 +397,13 @@ impl PartLhd {
         }
     }
 
-    /// Hit density of `e` per byte (the model's time must be the shard's clock).
+    /// Hit density of `e` per byte (the model's time must be the shard's clock), from
+    /// its compact tag (a class-code lookup, not two `dequantize`s and the class by
+    /// sum: the same value, tested below).
     #[inline]
     pub(crate) fn rank(&self, e: Entry, clock: u64) -> f32 {
-        self.model.rank(&self.tag_of(e, clock), e.rank_size())
+        self.model
+            .rank_compact(self.compact_of(e, clock), e.rank_size())
     }
 
     /// `e`, ranked `rank`, is being evicted: the model learns it; its explorer mark is
@@ -449,7 +452,7 @@ impl PartLhd {
     /// mispredicted exit) were ~4 % of the server's cycles under evicting SETs. One no
     /// longer in the index is forgotten (an entry once gone never comes back under the
     /// same handle as the same admission).
-    fn confirm_recent(&mut self, table: &Table) -> [Option<Entry>; ADMISSIONS] {
+    fn confirm_recent(&mut self, table: &Table) -> [Option<(Entry, usize)>; ADMISSIONS] {
         let mut live = [None; ADMISSIONS];
         for (slot, out) in self.recent.iter_mut().zip(&mut live) {
             let Some(r) = slot else { continue };
@@ -462,14 +465,14 @@ impl PartLhd {
                     }
                 }
             }
-            *out = Some(r.entry);
+            *out = Some((r.entry, r.pos));
         }
         live
     }
 
     /// The lowest-ranked of the recent admissions `table` still holds
     /// ([`Self::confirm_recent`]), never `pinned` and, `from_volatile`, only one with a
-    /// TTL; the first of equal ranks. What both LHD victims (a tenant's own, free
+    /// TTL; the first of equal ranks. As (entry, rank, its index position). What both LHD victims (a tenant's own, free
     /// competition) compare with their sample's lowest.
     pub(crate) fn lowest_recent(
         &mut self,
@@ -477,13 +480,13 @@ impl PartLhd {
         pinned: Option<Entry>,
         from_volatile: bool,
         clock: u64,
-    ) -> Option<(Entry, f32)> {
-        let mut lowest: Option<(Entry, f32)> = None;
-        for e in self.confirm_recent(table).into_iter().flatten() {
+    ) -> Option<(Entry, f32, usize)> {
+        let mut lowest: Option<(Entry, f32, usize)> = None;
+        for (e, pos) in self.confirm_recent(table).into_iter().flatten() {
             if Some(e) != pinned && (!from_volatile || e.has_ttl()) {
                 let r = self.rank(e, clock);
-                if lowest.is_none_or(|(_, b)| r < b) {
-                    lowest = Some((e, r));
+                if lowest.is_none_or(|(_, b, _)| r < b) {
+                    lowest = Some((e, r, pos));
                 }
             }
         }
@@ -519,7 +522,12 @@ mod tests {
             });
         }
         let live = |l: &mut PartLhd, table: &Table| -> Vec<Entry> {
-            l.confirm_recent(table).into_iter().flatten().collect()
+            (l.confirm_recent(table).into_iter().flatten())
+                .map(|(e, pos)| {
+                    assert_eq!(table.at(pos), Some(e), "confirmed where it is");
+                    e
+                })
+                .collect()
         };
         assert_eq!(live(&mut l, &table), admitted);
         for r in l.recent.iter().flatten() {
@@ -632,7 +640,8 @@ mod tests {
             let now = clock + later;
             l.model.set_time(now);
             for &e in &entries {
-                let full = l.rank(e, now);
+                let full = l.model.rank(&l.tag_of(e, now), e.rank_size());
+                assert_eq!(l.rank(e, now).to_bits(), full.to_bits());
                 let compact = l.model.rank_compact(l.compact_of(e, now), e.rank_size());
                 assert_eq!(
                     full.to_bits(),

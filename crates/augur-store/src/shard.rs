@@ -407,6 +407,17 @@ impl Part {
     }
 
     /// Position of an entry known to be indexed.
+    /// [`Self::position_of`] where the caller may know it already (`known`: where the
+    /// index held `e` when it was sampled, with no change to the index since), saving
+    /// the key's hash and the probe.
+    #[inline]
+    fn known_position_of(&self, e: Entry, known: Option<usize>) -> usize {
+        match known {
+            Some(pos) if self.table.at(pos) == Some(e) => pos,
+            _ => self.position_of(e),
+        }
+    }
+
     fn position_of(&self, e: Entry) -> usize {
         self.table
             .find(entry_hash(e), |x| x == e)
@@ -752,14 +763,14 @@ impl Part {
     /// LHD's victim among this part's entries (its TTL list's with `from_volatile`):
     /// the lowest hit density per byte among about `samples` uniformly drawn entries
     /// ([`lhd_sample`]) and the recent low-density admissions still here, never
-    /// `pinned`; with its rank.
+    /// `pinned`; with its rank and, where the sample knows it, its index position.
     fn lhd_victim(
         &mut self,
         from_volatile: bool,
         pinned: Option<Entry>,
         clock: u64,
         samples: usize,
-    ) -> Option<(Entry, f32)> {
+    ) -> Option<(Entry, f32, Option<usize>)> {
         let limit = self.cfg.shard_limit();
         let l = self.lhd_model();
         l.set_capacity(limit);
@@ -784,13 +795,13 @@ impl Part {
             samples,
             &mut rng,
         )
-        .map(|(_, e, r)| (e, r));
+        .map(|v| (v.entry, v.rank, v.pos));
         let Part { table, lhd, .. } = self;
         let l = lhd.as_deref_mut()?;
         l.rng = rng;
         l.carried = carried;
         match l.lowest_recent(table, pinned, from_volatile, clock) {
-            Some((e, r)) if best.is_none_or(|(_, b)| r < b) => Some((e, r)),
+            Some((e, r, pos)) if best.is_none_or(|(_, b, _)| r < b) => Some((e, r, Some(pos))),
             _ => best,
         }
     }
@@ -893,12 +904,12 @@ impl Part {
             EvictionPolicy::AllKeysLhd | EvictionPolicy::VolatileLhd => {
                 let samples = self.cfg.lhd_samples();
                 self.lhd_victim(policy.volatile_only(), pinned, clock, samples)
-                    .map(|(e, rank)| {
+                    .map(|(e, rank, pos)| {
                         // The histogram bin is fetched while the index is probed.
                         if let Some(l) = self.lhd.as_deref() {
                             l.prefetch_evicted(e, clock);
                         }
-                        let pos = self.position_of(e);
+                        let pos = self.known_position_of(e, pos);
                         if let Some(l) = self.lhd.as_deref_mut() {
                             l.evicted(e, clock, rank);
                         }
@@ -2810,19 +2821,29 @@ impl Shard {
             let Some(l) = lhd.as_deref_mut() else {
                 continue;
             };
-            if let Some((e, r)) = l.lowest_recent(table, pinned, from_volatile, clock) {
-                if best.is_none_or(|(_, _, b)| r < b) {
-                    best = Some((t, e, r));
+            if let Some((e, r, pos)) = l.lowest_recent(table, pinned, from_volatile, clock) {
+                if best.is_none_or(|v| r < v.rank) {
+                    best = Some(LhdVictim {
+                        part: t,
+                        entry: e,
+                        rank: r,
+                        pos: Some(pos),
+                    });
                 }
             }
         }
-        let (t, e, rank) = best?;
+        let LhdVictim {
+            part: t,
+            entry: e,
+            rank,
+            pos,
+        } = best?;
         let p = &mut self.parts[t];
         // The histogram bin is fetched while the index is probed.
         if let Some(l) = p.lhd.as_deref() {
             l.prefetch_evicted(e, clock);
         }
-        let pos = p.position_of(e);
+        let pos = p.known_position_of(e, pos);
         if let Some(l) = p.lhd.as_deref_mut() {
             l.evicted(e, clock, rank);
         }
@@ -2875,13 +2896,13 @@ fn lhd_sample(
     samples: usize,
     rng: &mut SmallRng,
     drawn: &mut Vec<(usize, u64, usize)>,
-) -> Option<(usize, Entry, f32)> {
+) -> Option<LhdVictim> {
     let total: usize = parts.iter().map(|p| draw_weight(p, from_volatile)).sum();
     if total == 0 {
         return None;
     }
     let positions: usize = parts.iter().map(|p| p.table.positions()).sum();
-    let mut best: Option<(usize, Entry, f32)> = None;
+    let mut best: Option<LhdVictim> = None;
     let mut extra_windows = MAX_EXTRA_WINDOWS;
     // Draws (TTL lists) or windows (all entries) still to take.
     let mut left = if from_volatile {
@@ -2896,7 +2917,14 @@ fn lhd_sample(
             left -= m;
             let mut batch = [None; DRAW_BATCH];
             draw_batch(parts, from_volatile, total, rng, &mut batch[..m]);
-            drawn.extend(batch[..m].iter().flatten().map(|&(t, e)| (t, e.addr(), 0)));
+            // A TTL list's draw does not know the index position.
+            let unknown = usize::MAX;
+            drawn.extend(
+                batch[..m]
+                    .iter()
+                    .flatten()
+                    .map(|&(t, e)| (t, e.addr(), unknown)),
+            );
         } else {
             let w = left.min(WINDOW_BATCH);
             left -= w;
@@ -2923,7 +2951,7 @@ fn rank_batch(
     drawn: &[(usize, u64, usize)],
     pinned: Option<Entry>,
     clock: u64,
-    best: &mut Option<(usize, Entry, f32)>,
+    best: &mut Option<LhdVictim>,
 ) {
     let mut ranked = [None::<(Candidate, usize)>; SAMPLE_BATCH];
     for (slot, &(t, addr, pos)) in ranked.iter_mut().zip(drawn) {
@@ -2938,10 +2966,25 @@ fn rank_batch(
             continue;
         };
         let r = l.rank_candidate(c, *at);
-        if best.is_none_or(|(_, _, b)| r < b) && Some(c.entry) != pinned {
-            *best = Some((part, c.entry, r));
+        if best.is_none_or(|v| r < v.rank) && Some(c.entry) != pinned {
+            *best = Some(LhdVictim {
+                part,
+                entry: c.entry,
+                rank: r,
+                pos: (c.pos != usize::MAX).then_some(c.pos),
+            });
         }
     }
+}
+
+/// An LHD victim: its part, entry and rank, and its index position where the sample
+/// read it from the index (`None`: drawn from a TTL list).
+#[derive(Clone, Copy)]
+struct LhdVictim {
+    part: usize,
+    entry: Entry,
+    rank: f32,
+    pos: Option<usize>,
 }
 
 /// LHD's sampled victim (before the recent admissions): with carried candidates
@@ -2955,7 +2998,7 @@ fn lhd_choose(
     clock: u64,
     samples: usize,
     rng: &mut SmallRng,
-) -> Option<(usize, Entry, f32)> {
+) -> Option<LhdVictim> {
     if from_volatile || samples > SAMPLE_BATCH {
         carried.clear();
         lhd_sample(
@@ -3011,7 +3054,7 @@ fn lhd_sample_carried(
     clock: u64,
     samples: usize,
     rng: &mut SmallRng,
-) -> Option<(usize, Entry, f32)> {
+) -> Option<LhdVictim> {
     let total: usize = parts.iter().map(Part::len).sum();
     if total == 0 {
         carried.clear();
@@ -3124,7 +3167,12 @@ fn lhd_sample_carried(
     let rank = carried.ranks[victim];
     let chosen = carried.swap_remove(victim);
     carry_lowest(carried, carry);
-    Some((chosen.part as usize, chosen.entry, rank))
+    Some(LhdVictim {
+        part: chosen.part as usize,
+        entry: chosen.entry,
+        rank,
+        pos: Some(chosen.pos),
+    })
 }
 
 /// The index of the lowest of `ranks` (the first of equals; by `f32::total_cmp`), if any.
