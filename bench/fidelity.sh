@@ -13,6 +13,12 @@
 # The memory limit is the key count times BYTES_PER_KEY (default 140, measured: block,
 # index and TTL-list share of a ~10-byte key with a 100-byte value). Same bar: 1 point.
 #
+# The simulator is run with SIM_SEEDS seeds (default 5: 42, 43, ...) and the server is
+# compared with their mean (the spread, min..max, is printed): on arc_p3 at 11 % the
+# simulator's LHD alone moves by 1.6 points from one seed to another, or between 86,957
+# and 87,038 objects (2026-11-29), so one seed compared a random draw of the simulator's
+# with the server's; before 2026-11-29 it was seed 42 alone.
+#
 # S3-FIFO: bench/fidelity.sh s3fifo [TRACE ...] does the same with `--maxmemory-policy
 # allkeys-s3fifo --maxmemory-samples 8` against `augur sim --policy s3fifo:8` (the
 # simulator's sampled queues, by object count; the server's small-queue share is a share
@@ -34,7 +40,8 @@ if [ "${1:-}" = lhd ] || [ "${1:-}" = s3fifo ]; then
   BPK=${BYTES_PER_KEY:-140}
   build_augur
   status=0
-  printf '%-13s %5s %8s %8s %8s %8s %7s\n' trace ws% keys evicted server sim diff_pp
+  SEEDS=${SIM_SEEDS:-5}
+  printf '%-13s %5s %8s %8s %8s %8s %7s %15s\n' trace ws% keys evicted server sim diff_pp sim_seeds
   for name in "${TRACES[@]}"; do
     f=$DIR/$name.oracleGeneral.bin.zst
     [ -f "$f" ] || f=$ROOT/tests/data/traces/$name.oracleGeneral.bin.zst
@@ -46,20 +53,25 @@ if [ "${1:-}" = lhd ] || [ "${1:-}" = s3fifo ]; then
       keys=$(redis-cli -p $PORT dbsize)
       evicted=$(info_field $PORT stats evicted_keys)
       kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null || true
-      sim=$("$AUGUR" sim "$f" --policy "$SIM_POLICY" --sizes "$keys" --json 2>/dev/null)
-      python3 - "$name" "$ws" "$keys" "$evicted" "$replay" "$sim" <<'PY' || status=1
+      sims=()
+      for seed in $(seq 42 $((42 + SEEDS - 1))); do
+        sims+=("$("$AUGUR" sim "$f" --policy "$SIM_POLICY" --sizes "$keys" --seed "$seed" --json 2>/dev/null)")
+      done
+      python3 - "$name" "$ws" "$keys" "$evicted" "$replay" "${sims[@]}" <<'PY' || status=1
 import json, sys
 name, ws, keys, evicted = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 server = 1 - json.loads(sys.argv[5])["groups"][0]["hit_ratio"]
-sim = json.loads(sys.argv[6])[0]["miss_ratio"]
+runs = [json.loads(a)[0]["miss_ratio"] for a in sys.argv[6:]]
+sim = sum(runs) / len(runs)
 d = (server - sim) * 100
-print("%-13s %4.1f%% %8d %8d %8.4f %8.4f %+7.2f %s" % (name, 100 * keys / ws, keys, evicted, server, sim, d, "OK" if abs(d) <= 1 else "OVER 1pp"))
+spread = "%.4f..%.4f" % (min(runs), max(runs))
+print("%-13s %4.1f%% %8d %8d %8.4f %8.4f %+7.2f %15s %s" % (name, 100 * keys / ws, keys, evicted, server, sim, d, spread, "OK" if abs(d) <= 1 else "OVER 1pp"))
 sys.exit(0 if abs(d) <= 1 else 1)
 PY
       PORT=$((PORT + 1))
     done
   done
-  [ $status -eq 0 ] && echo "PASS: server $MODE within 1 point of augur sim --policy $SIM_POLICY everywhere" || echo "FAIL"
+  [ $status -eq 0 ] && echo "PASS: server $MODE within 1 point of augur sim --policy $SIM_POLICY (mean of $SEEDS seeds) everywhere" || echo "FAIL"
   exit $status
 fi
 NAME=${1:-scarab-recs}
