@@ -133,7 +133,8 @@ pub(crate) struct Candidate {
 /// the shard clock at which it goes stale, but reads or moves the candidate itself only
 /// for the few it ranks anew, evicts or drops. With 64-byte candidates in one array
 /// each eviction walked (and dirtied) 64 cache lines of its shard's 4 KB; the scans now
-/// cover 12 lines (4 B ranks, 8 B clocks) and ~20 candidates of 32 B are touched.
+/// cover 13 lines (4 B ranks, 8 B clocks, the read flags) and ~20 candidates of 32 B
+/// are touched (BENCHMARKS.md, "LHD's carried candidates as parallel arrays").
 #[derive(Default)]
 pub(crate) struct Carried {
     pub(crate) cands: Vec<Candidate>,

@@ -406,7 +406,6 @@ impl Part {
         })
     }
 
-    /// Position of an entry known to be indexed.
     /// [`Self::position_of`] where the caller may know it already (`known`: where the
     /// index held `e` when it was sampled, with no change to the index since), saving
     /// the key's hash and the probe.
@@ -418,6 +417,7 @@ impl Part {
         }
     }
 
+    /// Position of an entry known to be indexed.
     fn position_of(&self, e: Entry) -> usize {
         self.table
             .find(entry_hash(e), |x| x == e)
