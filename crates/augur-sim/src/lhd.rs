@@ -509,7 +509,7 @@ impl LhdModel {
     /// models outgrow L2, so the count is otherwise a cache miss of its own.
     #[inline]
     pub fn prefetch_hit(&self, tag: &LhdTag) {
-        let at = self.age(tag) * self.class_count + self.class_of(tag);
+        let at = self.bin(self.age(tag), self.class_of(tag));
         crate::prefetch::prefetch(self.hits.as_ptr().wrapping_add(at));
     }
 
@@ -517,8 +517,14 @@ impl LhdModel {
     /// of `tag` counts into.
     #[inline]
     pub fn prefetch_eviction(&self, tag: &LhdTag) {
-        let at = self.age(tag) * self.class_count + self.class_of(tag);
+        let at = self.bin(self.age(tag), self.class_of(tag));
         crate::prefetch::prefetch(self.evictions.as_ptr().wrapping_add(at));
+    }
+
+    /// The histograms' bin of `age` in `class` (they are age-major, see `hits`).
+    #[inline]
+    fn bin(&self, age: usize, class: usize) -> usize {
+        age * self.class_count + class
     }
 
     /// An explorer of `size` is gone or no longer one. The budget never grows past its
@@ -620,7 +626,8 @@ impl LhdModel {
     }
 
     fn count_hit(&mut self, age: usize, class: usize, explorer: bool, size: u64) {
-        self.hits[age * self.class_count + class] += 1.0;
+        let at = self.bin(age, class);
+        self.hits[at] += 1.0;
         if explorer {
             self.return_explorer_budget(size);
         }
@@ -639,7 +646,8 @@ impl LhdModel {
     }
 
     fn count_eviction(&mut self, age: usize, class: usize, explorer: bool, size: u64, rank: f32) {
-        self.evictions[age * self.class_count + class] += 1.0;
+        let at = self.bin(age, class);
+        self.evictions[at] += 1.0;
         if explorer {
             self.return_explorer_budget(size);
         }

@@ -362,10 +362,14 @@ impl PartLhd {
         self.model.prefetch_hit(&self.tag_of(e, clock));
     }
 
-    /// Starts fetching what [`Self::evicted`] of `e` will count into.
+    /// The tag [`Self::evicted`] of `e` counts, read once: its histogram bin starts
+    /// arriving now, for a caller with other work to do before the count (the victim's
+    /// index position).
     #[inline]
-    pub(crate) fn prefetch_evicted(&self, e: Entry, clock: u64) {
-        self.model.prefetch_eviction(&self.tag_of(e, clock));
+    pub(crate) fn eviction_tag(&self, e: Entry, clock: u64) -> LhdTag {
+        let tag = self.tag_of(e, clock);
+        self.model.prefetch_eviction(&tag);
+        tag
     }
 
     /// `e` (index hash `h`) was just added.
@@ -409,8 +413,7 @@ impl PartLhd {
 
     /// `e`, ranked `rank`, is being evicted: the model learns it; its explorer mark is
     /// cleared so that the removal that follows does not return the budget twice.
-    pub(crate) fn evicted(&mut self, e: Entry, clock: u64, rank: f32) {
-        let tag = self.tag_of(e, clock);
+    pub(crate) fn evicted(&mut self, e: Entry, tag: LhdTag, rank: f32) {
         self.model.on_evict(&tag, e.rank_size(), rank);
         if tag.explorer {
             self.store_tag(
@@ -473,8 +476,9 @@ impl PartLhd {
 
     /// The lowest-ranked of the recent admissions `table` still holds
     /// ([`Self::confirm_recent`]), never `pinned` and, `from_volatile`, only one with a
-    /// TTL; the first of equal ranks. As (entry, rank, its index position). What both LHD victims (a tenant's own, free
-    /// competition) compare with their sample's lowest.
+    /// TTL; the first of equal ranks; as (entry, rank, its index position). What both
+    /// LHD victims (a tenant's own, free competition) compare with their sample's
+    /// lowest.
     pub(crate) fn lowest_recent(
         &mut self,
         table: &Table,
@@ -627,7 +631,8 @@ mod tests {
             if step % 7 == 0 {
                 let v = entries[rng.gen_range(0..entries.len())];
                 let r = l.rank(v, clock);
-                l.evicted(v, clock, r);
+                let tag = l.eviction_tag(v, clock);
+                l.evicted(v, tag, r);
                 l.admit(v, 0, clock);
             }
         }

@@ -906,12 +906,10 @@ impl Part {
                 self.lhd_victim(policy.volatile_only(), pinned, clock, samples)
                     .map(|(e, rank, pos)| {
                         // The histogram bin is fetched while the index is probed.
-                        if let Some(l) = self.lhd.as_deref() {
-                            l.prefetch_evicted(e, clock);
-                        }
+                        let tag = self.lhd.as_deref().map(|l| l.eviction_tag(e, clock));
                         let pos = self.known_position_of(e, pos);
-                        if let Some(l) = self.lhd.as_deref_mut() {
-                            l.evicted(e, clock, rank);
+                        if let (Some(l), Some(tag)) = (self.lhd.as_deref_mut(), tag) {
+                            l.evicted(e, tag, rank);
                         }
                         pos
                     })
@@ -2840,12 +2838,10 @@ impl Shard {
         } = best?;
         let p = &mut self.parts[t];
         // The histogram bin is fetched while the index is probed.
-        if let Some(l) = p.lhd.as_deref() {
-            l.prefetch_evicted(e, clock);
-        }
+        let tag = p.lhd.as_deref().map(|l| l.eviction_tag(e, clock));
         let pos = p.known_position_of(e, pos);
-        if let Some(l) = p.lhd.as_deref_mut() {
-            l.evicted(e, clock, rank);
+        if let (Some(l), Some(tag)) = (p.lhd.as_deref_mut(), tag) {
+            l.evicted(e, tag, rank);
         }
         Some((t, pos))
     }
@@ -3086,21 +3082,19 @@ fn lhd_sample_carried(
     let stale = std::mem::replace(&mut carried.epoch, epoch) != epoch;
     let mut pending = std::mem::take(&mut carried.pending);
     pending.clear();
-    for (i, &until) in carried.until.iter().enumerate() {
-        if stale || clock >= until {
-            pending.push((i, 0));
+    for (i, until) in carried.until.iter_mut().enumerate() {
+        if !stale && clock < *until {
+            continue;
+        }
+        let c = &carried.cands[i];
+        if let Some(l) = model(c.part as usize) {
+            let at;
+            (at, *until) = l.model.density_entry(c.tag);
+            l.model.prefetch_density_entry(at);
+            pending.push((i, at));
         }
     }
     carried.read.iter_mut().for_each(|r| *r = false);
-    for (i, at) in pending.iter_mut() {
-        let c = &carried.cands[*i];
-        if let Some(l) = model(c.part as usize) {
-            let until;
-            (*at, until) = l.model.density_entry(c.tag);
-            l.model.prefetch_density_entry(*at);
-            carried.until[*i] = until;
-        }
-    }
     let positions: usize = parts.iter().map(|p| p.table.positions()).sum();
     let mut left = windows_holding(fresh, positions, total);
     let mut drawn = std::mem::take(&mut carried.drawn);
