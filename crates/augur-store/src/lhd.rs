@@ -351,15 +351,9 @@ impl PartLhd {
     pub(crate) fn hit(&mut self, e: Entry, clock: u64) {
         self.model.set_time(clock);
         let mut tag = self.tag_of(e, clock);
-        self.model.on_hit(&mut tag, e.rank_size(), &mut self.rng);
+        self.model
+            .on_hit_batched(&mut tag, e.rank_size(), &mut self.rng);
         self.store_tag(e, &tag);
-    }
-
-    /// Starts fetching what [`Self::hit`] of `e` will count into (see
-    /// [`LhdModel::prefetch_hit`]).
-    #[inline]
-    pub(crate) fn prefetch_hit(&self, e: Entry, clock: u64) {
-        self.model.prefetch_hit(&self.tag_of(e, clock));
     }
 
     /// The tag [`Self::evicted`] of `e` counts, read once: its histogram bin starts

@@ -303,17 +303,6 @@ impl Part {
         }
     }
 
-    /// Starts fetching what [`Self::referenced`] of the entry at `pos` will update, for
-    /// a caller with other work to do first (LHD's histogram bin; nothing otherwise).
-    #[inline]
-    fn prefetch_referenced(&self, pos: usize, clock: u64) {
-        if let Some(l) = self.lhd.as_deref() {
-            if self.cfg.tenant_policy(self.tenant).is_lhd() {
-                l.prefetch_hit(self.entry(pos), clock);
-            }
-        }
-    }
-
     /// `e` (index hash `h`) is new here: LRU's touch, or LHD's or S3-FIFO's admission.
     #[inline]
     fn admitted(&mut self, e: Entry, h: u64, clock: u64) {
@@ -1846,8 +1835,6 @@ impl Shard {
         // A key in the Z-zone is superseded there, not moved (see `crate::zone`).
         let e = match found {
             Ok(pos) => {
-                // LHD's hit histogram bin is fetched while the value is copied.
-                part.prefetch_referenced(pos, clock);
                 let e = part.replace(pos, value, ttl);
                 part.referenced(e, clock);
                 e
