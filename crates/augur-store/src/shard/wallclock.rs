@@ -106,19 +106,39 @@ impl WallClock {
             }
         }
         let prev = i.checked_sub(1).map(|j| self.points[j].0);
-        // Later than every observation: accessed within the last cycle.
-        let later = next.map_or(clock_now, |(c, _)| c);
         if prev.is_some_and(|c| c >= self.base) {
-            return later;
+            return self.first_observed_from(next, clock_now, now_sec);
         }
         let lo = prev.map_or(0, |c| c + 1);
         let hi = next.map_or(self.base, |(c, _)| c.min(self.base));
         if lo >= hi {
-            return later;
+            return self.first_observed_from(next, clock_now, now_sec);
         }
         let marker = lo + (hi - lo) / 2;
         self.points.insert(i, (marker, target));
         marker
+    }
+
+    /// The clock of `next`, the first observation at or after a backdate's target
+    /// second; with none (the target is later than every observation), `clock_now`,
+    /// observed now, at `now_sec`. Why observed: a later backdate to an earlier second
+    /// is dated by the first observation after its target, and without this one that
+    /// would be the next cycle's, a clock value past `clock_now`: the key backdated
+    /// further would rank newer than this one (found by
+    /// `backdates_keep_order_and_never_overstate`).
+    fn first_observed_from(
+        &mut self,
+        next: Option<(u64, u64)>,
+        clock_now: u64,
+        now_sec: u64,
+    ) -> u64 {
+        match next {
+            Some((c, _)) => c,
+            None => {
+                self.note(clock_now, now_sec);
+                clock_now
+            }
+        }
     }
 
     /// Whole seconds since the access at clock value `atime`, at `now_sec`. An access
@@ -215,6 +235,25 @@ mod tests {
         assert_eq!(w.clock_for_idle(200, 1000, 5), 0);
         assert_eq!(w.clock_for_idle(150, 1000, 5), 1);
         assert_eq!(w.idle_secs(1, 1000), 100);
+    }
+
+    /// The case `backdates_keep_order_and_never_overstate` found: a key backdated to
+    /// a second after every observation is dated now; one backdated later to an earlier
+    /// second (still after the last observation made before the first) must not be
+    /// dated past it by an observation made in between.
+    #[test]
+    fn a_backdate_dated_now_stays_newer_than_later_backdates_further_back() {
+        let mut w = WallClock::new(1000);
+        w.note(1000, 1_000_000);
+        let newer = w.clock_for_idle(1, 1_000_004, 1002);
+        assert_eq!(newer, 1002);
+        w.note(1059, 1_000_090);
+        let older = w.clock_for_idle(109, 1_000_110, 1070);
+        assert!(older <= newer, "{older} > {newer}");
+        assert!(w.idle_secs(older, 1_000_110) <= 109);
+        // The access before the first backdate is dated by the observation it made
+        // (second 1_000_004), not by the next cycle's (1_000_090): never overstated.
+        assert_eq!(w.idle_secs(1001, 1_000_110), 106);
     }
 
     #[test]
