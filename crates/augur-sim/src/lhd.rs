@@ -602,6 +602,12 @@ impl LhdModel {
     pub fn on_hit(&mut self, tag: &mut LhdTag, size: u64, rng: &mut impl Rng) {
         let age = self.age(tag);
         self.count_hit(age, self.class_of(tag), tag.explorer, size);
+        self.renew_after_hit(tag, age, size, rng);
+    }
+
+    /// What a hit at coarsened `age` does to `tag` once it is counted: the hit ages
+    /// shift, the clock restarts, the explorer roll is made again.
+    fn renew_after_hit(&mut self, tag: &mut LhdTag, age: usize, size: u64, rng: &mut impl Rng) {
         tag.last_last_hit_age = tag.last_hit_age;
         tag.last_hit_age = age as u16;
         tag.timestamp = self.timestamp;
@@ -641,10 +647,7 @@ impl LhdModel {
         if tag.explorer {
             self.return_explorer_budget(size);
         }
-        tag.last_last_hit_age = tag.last_hit_age;
-        tag.last_hit_age = age as u16;
-        tag.timestamp = self.timestamp;
-        tag.explorer = self.maybe_explorer(size, rng);
+        self.renew_after_hit(tag, age, size, rng);
     }
 
     /// Adds the hits [`LhdModel::on_hit_batched`] deferred to the histograms.

@@ -406,6 +406,18 @@ impl Part {
         }
     }
 
+    /// LHD's victim `e` (ranked `rank`, last seen at index position `known`) is about
+    /// to go: its model counts the eviction, and its index position is returned. The
+    /// eviction's histogram bin is fetched while the index is probed.
+    fn lhd_evicting(&mut self, e: Entry, rank: f32, known: Option<usize>, clock: u64) -> usize {
+        let tag = self.lhd.as_deref().map(|l| l.eviction_tag(e, clock));
+        let pos = self.known_position_of(e, known);
+        if let (Some(l), Some(tag)) = (self.lhd.as_deref_mut(), tag) {
+            l.evicted(e, tag, rank);
+        }
+        pos
+    }
+
     /// Position of an entry known to be indexed.
     fn position_of(&self, e: Entry) -> usize {
         self.table
@@ -893,15 +905,7 @@ impl Part {
             EvictionPolicy::AllKeysLhd | EvictionPolicy::VolatileLhd => {
                 let samples = self.cfg.lhd_samples();
                 self.lhd_victim(policy.volatile_only(), pinned, clock, samples)
-                    .map(|(e, rank, pos)| {
-                        // The histogram bin is fetched while the index is probed.
-                        let tag = self.lhd.as_deref().map(|l| l.eviction_tag(e, clock));
-                        let pos = self.known_position_of(e, pos);
-                        if let (Some(l), Some(tag)) = (self.lhd.as_deref_mut(), tag) {
-                            l.evicted(e, tag, rank);
-                        }
-                        pos
-                    })
+                    .map(|(e, rank, pos)| self.lhd_evicting(e, rank, pos, clock))
             }
             EvictionPolicy::AllKeysS3Fifo | EvictionPolicy::VolatileS3Fifo => self
                 .s3_victim(policy.volatile_only(), pinned, clock, k, rng)
@@ -2823,14 +2827,7 @@ impl Shard {
             rank,
             pos,
         } = best?;
-        let p = &mut self.parts[t];
-        // The histogram bin is fetched while the index is probed.
-        let tag = p.lhd.as_deref().map(|l| l.eviction_tag(e, clock));
-        let pos = p.known_position_of(e, pos);
-        if let (Some(l), Some(tag)) = (p.lhd.as_deref_mut(), tag) {
-            l.evicted(e, tag, rank);
-        }
-        Some((t, pos))
+        Some((t, self.parts[t].lhd_evicting(e, rank, pos, clock)))
     }
 }
 
