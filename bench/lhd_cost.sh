@@ -13,7 +13,11 @@
 # output then names that server.
 # Before each measured run the server is flushed and warmed with WARMUP (default 2M)
 # unmeasured SETs at -P 16 (WARMUP=0: none, as before 2026-11-29).
-# Usage: [POLICY=auto] [WARMUP=N] bench/lhd_cost.sh [N=1000000] [PAIRS=3]
+# REDIS=1 adds a third server to every round, Debian's redis-server under allkeys-lru
+# (maxmemory-samples 5) at the same maxmemory, warmed and measured the same way, and
+# prints lhd/redis and lru/redis beside lhd/lru: what LHD costs against the server an
+# operator runs today, not only against Augur's own LRU.
+# Usage: [POLICY=auto] [WARMUP=N] [REDIS=1] bench/lhd_cost.sh [N=1000000] [PAIRS=3]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 N=${1:-1000000}
@@ -27,6 +31,14 @@ declare -A PID=([lru]=$LAST_PID)
 POLICY=${POLICY:-allkeys-lhd}
 start_augur $((PORT + 1)) --maxmemory "$MAXMEM" --maxmemory-policy "$POLICY"
 PID[lhd]=$LAST_PID
+WHO=(lru lhd)
+declare -A PORTS=([lru]=$PORT [lhd]=$((PORT + 1)))
+if [ -n "${REDIS:-}" ]; then
+  start_redis $((PORT + 2)) --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru --maxmemory-samples 5
+  PID[redis]=$LAST_PID
+  PORTS[redis]=$((PORT + 2))
+  WHO+=(redis)
+fi
 TICK=$(getconf CLK_TCK)
 # A server's CPU time so far (user + system), in microseconds (/proc/PID/stat fields 14, 15).
 cpu_us() { awk -v t="$TICK" '{print ($14 + $15) * 1000000 / t}' "/proc/$1/stat"; }
@@ -34,8 +46,8 @@ echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS maxmemory=$
 OUT=$(mktemp)
 for pair in $(seq 1 "$PAIRS"); do
   for P in 1 16; do
-    for who in lru lhd; do
-      port=$PORT; [ "$who" = lhd ] && port=$((PORT + 1))
+    for who in "${WHO[@]}"; do
+      port=${PORTS[$who]}
       redis-cli -p $port flushall >/dev/null
       # Unmeasured SETs first, so that the measured ones evict from a full cache under a
       # model that has learned (a flush drops LHD's models, and each shard's first
@@ -52,8 +64,9 @@ for pair in $(seq 1 "$PAIRS"); do
     done
   done
 done
-for port in $PORT $((PORT + 1)); do
-  echo "port $port: $(info_field $port memory maxmemory_policy) keys=$(redis-cli -p $port dbsize) evicted=$(info_field $port stats evicted_keys) used_memory=$(info_field $port memory used_memory) $(redis-cli -p $port info memory | tr -d '\r' | grep lhd_tenant || true)"
+for who in "${WHO[@]}"; do
+  port=${PORTS[$who]}
+  echo "$who (port $port): $(info_field $port memory maxmemory_policy) keys=$(redis-cli -p $port dbsize) evicted=$(info_field $port stats evicted_keys) used_memory=$(info_field $port memory used_memory) $(redis-cli -p $port info memory | tr -d '\r' | grep lhd_tenant || true)"
 done
 python3 - "$OUT" <<'PY'
 import sys, statistics, collections
@@ -75,4 +88,14 @@ for P in ("1", "16"):
               statistics.median(x[2] for x in r), statistics.median(x[2] for x in a), cpu_ratio))
 print("(ratio = lhd/lru: rps higher is better, p99 ms lower is better; medians of per-pair ratios;")
 print(" cpu = the server's CPU time, user + system, in us per request of the run, lower is better)")
+if any(k[0] == "redis" for k in runs):
+    print("\n%-4s %-4s %12s %10s %10s %10s %10s" % ("P", "test", "redis rps", "lhd/redis", "lru/redis",
+          "lhd cpu/r", "lru cpu/r"))
+    for P in ("1", "16"):
+        for test in ("SET", "GET"):
+            d, a, r = runs[("redis", P, test)], runs[("lhd", P, test)], runs[("lru", P, test)]
+            med = lambda xs, ys, i: statistics.median(x[i] / y[i] for x, y in zip(xs, ys))
+            print("%-4s %-4s %12.0f %10.3f %10.3f %10.3f %10.3f" % (P, test,
+                  statistics.median(x[0] for x in d), med(a, d, 0), med(r, d, 0), med(a, d, 2), med(r, d, 2)))
+    print("(x/redis: medians of per-round ratios against redis-server allkeys-lru at the same maxmemory)")
 PY
