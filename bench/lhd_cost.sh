@@ -26,19 +26,19 @@ MAXMEM=${MAXMEM:-64mb}
 WARMUP=${WARMUP:-2000000}
 PORT=${PORT:-7121}
 build_augur
-start_augur $PORT --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru
-declare -A PID=([lru]=$LAST_PID)
 POLICY=${POLICY:-allkeys-lhd}
-start_augur $((PORT + 1)) --maxmemory "$MAXMEM" --maxmemory-policy "$POLICY"
-PID[lhd]=$LAST_PID
+# The servers, in the order each round visits them: name -> port and PID.
 WHO=(lru lhd)
-declare -A PORTS=([lru]=$PORT [lhd]=$((PORT + 1)))
-if [ -n "${REDIS:-}" ]; then
-  start_redis $((PORT + 2)) --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru --maxmemory-samples 5
-  PID[redis]=$LAST_PID
-  PORTS[redis]=$((PORT + 2))
-  WHO+=(redis)
-fi
+[ -n "${REDIS:-}" ] && WHO+=(redis)
+declare -A PORTS=([lru]=$PORT [lhd]=$((PORT + 1)) [redis]=$((PORT + 2))) PID=()
+for who in "${WHO[@]}"; do
+  case $who in
+    lru) start_augur "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru ;;
+    lhd) start_augur "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy "$POLICY" ;;
+    redis) start_redis "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru --maxmemory-samples 5 ;;
+  esac
+  PID[$who]=$LAST_PID
+done
 TICK=$(getconf CLK_TCK)
 # A server's CPU time so far (user + system), in microseconds (/proc/PID/stat fields 14, 15).
 cpu_us() { awk -v t="$TICK" '{print ($14 + $15) * 1000000 / t}' "/proc/$1/stat"; }
@@ -74,18 +74,21 @@ runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     pair, who, P, test, rps, p99, cpu = line.split()
     runs[(who, P, test)].append((float(rps), float(p99), float(cpu)))
+RPS, P99, CPU = 0, 1, 2
+def med(xs, i):
+    return statistics.median(x[i] for x in xs)
+def ratio(xs, ys, i):
+    """Median of the per-round ratios xs/ys of figure i (rounds share the machine's state)."""
+    return statistics.median(x[i] / y[i] for x, y in zip(xs, ys))
 print("\n%-4s %-4s %12s %12s %8s %10s %10s %8s %8s %8s %8s" % ("P", "test", "lru rps", "lhd rps", "ratio",
       "lru p99", "lhd p99", "ratio", "lru cpu", "lhd cpu", "ratio"))
 for P in ("1", "16"):
     for test in ("SET", "GET"):
         r, a = runs[("lru", P, test)], runs[("lhd", P, test)]
-        rps_ratio = statistics.median(x[0] / y[0] for x, y in zip(a, r))
-        p99_ratio = statistics.median(x[1] / y[1] for x, y in zip(a, r))
-        cpu_ratio = statistics.median(x[2] / y[2] for x, y in zip(a, r))
         print("%-4s %-4s %12.0f %12.0f %8.3f %10.3f %10.3f %8.2f %8.3f %8.3f %8.3f" % (P, test,
-              statistics.median(x[0] for x in r), statistics.median(x[0] for x in a), rps_ratio,
-              statistics.median(x[1] for x in r), statistics.median(x[1] for x in a), p99_ratio,
-              statistics.median(x[2] for x in r), statistics.median(x[2] for x in a), cpu_ratio))
+              med(r, RPS), med(a, RPS), ratio(a, r, RPS),
+              med(r, P99), med(a, P99), ratio(a, r, P99),
+              med(r, CPU), med(a, CPU), ratio(a, r, CPU)))
 print("(ratio = lhd/lru: rps higher is better, p99 ms lower is better; medians of per-pair ratios;")
 print(" cpu = the server's CPU time, user + system, in us per request of the run, lower is better)")
 if any(k[0] == "redis" for k in runs):
@@ -94,8 +97,7 @@ if any(k[0] == "redis" for k in runs):
     for P in ("1", "16"):
         for test in ("SET", "GET"):
             d, a, r = runs[("redis", P, test)], runs[("lhd", P, test)], runs[("lru", P, test)]
-            med = lambda xs, ys, i: statistics.median(x[i] / y[i] for x, y in zip(xs, ys))
             print("%-4s %-4s %12.0f %10.3f %10.3f %10.3f %10.3f" % (P, test,
-                  statistics.median(x[0] for x in d), med(a, d, 0), med(r, d, 0), med(a, d, 2), med(r, d, 2)))
+                  med(d, RPS), ratio(a, d, RPS), ratio(r, d, RPS), ratio(a, d, CPU), ratio(r, d, CPU)))
     print("(x/redis: medians of per-round ratios against redis-server allkeys-lru at the same maxmemory)")
 PY
