@@ -78,6 +78,10 @@ pub struct ServerConfig {
     pub k_chooser: crate::dlru::KChooser,
     /// `lhd-samples`: candidates an LHD eviction ranks (Augur's; augur_store::lhd).
     pub lhd_samples: usize,
+    /// `lfu-log-factor` and `lfu-decay-time` (minutes): Redis's LFU tuning
+    /// (augur_store's lfu module), defaults 10 and 1 as Redis's.
+    pub lfu_log_factor: u32,
+    pub lfu_decay_time: u32,
     /// The compressed zone (zExpander, augur_store::zone): `compressed-zone`,
     /// `compressed-zone-codec`, `compressed-zone-block-size`, `compressed-zone-dict-size`,
     /// `compressed-zone-target`,
@@ -230,6 +234,8 @@ impl Default for ServerConfig {
             dlru_interval: 5_000_000,
             k_chooser: crate::dlru::KChooser::Krr,
             lhd_samples: augur_store::DEFAULT_LHD_SAMPLES,
+            lfu_log_factor: augur_sim::lfu::DEFAULT_LOG_FACTOR,
+            lfu_decay_time: augur_sim::lfu::DEFAULT_DECAY_MINUTES,
             zone: Default::default(),
             maxmemory_clients: 0,
             databases: 16,
@@ -306,6 +312,8 @@ pub const PARAMS: &[&str] = &[
     "maxmemory-policy",
     "maxmemory-samples",
     "lhd-samples",
+    "lfu-log-factor",
+    "lfu-decay-time",
     "compressed-zone",
     "compressed-zone-codec",
     "compressed-zone-block-size",
@@ -383,6 +391,8 @@ pub const LIVE_PARAMS: &[&str] = &[
     "maxmemory-policy",
     "maxmemory-samples",
     "lhd-samples",
+    "lfu-log-factor",
+    "lfu-decay-time",
     "compressed-zone",
     "compressed-zone-target",
     "compressed-zone-window-ms",
@@ -558,12 +568,15 @@ impl ServerConfig {
                 self.maxmemory_policy_auto = true;
             }
             "maxmemory-policy" => {
-                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction, allkeys-lhd, volatile-lhd, allkeys-s3fifo, volatile-s3fifo, auto".to_string())?;
+                self.maxmemory_policy = value.parse().map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-lfu, allkeys-lfu, volatile-random, allkeys-random, volatile-ttl, noeviction, allkeys-lhd, volatile-lhd, allkeys-s3fifo, volatile-s3fifo, auto".to_string())?;
                 self.maxmemory_policy_auto = false;
             }
             "lhd-samples" => {
                 self.lhd_samples = parse_int_in(value, 1, augur_store::MAX_LHD_SAMPLES)?
             }
+            // Redis's ranges (config.c): 0..=INT_MAX for both.
+            "lfu-log-factor" => self.lfu_log_factor = parse_int_in(value, 0, i32::MAX as u32)?,
+            "lfu-decay-time" => self.lfu_decay_time = parse_int_in(value, 0, i32::MAX as u32)?,
             "compressed-zone" => self.zone.enabled = parse_bool(value)?,
             "compressed-zone-codec" => {
                 self.zone.codec = match value.to_ascii_lowercase().as_str() {
@@ -826,6 +839,8 @@ impl ServerConfig {
             "dlru-interval" => self.dlru_interval.to_string(),
             "k-chooser" => self.k_chooser.name().to_string(),
             "lhd-samples" => self.lhd_samples.to_string(),
+            "lfu-log-factor" => self.lfu_log_factor.to_string(),
+            "lfu-decay-time" => self.lfu_decay_time.to_string(),
             "compressed-zone" => if self.zone.enabled { "yes" } else { "no" }.to_string(),
             "compressed-zone-codec" => match self.zone.codec {
                 augur_store::zzone::Codec::Lz4 => "lz4".into(),
@@ -1005,6 +1020,13 @@ mod tests {
         c.apply("loglevel", "WARNING").unwrap();
         assert_eq!(c.get("loglevel").unwrap(), "warning");
         assert!(c.apply("maxmemory-policy", "lfu").is_err());
+        c.apply("maxmemory-policy", "Volatile-LFU").unwrap();
+        assert_eq!(c.maxmemory_policy, EvictionPolicy::VolatileLfu);
+        c.apply("lfu-log-factor", "0").unwrap();
+        c.apply("lfu-decay-time", "5").unwrap();
+        assert_eq!((c.lfu_log_factor, c.lfu_decay_time), (0, 5));
+        assert!(c.apply("lfu-log-factor", "-1").is_err());
+        assert!(c.apply("lfu-decay-time", "2147483648").is_err());
         c.apply("latency-tracking-info-percentiles", "0.0 50.0 100.0")
             .unwrap();
         assert_eq!(

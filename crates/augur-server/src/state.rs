@@ -354,6 +354,8 @@ impl Shared {
         store.set_encoding_limits(config.encoding_limits());
         store.set_notify_flags(config.notify_keyspace_events);
         store.set_lhd_samples(config.lhd_samples);
+        store.set_lfu_log_factor(config.lfu_log_factor);
+        store.set_lfu_decay_minutes(config.lfu_decay_time);
         let pubsub: Arc<crate::pubsub::Registry> = Arc::default();
         store.set_key_event_sink(Arc::new(crate::notify::StoreEvents(pubsub.clone())));
         let run_id: String = {
@@ -435,6 +437,8 @@ impl Shared {
             crate::dlru::turned_off(self, new.maxmemory_samples);
         }
         self.store.set_lhd_samples(new.lhd_samples);
+        self.store.set_lfu_log_factor(new.lfu_log_factor);
+        self.store.set_lfu_decay_minutes(new.lfu_decay_time);
         self.store.set_zone_enabled(new.zone.enabled);
         self.store.set_zone_target(new.zone.target_n_fraction);
         self.store.set_zone_window_ms(new.zone.window_ms);

@@ -24,6 +24,7 @@
 
 pub mod distinct;
 pub mod key_index;
+pub mod lfu;
 pub mod lhd;
 mod lhd_avx2;
 pub mod list;

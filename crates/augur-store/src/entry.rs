@@ -15,8 +15,8 @@
 //!
 //! ```text
 //! 0   u32  atime      logical access time (the shard's clock, truncated; see `Shard`)
-//! 4   u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, hash, set) |
-//!                 policy (2 bits: LRU, LHD, LHD explorer, S3-FIFO) | SHORT | RAW_STRING
+//! 4   u8   flags      HAS_TTL | LONG_KEY | type (2 bits: string, raw string, hash, set) |
+//!                 policy (bits 4, 5 and 7: LRU, LHD, LHD explorer, S3-FIFO, LFU) | SHORT
 //! 5   u8   db
 //! short:  6 u8 key_len                                       (header: 7 bytes)
 //!         in database 0 (flag SHORT_DB0): no db byte, 5 u8 key_len (header: 6 bytes)
@@ -83,22 +83,23 @@ const LONG_KEY: u8 = 2;
 /// In a short block (which never has a long key) the LONG_KEY bit means: database 0,
 /// and the header has no db byte.
 const SHORT_DB0: u8 = LONG_KEY;
-/// Type bits: 0 string, TYPE_HASH, TYPE_SET.
+/// Type bits: 0 string, TYPE_HASH, TYPE_SET, RAW_STRING.
 const TYPE_MASK: u8 = 0b1100;
 const TYPE_HASH: u8 = 0b0100;
 const TYPE_SET: u8 = 0b1000;
 const PTR_LEN: usize = std::mem::size_of::<*mut Object>();
 /// The block is in the short format, in a slab slot of exactly its size.
 const SHORT: u8 = 0x40;
-/// The value was last written by an in-place string modification (APPEND, SETRANGE,
+/// A string value last written by an in-place string modification (APPEND, SETRANGE,
 /// SETBIT, BITFIELD, BITOP's result), which in Redis leaves a string in the `raw`
 /// encoding whatever its length or content (t_string.c, bitops.c: dbUnshareStringValue);
-/// a plain SET (tryObjectEncoding) clears it. Only OBJECT ENCODING reads it.
-const RAW_STRING: u8 = 0x80;
-/// The two policy bits say which policy's format the `atime` word is in: none (LRU's
-/// 32-bit clock), [`LHD_FORMAT`], [`LHD_EXPLORER_FORMAT`] or [`S3_FORMAT`]; every
-/// format but LRU's keeps only [`LHD_CLOCK_MASK`]'s 24 clock bits.
-const POLICY_BITS: u8 = 0x30;
+/// a plain SET (tryObjectEncoding) clears it. Only OBJECT ENCODING reads it. It is the
+/// type field's fourth code (a string's), which leaves bit 7 to the policy formats.
+const RAW_STRING: u8 = 0b1100;
+/// The policy bits say which policy's format the `atime` word is in: none (LRU's
+/// 32-bit clock), [`LHD_FORMAT`], [`LHD_EXPLORER_FORMAT`], [`S3_FORMAT`] or
+/// [`LFU_FORMAT`]; every format but LRU's keeps only [`LHD_CLOCK_MASK`]'s 24 clock bits.
+const POLICY_BITS: u8 = 0xB0;
 /// The `atime` word is in LHD's format (see `crate::lhd`): 24 bits of clock and two
 /// 4-bit hit-age classes instead of the 32-bit clock. Set only by [`Entry::set_lhd`];
 /// [`Entry::set_atime`] (an LRU touch) clears it, so either policy can read any entry.
@@ -110,6 +111,10 @@ const LHD_EXPLORER_FORMAT: u8 = 0x30;
 /// bits 27-31 ([`S3_HIT_CODE_SHIFT`]), the code of its last hit since it entered.
 /// Set only by [`Entry::set_s3`]; an LRU touch or an LHD tag clears it.
 const S3_FORMAT: u8 = 0x20;
+/// The `atime` word is in Redis LFU's format (see `crate::lfu`): 24 bits of clock (the
+/// last access) and, in bits 24-31, the 8-bit logarithmic access counter. Set only by
+/// [`Entry::set_lfu`]; an LRU touch, an LHD tag or an S3-FIFO word clears it.
+const LFU_FORMAT: u8 = 0x80;
 /// Clock bits an LHD-format `atime` keeps.
 pub(crate) const LHD_CLOCK_MASK: u32 = (1 << 24) - 1;
 
@@ -199,15 +204,15 @@ impl Entry {
     #[inline]
     pub fn kind(&self) -> Kind {
         match self.flags() & TYPE_MASK {
-            0 => Kind::String,
             TYPE_HASH => Kind::Hash,
-            _ => Kind::Set,
+            TYPE_SET => Kind::Set,
+            _ => Kind::String,
         }
     }
 
     #[inline]
     pub fn is_object(&self) -> bool {
-        self.flags() & TYPE_MASK != 0
+        matches!(self.flags() & TYPE_MASK, TYPE_HASH | TYPE_SET)
     }
 
     fn object_ptr(&self) -> Option<*mut Object> {
@@ -498,6 +503,21 @@ impl Entry {
         self.write_u8(FLAGS_AT, f | S3_FORMAT);
     }
 
+    /// The LFU word (24 clock bits of the last access, the counter in bits 24-31), if
+    /// `atime` is in LFU's format.
+    #[inline]
+    pub fn lfu(&self) -> Option<u32> {
+        (self.flags() & POLICY_BITS == LFU_FORMAT).then(|| self.atime())
+    }
+
+    /// Stores an LFU word (see `crate::lfu`).
+    #[inline]
+    pub fn set_lfu(&self, word: u32) {
+        self.write_u32(0, word);
+        let f = self.flags() & !POLICY_BITS;
+        self.write_u8(FLAGS_AT, f | LFU_FORMAT);
+    }
+
     /// Gives this entry `other`'s recency (its `atime` word in any format).
     pub fn copy_recency_from(&self, other: &Entry) {
         self.write_u32(0, other.atime());
@@ -665,11 +685,16 @@ impl Entry {
 
     /// Whether the value is a string in Redis's `raw` encoding (see [`RAW_STRING`]).
     pub fn is_raw(&self) -> bool {
-        self.flags() & RAW_STRING != 0
+        self.flags() & TYPE_MASK == RAW_STRING
     }
 
+    /// Marks a string value as in `raw` encoding or not; a hash's or set's type stays.
     pub fn set_raw(&self, raw: bool) {
-        let f = self.flags() & !RAW_STRING;
+        let f = self.flags();
+        if self.is_object() {
+            return;
+        }
+        let f = f & !TYPE_MASK;
         self.write_u8(FLAGS_AT, if raw { f | RAW_STRING } else { f });
     }
 
@@ -985,8 +1010,16 @@ mod tests {
             (s.s3(), s.lhd(), s.is_lhd_explorer()),
             (Some(0x1234_5678), None, false)
         );
+        s.set_lfu(0xFF12_3456);
+        assert_eq!((s.lfu(), s.s3(), s.lhd()), (Some(0xFF12_3456), None, None));
+        // An LFU word's clock is 24 bits, as LHD's: the counter is not part of its age.
+        assert_eq!(s.idle(0x0012_3460), 10);
+        assert!(!s.is_raw() && !s.is_object());
+        s.set_raw(true);
+        assert!(s.is_raw() && s.lfu().is_some() && s.kind() == Kind::String);
+        s.set_raw(false);
         s.set_atime(5);
-        assert_eq!((s.s3(), s.lhd(), s.atime()), (None, None, 5));
+        assert_eq!((s.lfu(), s.s3(), s.lhd(), s.atime()), (None, None, None, 5));
         let moved = s.relocated().unwrap();
         assert_eq!(
             (moved.key(), moved.value(), moved.atime()),
@@ -1104,6 +1137,9 @@ mod format_props {
                     Step::Relocate => e = e.relocated().unwrap(),
                     Step::Tag(w) => {
                         e.set_lhd(w & LHD_CLOCK_MASK, w & 1 == 1);
+                        e.set_lfu(w);
+                        prop_assert_eq!(e.lfu(), Some(w));
+                        prop_assert!(e.is_raw());
                         e.set_atime(w);
                         recency = w;
                     }

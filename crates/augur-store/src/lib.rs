@@ -10,6 +10,7 @@ pub mod defrag;
 mod entry;
 mod glob;
 mod index;
+mod lfu;
 mod lhd;
 pub mod notify;
 mod object;
@@ -58,6 +59,8 @@ mod tests;
 mod tests_defrag;
 #[cfg(test)]
 mod tests_keyops;
+#[cfg(test)]
+mod tests_lfu;
 #[cfg(test)]
 mod tests_lhd;
 #[cfg(test)]

@@ -29,10 +29,16 @@ pub enum EvictionPolicy {
     AllKeysS3Fifo,
     /// S3-FIFO among keys with a TTL.
     VolatileS3Fifo,
+    /// Redis's approximated LFU over all keys: the lowest decayed logarithmic access
+    /// counter among K samples, through the same pool as LRU (see `crate::lfu`).
+    AllKeysLfu,
+    /// Approximated LFU among keys with a TTL.
+    VolatileLfu,
 }
 
 impl EvictionPolicy {
-    pub const ALL: [EvictionPolicy; 10] = [
+    /// Every policy; a tenant's policy is stored as its index here, so new ones go last.
+    pub const ALL: [EvictionPolicy; 12] = [
         EvictionPolicy::NoEviction,
         EvictionPolicy::AllKeysLru,
         EvictionPolicy::AllKeysRandom,
@@ -43,6 +49,8 @@ impl EvictionPolicy {
         EvictionPolicy::VolatileLhd,
         EvictionPolicy::AllKeysS3Fifo,
         EvictionPolicy::VolatileS3Fifo,
+        EvictionPolicy::AllKeysLfu,
+        EvictionPolicy::VolatileLfu,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +65,8 @@ impl EvictionPolicy {
             EvictionPolicy::VolatileLhd => "volatile-lhd",
             EvictionPolicy::AllKeysS3Fifo => "allkeys-s3fifo",
             EvictionPolicy::VolatileS3Fifo => "volatile-s3fifo",
+            EvictionPolicy::AllKeysLfu => "allkeys-lfu",
+            EvictionPolicy::VolatileLfu => "volatile-lfu",
         }
     }
 
@@ -69,6 +79,15 @@ impl EvictionPolicy {
                 | EvictionPolicy::VolatileTtl
                 | EvictionPolicy::VolatileLhd
                 | EvictionPolicy::VolatileS3Fifo
+                | EvictionPolicy::VolatileLfu
+        )
+    }
+
+    /// Whether eviction ranks by Redis's LFU counter (entries then carry LFU words).
+    pub fn is_lfu(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu
         )
     }
 

@@ -53,6 +53,7 @@ pub use keyops::{ObjectInfo, Relocated, Relocation};
 use crate::defrag::DefragStats;
 use crate::entry::{Entry, MAX_LEN};
 use crate::index::{self, DrawsAhead, Table};
+use crate::lfu::{DecayMarks, PartLfu};
 use crate::lhd::{Candidate, Carried, PartLhd};
 use crate::notify::KeyEvent;
 use crate::object::{Kind, Object};
@@ -204,6 +205,8 @@ pub(crate) struct Part {
     lhd: Option<Box<PartLhd>>,
     /// S3-FIFO's ghost and counters while the policy is S3-FIFO (`crate::s3fifo`).
     s3: Option<Box<PartS3>>,
+    /// Redis LFU's decay marks and coin flips while the policy is LFU (`crate::lfu`).
+    lfu: Option<Box<PartLfu>>,
     /// The compressed Z-zone while `compressed-zone` is on (`crate::zone`); None
     /// otherwise, so that the request path pays one branch for it.
     zone: Option<Box<PartZone>>,
@@ -252,6 +255,7 @@ impl Part {
             tenant,
             lhd: None,
             s3: None,
+            lfu: None,
             zone: None,
             faulted: false,
             clock_hint: 0,
@@ -298,6 +302,9 @@ impl Part {
             self.lhd_model().hit(e, clock);
         } else if policy.is_s3fifo() {
             self.s3_state_mut().hit(e, clock);
+        } else if policy.is_lfu() {
+            let log_factor = self.cfg.lfu_log_factor();
+            self.lfu_state_mut().hit(e, clock, log_factor);
         } else {
             e.set_atime(clock as u32);
         }
@@ -312,9 +319,19 @@ impl Part {
         } else if policy.is_s3fifo() {
             let limit = self.cfg.shard_limit();
             self.s3_state_mut().admit(e, h, clock, limit);
+        } else if policy.is_lfu() {
+            crate::lfu::admit(e, clock);
         } else {
             e.set_atime(clock as u32);
         }
+    }
+
+    /// This part's LFU state, created if missing: with no decay until the shard's next
+    /// cycle hands it the marks ([`Shard::note_wall_clock`]).
+    fn lfu_state_mut(&mut self) -> &mut PartLfu {
+        let seed = mix64(((self.tenant as u64) << 32) ^ self.table.len() as u64);
+        self.lfu
+            .get_or_insert_with(|| Box::new(PartLfu::new(Arc::default(), seed)))
     }
 
     /// This part's S3-FIFO state, created if missing (as [`Self::lhd_model`]).
@@ -828,6 +845,9 @@ impl Part {
         if !policy.is_s3fifo() {
             self.s3 = None;
         }
+        if !policy.is_lfu() {
+            self.lfu = None;
+        }
         self.follow_zone_setting();
         if self
             .zone
@@ -888,14 +908,17 @@ impl Part {
             EvictionPolicy::VolatileRandom => self.random_victim(true, pinned, rng),
             EvictionPolicy::AllKeysLru
             | EvictionPolicy::VolatileLru
-            | EvictionPolicy::VolatileTtl => {
+            | EvictionPolicy::VolatileTtl
+            | EvictionPolicy::AllKeysLfu
+            | EvictionPolicy::VolatileLfu => {
+                let marks = policy.is_lfu().then(|| self.lfu_state_mut().marks.clone());
                 let mut pool = std::mem::take(&mut self.pool);
                 let mut candidates = Sampled {
                     parts: std::slice::from_ref(self),
                     first_tenant: tenant,
-                    clock: clock as u32,
+                    clock,
                     from_volatile: policy.volatile_only(),
-                    by_ttl: policy == EvictionPolicy::VolatileTtl,
+                    score: Score::of(policy, marks.as_deref()),
                     pinned,
                 };
                 let id = select_victim_pooled(&mut pool, &mut candidates, k, rng);
@@ -1367,6 +1390,9 @@ pub struct Shard {
     pinned: Option<Entry>,
     /// Wall-clock dates of the logical clock, for OBJECT IDLETIME in seconds.
     wall: wallclock::WallClock,
+    /// LFU's decay marks as of the last active-expiry cycle, for free competition's
+    /// eviction; each LFU part holds the same (`crate::lfu`).
+    lfu_marks: Arc<DecayMarks>,
 }
 
 // SAFETY: the shard exclusively owns every entry allocation it indexes.
@@ -1389,6 +1415,7 @@ impl Shard {
             touched: 0,
             pinned: None,
             wall: wallclock::WallClock::new(CLOCK_BASE + 1),
+            lfu_marks: Arc::default(),
         };
         s.published.used.store(0, Ordering::Relaxed);
         s
@@ -2682,6 +2709,9 @@ impl Shard {
             if !policy.is_s3fifo() {
                 self.parts.iter_mut().for_each(|p| p.s3 = None);
             }
+            if !policy.is_lfu() {
+                self.parts.iter_mut().for_each(|p| p.lfu = None);
+            }
         }
         let from_volatile = policy.volatile_only();
         let weight = |p: &Part| {
@@ -2715,13 +2745,15 @@ impl Shard {
             }
             EvictionPolicy::AllKeysLru
             | EvictionPolicy::VolatileLru
-            | EvictionPolicy::VolatileTtl => {
+            | EvictionPolicy::VolatileTtl
+            | EvictionPolicy::AllKeysLfu
+            | EvictionPolicy::VolatileLfu => {
                 let mut candidates = Sampled {
                     parts: &self.parts,
                     first_tenant: 0,
-                    clock: self.clock as u32,
+                    clock: self.clock,
                     from_volatile,
-                    by_ttl: policy == EvictionPolicy::VolatileTtl,
+                    score: Score::of(policy, Some(&self.lfu_marks)),
                     pinned: self.pinned,
                 };
                 let k = self.config.samples();
@@ -3386,11 +3418,34 @@ struct Sampled<'a> {
     parts: &'a [Part],
     /// The tenant of `parts[0]` (parts[i] is tenant first_tenant + i).
     first_tenant: TenantId,
-    clock: u32,
+    clock: u64,
     from_volatile: bool,
-    by_ttl: bool,
+    score: Score<'a>,
     /// The object a command is changing: never a candidate.
     pinned: Option<Entry>,
+}
+
+/// What a pooled candidate's score is: higher is evicted first (Redis's `idle` in
+/// `evictionPoolPopulate`).
+#[derive(Clone, Copy)]
+enum Score<'a> {
+    /// Accesses since the last one (LRU).
+    Idle,
+    /// Soonest expiry (volatile-ttl).
+    Ttl,
+    /// 255 less the decayed LFU counter.
+    Lfu(&'a DecayMarks),
+}
+
+impl<'a> Score<'a> {
+    /// `policy`'s score; `marks` are the decay marks when `policy` is LFU.
+    fn of(policy: EvictionPolicy, marks: Option<&'a DecayMarks>) -> Score<'a> {
+        match (policy, marks) {
+            (EvictionPolicy::VolatileTtl, _) => Score::Ttl,
+            (p, Some(m)) if p.is_lfu() => Score::Lfu(m),
+            _ => Score::Idle,
+        }
+    }
 }
 
 impl Sampled<'_> {
@@ -3505,11 +3560,13 @@ impl Sampled<'_> {
     }
 
     fn candidate(&self, e: Entry, i: usize) -> (PoolKey, u64) {
-        let score = if self.by_ttl {
+        let score = match self.score {
             // Soonest expiry first: Redis uses ULLONG_MAX - expire as the "idle" score.
-            u64::MAX - e.expire_at().unwrap_or(u64::MAX)
-        } else {
-            e.idle(self.clock) as u64
+            Score::Ttl => u64::MAX - e.expire_at().unwrap_or(u64::MAX),
+            Score::Idle => e.idle(self.clock as u32) as u64,
+            Score::Lfu(marks) => {
+                augur_sim::lfu::eviction_score(crate::lfu::counter(e, self.clock, marks))
+            }
         };
         let tenant = self.first_tenant + i as TenantId;
         (pool_key(tenant, e.db(), e.key()), score)

@@ -5,7 +5,7 @@ use crate::tenant::{Ns, Partitioning, ReferenceSink, TenantId, TenantTable, MAX_
 use crate::{EvictionPolicy, Shard};
 use parking_lot::{Mutex, MutexGuard};
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 #[derive(Debug, Clone)]
@@ -75,6 +75,9 @@ pub(crate) struct SharedConfig {
     samples: AtomicUsize,
     /// `lhd-samples`: candidates an LHD eviction ranks (`crate::lhd`).
     lhd_samples: AtomicUsize,
+    /// `lfu-log-factor` and `lfu-decay-time` (minutes): Redis LFU's tuning (`crate::lfu`).
+    lfu_log_factor: AtomicU32,
+    lfu_decay_minutes: AtomicU32,
     pub(crate) shards: usize,
     pub(crate) databases: usize,
     pub(crate) tenants: TenantTable,
@@ -169,6 +172,12 @@ impl SharedConfig {
     }
     pub(crate) fn lhd_samples(&self) -> usize {
         self.lhd_samples.load(Ordering::Relaxed)
+    }
+    pub(crate) fn lfu_log_factor(&self) -> u32 {
+        self.lfu_log_factor.load(Ordering::Relaxed)
+    }
+    pub(crate) fn lfu_decay_minutes(&self) -> u32 {
+        self.lfu_decay_minutes.load(Ordering::Relaxed)
     }
 
     /// Whether events of `class` are on: the one relaxed load every event site pays.
@@ -373,6 +382,8 @@ impl Store {
             policy: AtomicU8::new(policy_code(config.policy)),
             samples: AtomicUsize::new(config.samples.clamp(1, 64)),
             lhd_samples: AtomicUsize::new(crate::lhd::DEFAULT_LHD_SAMPLES),
+            lfu_log_factor: AtomicU32::new(augur_sim::lfu::DEFAULT_LOG_FACTOR),
+            lfu_decay_minutes: AtomicU32::new(augur_sim::lfu::DEFAULT_DECAY_MINUTES),
             shards: n,
             databases: config.databases.clamp(1, 256),
             tenants: TenantTable::new(config.databases.clamp(1, 256)),
@@ -578,6 +589,27 @@ impl Store {
     /// `lhd-samples`: candidates ranked per LHD eviction.
     pub fn lhd_samples(&self) -> usize {
         self.config.lhd_samples()
+    }
+
+    /// `lfu-log-factor`: how many hits an LFU counter's step takes (Redis's default 10).
+    pub fn lfu_log_factor(&self) -> u32 {
+        self.config.lfu_log_factor()
+    }
+
+    pub fn set_lfu_log_factor(&self, factor: u32) {
+        self.config.lfu_log_factor.store(factor, Ordering::Relaxed);
+    }
+
+    /// `lfu-decay-time`: minutes of idle time per LFU counter decrement (0: never).
+    pub fn lfu_decay_minutes(&self) -> u32 {
+        self.config.lfu_decay_minutes()
+    }
+
+    /// Takes effect at each shard's next active-expiry cycle (its decay marks).
+    pub fn set_lfu_decay_minutes(&self, minutes: u32) {
+        self.config
+            .lfu_decay_minutes
+            .store(minutes, Ordering::Relaxed);
     }
 
     /// Sets `lhd-samples`, clamped to 1..=[`MAX_LHD_SAMPLES`].

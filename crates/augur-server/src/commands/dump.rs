@@ -524,12 +524,12 @@ pub(super) fn dump_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
 }
 
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency].
-/// IDLETIME dates the key's last use that many seconds back, for OBJECT IDLETIME and for
-/// eviction (Redis's objectSetLRUOrLFU); FREQ is checked and accepted, and ignored:
-/// there is no LFU policy to keep a frequency for.
+/// As Redis's objectSetLRUOrLFU: under an LFU policy FREQ sets the key's counter (and
+/// IDLETIME is ignored); under any other, IDLETIME dates the key's last use that many
+/// seconds back, for OBJECT IDLETIME and for eviction (and FREQ is ignored).
 pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let (mut replace, mut absttl) = (false, false);
-    let (mut idle, mut freq) = (None, false);
+    let (mut idle, mut freq) = (None, None);
     let mut j = 4;
     while j < args.len() {
         let more = j + 1 < args.len();
@@ -538,7 +538,7 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
             replace = true;
         } else if eq(opt, "absttl") {
             absttl = true;
-        } else if eq(opt, "idletime") && more && !freq {
+        } else if eq(opt, "idletime") && more && freq.is_none() {
             match parse_i64(args.get(j + 1)) {
                 None => return c.out.error(ERR_NOT_INT),
                 Some(n) if n < 0 => return c.out.error("ERR Invalid IDLETIME value, must be >= 0"),
@@ -553,9 +553,8 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
                         .out
                         .error("ERR Invalid FREQ value, must be >= 0 and <= 255")
                 }
-                Some(_) => {}
+                Some(n) => freq = Some(n as u8),
             }
-            freq = true;
             j += 1;
         } else {
             return c.out.error(ERR_SYNTAX);
@@ -625,7 +624,11 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
     };
     match written {
         Ok(()) => {
-            if let Some(secs) = idle {
+            if shared.store.tenant_policy(ns.tenant).is_lfu() {
+                if let Some(f) = freq {
+                    shard.set_frequency(ns, key, f, now);
+                }
+            } else if let Some(secs) = idle {
                 shard.backdate(ns, key, secs, now);
             }
             crate::notify::notify(shared, c, crate::notify::flags::GENERIC, "restore", key);

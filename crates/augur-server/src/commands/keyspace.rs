@@ -318,7 +318,11 @@ pub(super) fn object_command(
         }
         "refcount" => c.out.int(1),
         // Wall-clock seconds, as Redis; eviction itself ranks keys by logical time.
+        // Under an LFU policy too (Redis answers an error there: its LFU keeps no access
+        // time; Augur's LFU word keeps the last access's clock, see augur_store's lfu).
         "idletime" => c.out.int(info.idle_secs as i64),
+        // The counter decayed to now (Redis's LFUDecrAndReturn), without touching it.
+        _ if info.freq.is_some() => c.out.int(info.freq.unwrap_or(0) as i64),
         _ => c.out.error(
             "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ),

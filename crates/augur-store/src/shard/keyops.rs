@@ -12,10 +12,12 @@
 
 use super::{db_hash, entry_hash, Part, Shard};
 use crate::entry::{Entry, MAX_LEN};
+use crate::lfu::DecayMarks;
 use crate::notify::KeyEvent;
 use crate::store::key_hash;
 use crate::tenant::{Ns, RefKind};
 use crate::WriteError;
+use std::sync::Arc;
 
 /// Which of db.c's relocations to perform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +45,9 @@ pub struct ObjectInfo {
     pub idle_secs: u64,
     /// The value was last written by an in-place string update: Redis's `raw` encoding.
     pub raw: bool,
+    /// The key's decayed LFU counter (OBJECT FREQ) when its tenant's policy is LFU;
+    /// None otherwise (Redis then answers OBJECT FREQ with an error).
+    pub freq: Option<u8>,
 }
 
 impl Part {
@@ -424,14 +429,30 @@ impl Shard {
     /// OBJECT IDLETIME / ENCODING's view of a key, without touching it.
     pub fn object_info(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<ObjectInfo> {
         let clock = self.clock;
+        let lfu = self.config.tenant_policy(ns.tenant).is_lfu();
         let part = self.part(ns.tenant);
         let e = part.find_live(ns.db, key, now_ms)?;
+        let freq = lfu.then(|| crate::lfu::counter(e, clock, &part.lfu_state_mut().marks));
         // The entry keeps the clock's low 32 bits; widen within the last 2^32 accesses.
         let atime = clock - e.idle(clock as u32) as u64;
         Some(ObjectInfo {
             idle_secs: self.wall.idle_secs(atime, now_ms / 1000),
             raw: e.is_raw(),
+            freq,
         })
+    }
+
+    /// RESTORE ... FREQ under an LFU policy: sets the key's LFU counter to `freq` as of
+    /// now (Redis's `objectSetLRUOrLFU`). True if the key exists.
+    pub fn set_frequency(&mut self, ns: Ns, key: &[u8], freq: u8, now_ms: u64) -> bool {
+        let clock = self.clock;
+        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
+            Some(e) => {
+                crate::lfu::set_frequency(e, clock, freq);
+                true
+            }
+            None => false,
+        }
     }
 
     /// RESTORE ... IDLETIME: makes a key look last used `idle_secs` seconds ago, to OBJECT
@@ -453,6 +474,18 @@ impl Shard {
     /// calls it `hz` times a second.
     pub(crate) fn note_wall_clock(&mut self, now_ms: u64) {
         self.wall.note(self.clock, now_ms / 1000);
+        if self.parts.iter().any(|p| p.lfu.is_some()) {
+            let wall = &self.wall;
+            let marks = Arc::new(DecayMarks::new(
+                now_ms / 1000,
+                self.config.lfu_decay_minutes(),
+                |sec| wall.clock_by(sec),
+            ));
+            for lfu in self.parts.iter_mut().filter_map(|p| p.lfu.as_deref_mut()) {
+                lfu.marks = Arc::clone(&marks);
+            }
+            self.lfu_marks = marks;
+        }
     }
 
     /// One shard's part of a SCAN call: walks tenant `ns.tenant`'s positions from `top`

@@ -141,6 +141,13 @@ impl WallClock {
         }
     }
 
+    /// The last clock value accessed by second `sec` (0 if none was observed by then):
+    /// LFU's decay marks (`crate::lfu::DecayMarks`).
+    pub(crate) fn clock_by(&self, sec: u64) -> u64 {
+        let i = self.points.partition_point(|&(_, s)| s <= sec);
+        i.checked_sub(1).map_or(0, |j| self.points[j].0)
+    }
+
     /// Whole seconds since the access at clock value `atime`, at `now_sec`. An access
     /// after the last observation happened within the last cycle: 0.
     pub(crate) fn idle_secs(&self, atime: u64, now_sec: u64) -> u64 {
