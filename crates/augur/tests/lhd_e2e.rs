@@ -56,6 +56,8 @@ async fn policy_switches_under_concurrent_load_lose_no_key() {
         "volatile-lru",
         "allkeys-s3fifo",
         "volatile-s3fifo",
+        "allkeys-lfu",
+        "volatile-lfu",
         "noeviction",
     ];
     let stop = Arc::new(AtomicBool::new(false));
@@ -103,7 +105,7 @@ async fn policy_switches_under_concurrent_load_lose_no_key() {
     srv.stop().await;
 }
 
-/// With a limit, the same switching (LRU, LHD and S3-FIFO, all keys and volatile) keeps memory
+/// With a limit, the same switching (LRU, LHD, S3-FIFO and LFU, all keys and volatile) keeps memory
 /// within the limit, every read answers the value written or nothing, no write is
 /// refused, and INFO memory names the policy and LHD's per-tenant state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,6 +123,8 @@ async fn policy_switches_under_memory_pressure_keep_evicting_correctly() {
         "allkeys-s3fifo",
         "allkeys-lhd",
         "volatile-s3fifo",
+        "allkeys-lfu",
+        "volatile-lfu",
     ];
     let stop = Arc::new(AtomicBool::new(false));
     let sw = tokio::spawn(switcher(srv.con().await, POLICIES, stop.clone()));
