@@ -16,8 +16,10 @@
 # REDIS=1 adds a third server to every round, Debian's redis-server under allkeys-lru
 # (maxmemory-samples 5) at the same maxmemory, warmed and measured the same way, and
 # prints lhd/redis and lru/redis beside lhd/lru: what LHD costs against the server an
-# operator runs today, not only against Augur's own LRU.
-# Usage: [POLICY=auto] [WARMUP=N] [REDIS=1] bench/lhd_cost.sh [N=1000000] [PAIRS=3]
+# operator runs today, not only against Augur's own LRU. REDIS_POLICY (default
+# allkeys-lru) is redis-server's policy: POLICY=allkeys-lfu REDIS=1 REDIS_POLICY=allkeys-lfu
+# measures Augur's LFU against Redis's.
+# Usage: [POLICY=auto] [WARMUP=N] [REDIS=1] [REDIS_POLICY=P] bench/lhd_cost.sh [N=1000000] [PAIRS=3]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 N=${1:-1000000}
@@ -35,14 +37,14 @@ for who in "${WHO[@]}"; do
   case $who in
     lru) start_augur "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru ;;
     lhd) start_augur "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy "$POLICY" ;;
-    redis) start_redis "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru --maxmemory-samples 5 ;;
+    redis) start_redis "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy "${REDIS_POLICY:-allkeys-lru}" --maxmemory-samples 5 ;;
   esac
   PID[$who]=$LAST_PID
 done
 TICK=$(getconf CLK_TCK)
 # A server's CPU time so far (user + system), in microseconds (/proc/PID/stat fields 14, 15).
 cpu_us() { awk -v t="$TICK" '{print ($14 + $15) * 1000000 / t}' "/proc/$1/stat"; }
-echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS maxmemory=$MAXMEM  second server: $POLICY"
+echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS maxmemory=$MAXMEM  second server: $POLICY  redis-server: ${REDIS_POLICY:-allkeys-lru}"
 OUT=$(mktemp)
 for pair in $(seq 1 "$PAIRS"); do
   for P in 1 16; do
@@ -68,7 +70,7 @@ for who in "${WHO[@]}"; do
   port=${PORTS[$who]}
   echo "$who (port $port): $(info_field $port memory maxmemory_policy) keys=$(redis-cli -p $port dbsize) evicted=$(info_field $port stats evicted_keys) used_memory=$(info_field $port memory used_memory) $(redis-cli -p $port info memory | tr -d '\r' | grep lhd_tenant || true)"
 done
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "${REDIS_POLICY:-allkeys-lru}" <<'PY'
 import sys, statistics, collections
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
@@ -99,5 +101,5 @@ if any(k[0] == "redis" for k in runs):
             d, a, r = runs[("redis", P, test)], runs[("lhd", P, test)], runs[("lru", P, test)]
             print("%-4s %-4s %12.0f %10.3f %10.3f %10.3f %10.3f" % (P, test,
                   med(d, RPS), ratio(a, d, RPS), ratio(r, d, RPS), ratio(a, d, CPU), ratio(r, d, CPU)))
-    print("(x/redis: medians of per-round ratios against redis-server allkeys-lru at the same maxmemory)")
+    print("(x/redis: medians of per-round ratios against redis-server %s at the same maxmemory)" % sys.argv[2])
 PY

@@ -599,6 +599,12 @@ const MEMORY_SUBS: &[SubSpec] = &[
         summary: "Returns the allocator statistics.",
     },
     SubSpec {
+        name: "memory|stats",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns details about memory usage.",
+    },
+    SubSpec {
         name: "memory|purge",
         arity: 2,
         flags: LOADING | STALE,

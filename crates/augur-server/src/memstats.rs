@@ -23,6 +23,8 @@ pub struct MemStats {
     allocator: Option<(u64, u64, u64)>,
     clients_normal: u64,
     clients_monitors: u64,
+    /// Lua's heap and the script cache.
+    lua: u64,
     overhead: u64,
     defrag_running: bool,
 }
@@ -53,6 +55,7 @@ impl MemStats {
             allocator: jemalloc_stats(),
             clients_normal,
             clients_monitors,
+            lua,
             overhead: clients_normal + clients_monitors + lua,
             defrag_running: shared.counters.active_defrag_running.load(Relaxed),
         }
@@ -132,6 +135,100 @@ impl MemStats {
         line!("active_defrag_running:{}", self.defrag_running as u8);
         line!("lazyfree_pending_objects:0");
         line!("lazyfreed_objects:0");
+    }
+}
+
+impl MemStats {
+    /// MEMORY STATS (Redis 7.0's object.c, `memoryCommand` "stats" over
+    /// `getMemoryOverheadData`): the same figures as INFO memory, as a map, in Redis's
+    /// order and names. `keys` is the keys the caller's keyspace holds over all databases.
+    /// As in INFO, `total.allocated` is `used_memory` (the store's accounting) and the
+    /// overheads (clients, Lua) are outside it, so `dataset.bytes` is all of it and
+    /// `startup.allocated` is 0. Left out, not made up: Redis's per-database `db.N`
+    /// maps (the overhead of its two dictionaries per database: Augur's index is per
+    /// shard, shared by all databases and charged to the keys), and any allocator or RSS
+    /// figure that cannot be read.
+    pub fn write_memory_stats(&self, out: &mut crate::resp::Out, keys: u64) {
+        enum V {
+            Int(i64),
+            Double(f64),
+        }
+        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        let mut fields: Vec<(&str, V)> = vec![
+            ("peak.allocated", V::Int(self.peak as i64)),
+            ("total.allocated", V::Int(self.used as i64)),
+            ("startup.allocated", V::Int(0)),
+            ("replication.backlog", V::Int(0)),
+            ("clients.slaves", V::Int(self.clients_monitors as i64)),
+            ("clients.normal", V::Int(self.clients_normal as i64)),
+            ("cluster.links", V::Int(0)),
+            ("aof.buffer", V::Int(0)),
+            ("lua.caches", V::Int(self.lua as i64)),
+            ("functions.caches", V::Int(0)),
+            ("overhead.total", V::Int(self.overhead as i64)),
+            ("keys.count", V::Int(keys as i64)),
+            (
+                "keys.bytes-per-key",
+                V::Int(if keys > 0 {
+                    (self.used / keys) as i64
+                } else {
+                    0
+                }),
+            ),
+            ("dataset.bytes", V::Int(self.used as i64)),
+            (
+                "dataset.percentage",
+                V::Double(100.0 * ratio(self.used, self.used + self.overhead)),
+            ),
+            (
+                "peak.percentage",
+                V::Double(if self.peak > 0 {
+                    100.0 * ratio(self.used, self.peak)
+                } else {
+                    100.0
+                }),
+            ),
+        ];
+        if let Some((allocated, active, resident)) = self.allocator {
+            fields.extend([
+                ("allocator.allocated", V::Int(allocated as i64)),
+                ("allocator.active", V::Int(active as i64)),
+                ("allocator.resident", V::Int(resident as i64)),
+                (
+                    "allocator-fragmentation.ratio",
+                    V::Double(ratio(active, allocated)),
+                ),
+                (
+                    "allocator-fragmentation.bytes",
+                    V::Int(active as i64 - allocated as i64),
+                ),
+                ("allocator-rss.ratio", V::Double(ratio(resident, active))),
+                (
+                    "allocator-rss.bytes",
+                    V::Int(resident as i64 - active as i64),
+                ),
+            ]);
+            if let Some(rss) = self.rss {
+                fields.extend([
+                    ("rss-overhead.ratio", V::Double(ratio(rss, resident))),
+                    ("rss-overhead.bytes", V::Int(rss as i64 - resident as i64)),
+                ]);
+            }
+        }
+        if let Some(rss) = self.rss {
+            fields.extend([
+                ("fragmentation", V::Double(ratio(rss, self.used))),
+                ("fragmentation.bytes", V::Int(rss as i64 - self.used as i64)),
+            ]);
+        }
+        out.map(fields.len());
+        for (name, v) in fields {
+            out.bulk(name.as_bytes());
+            match v {
+                V::Int(n) => out.int(n),
+                V::Double(d) => out.double(d),
+            }
+        }
     }
 }
 

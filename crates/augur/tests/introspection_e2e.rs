@@ -748,3 +748,103 @@ async fn config_set_several_atomic_and_get_patterns() {
     assert_eq!(all, again);
     s.stop().await;
 }
+
+/// MEMORY STATS: Redis 7.0's field names in Redis's order (those Augur can read; no
+/// per-database `db.N` maps), consistent with INFO memory and DBSIZE, integers and
+/// doubles as Redis types them, in RESP2 (a flat array) and RESP3 (a map).
+#[tokio::test]
+async fn memory_stats_as_redis() {
+    let (srv, mut c) = server().await;
+    for i in 0..300 {
+        let _: () = q(&mut c, &["SET", &format!("k{i}"), &"v".repeat(100)])
+            .await
+            .unwrap();
+    }
+    let _: () = q(&mut c, &["SELECT", "2"]).await.unwrap();
+    let _: () = q(&mut c, &["SET", "other-db", "v"]).await.unwrap();
+    let reply: Value = q(&mut c, &["MEMORY", "STATS"]).await.unwrap();
+    let Value::Array(items) = reply else {
+        panic!("RESP2: a flat array, got {reply:?}")
+    };
+    let mut names = Vec::new();
+    let mut ints = std::collections::HashMap::new();
+    for pair in items.chunks(2) {
+        let Value::BulkString(name) = &pair[0] else {
+            panic!("{pair:?}")
+        };
+        let name = String::from_utf8(name.clone()).unwrap();
+        match &pair[1] {
+            Value::Int(n) => {
+                ints.insert(name.clone(), *n);
+            }
+            // RESP2 doubles are bulk strings.
+            Value::BulkString(d) => {
+                let d: f64 = std::str::from_utf8(d).unwrap().parse().unwrap();
+                assert!(
+                    name.ends_with("percentage")
+                        || name.contains("ratio")
+                        || name == "fragmentation",
+                    "{name}"
+                );
+                assert!(d.is_finite() && d >= 0.0, "{name} {d}");
+            }
+            v => panic!("{name}: {v:?}"),
+        }
+        names.push(name);
+    }
+    // Redis 7.0.15's order (object.c); the allocator and RSS figures are read on Linux.
+    let redis_order = [
+        "peak.allocated",
+        "total.allocated",
+        "startup.allocated",
+        "replication.backlog",
+        "clients.slaves",
+        "clients.normal",
+        "cluster.links",
+        "aof.buffer",
+        "lua.caches",
+        "functions.caches",
+        "overhead.total",
+        "keys.count",
+        "keys.bytes-per-key",
+        "dataset.bytes",
+        "dataset.percentage",
+        "peak.percentage",
+        "allocator.allocated",
+        "allocator.active",
+        "allocator.resident",
+        "allocator-fragmentation.ratio",
+        "allocator-fragmentation.bytes",
+        "allocator-rss.ratio",
+        "allocator-rss.bytes",
+        "rss-overhead.ratio",
+        "rss-overhead.bytes",
+        "fragmentation",
+        "fragmentation.bytes",
+    ];
+    assert_eq!(names, redis_order);
+    assert_eq!(ints["keys.count"], 301, "all databases");
+    let info: String = q(&mut c, &["INFO", "memory"]).await.unwrap();
+    let used = common::info_field(&info, "used_memory") as i64;
+    assert_eq!(ints["total.allocated"], used, "nothing written in between");
+    assert!(ints["peak.allocated"] >= used);
+    assert_eq!(ints["keys.bytes-per-key"], used / 301);
+    assert!((100..400).contains(&ints["keys.bytes-per-key"]), "{ints:?}");
+    // RESP3: a map with doubles.
+    let _: Value = q(&mut c, &["HELLO", "3"]).await.unwrap();
+    let reply: Value = q(&mut c, &["MEMORY", "STATS"]).await.unwrap();
+    let Value::Map(pairs) = reply else {
+        panic!("RESP3: a map, got {reply:?}")
+    };
+    assert_eq!(pairs.len(), redis_order.len());
+    assert!(pairs.iter().any(
+        |(k, v)| *k == Value::BulkString(b"dataset.percentage".to_vec())
+            && matches!(v, Value::Double(_))
+    ));
+    let e = err(&mut c, &["MEMORY", "STATS", "extra"]).await;
+    assert!(
+        e.contains("wrong number of arguments for 'memory|stats'"),
+        "{e}"
+    );
+    srv.stop().await;
+}

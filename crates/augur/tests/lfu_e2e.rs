@@ -60,9 +60,12 @@ async fn object_freq_and_restore_freq_as_redis() {
         e.starts_with("ERR An LFU maxmemory policy is not selected"),
         "{e}"
     );
-    let _: () = q(&mut con, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"])
-        .await
-        .unwrap();
+    let _: () = q(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    )
+    .await
+    .unwrap();
     let _: () = q(&mut con, &["SET", "new", "v"]).await.unwrap();
     assert_eq!(freq(&mut con, "new").await, 5, "LFU_INIT_VAL");
     // Factor 0: every read counts one.
@@ -105,7 +108,10 @@ async fn object_freq_and_restore_freq_as_redis() {
         Err(e) => e.to_string(),
         Ok(()) => panic!("FREQ 256 accepted"),
     };
-    assert!(e.contains("Invalid FREQ value, must be >= 0 and <= 255"), "{e}");
+    assert!(
+        e.contains("Invalid FREQ value, must be >= 0 and <= 255"),
+        "{e}"
+    );
     // IDLETIME under LFU is ignored (objectSetLRUOrLFU), the key is restored.
     let _: () = redis::cmd("RESTORE")
         .arg("idle")
@@ -118,9 +124,12 @@ async fn object_freq_and_restore_freq_as_redis() {
         .unwrap();
     assert_eq!(freq(&mut con, "idle").await, 5);
     // Back to LRU: OBJECT FREQ is refused again, the keys stay.
-    let _: () = q(&mut con, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"])
-        .await
-        .unwrap();
+    let _: () = q(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    )
+    .await
+    .unwrap();
     let e = err(&mut con, &["OBJECT", "FREQ", "foo"]).await;
     assert!(e.contains("not selected"), "{e}");
     let n: u64 = q(&mut con, &["DBSIZE"]).await.unwrap();
@@ -153,9 +162,12 @@ async fn allkeys_lfu_keeps_the_hot_set_through_scans_where_lru_cannot() {
         let info: String = q(&mut con, &["INFO", "memory"]).await.unwrap();
         let limit = info_field(&info, "used_memory");
         let _: () = q(&mut con, &["FLUSHALL"]).await.unwrap();
-        let _: () = q(&mut con, &["CONFIG", "SET", "maxmemory", &limit.to_string()])
-            .await
-            .unwrap();
+        let _: () = q(
+            &mut con,
+            &["CONFIG", "SET", "maxmemory", &limit.to_string()],
+        )
+        .await
+        .unwrap();
         let _: () = q(&mut con, &["CONFIG", "SET", "maxmemory-policy", policy])
             .await
             .unwrap();

@@ -265,6 +265,17 @@ pub(super) fn memory_command(
             augur_store::defrag::purge_dirty_pages();
             c.out.ok();
         }
+        "stats" => {
+            let keys = shared
+                .store
+                .stats(c.tenant)
+                .keys_per_db
+                .iter()
+                .map(|k| k.0)
+                .sum();
+            let used = shared.store.used_memory();
+            crate::memstats::MemStats::gather(shared, used).write_memory_stats(&mut c.out, keys);
+        }
         _ => help_reply(
             &mut c.out,
             "MEMORY",
@@ -273,6 +284,8 @@ pub(super) fn memory_command(
                 "    Return memory in bytes used by <key> and its value.",
                 "MALLOC-STATS",
                 "    Return internal statistics report from the memory allocator.",
+                "STATS",
+                "    Return information about the memory usage of the server.",
                 "PURGE",
                 "    Attempt to purge dirty pages for reclamation by the allocator.",
             ],
