@@ -599,6 +599,12 @@ const MEMORY_SUBS: &[SubSpec] = &[
         summary: "Returns the allocator statistics.",
     },
     SubSpec {
+        name: "memory|doctor",
+        arity: 2,
+        flags: 0,
+        summary: "Outputs a memory problems report.",
+    },
+    SubSpec {
         name: "memory|stats",
         arity: 2,
         flags: LOADING | STALE,

@@ -23,6 +23,10 @@ pub struct MemStats {
     allocator: Option<(u64, u64, u64)>,
     clients_normal: u64,
     clients_monitors: u64,
+    /// How many connections each of those two sums is over.
+    n_normal: u64,
+    n_monitors: u64,
+    cached_scripts: u64,
     /// Lua's heap and the script cache.
     lua: u64,
     overhead: u64,
@@ -37,12 +41,15 @@ impl MemStats {
             .fetch_max(used, Relaxed)
             .max(used);
         let (mut clients_normal, mut clients_monitors) = (0, 0);
+        let (mut n_normal, mut n_monitors) = (0, 0);
         for c in shared.clients.lock().values() {
             let m = c.stats.tot_mem.load(Relaxed);
             if c.stats.flags.load(Relaxed) & flag::MONITOR != 0 {
                 clients_monitors += m;
+                n_monitors += 1;
             } else {
                 clients_normal += m;
+                n_normal += 1;
             }
         }
         let s = &shared.scripting;
@@ -55,6 +62,9 @@ impl MemStats {
             allocator: jemalloc_stats(),
             clients_normal,
             clients_monitors,
+            n_normal,
+            n_monitors,
+            cached_scripts: s.cached_scripts.load(Relaxed),
             lua,
             overhead: clients_normal + clients_monitors + lua,
             defrag_running: shared.counters.active_defrag_running.load(Relaxed),
@@ -169,11 +179,7 @@ impl MemStats {
             ("keys.count", V::Int(keys as i64)),
             (
                 "keys.bytes-per-key",
-                V::Int(if keys > 0 {
-                    (self.used / keys) as i64
-                } else {
-                    0
-                }),
+                V::Int(self.used.checked_div(keys).unwrap_or(0) as i64),
             ),
             ("dataset.bytes", V::Int(self.used as i64)),
             (
@@ -229,6 +235,98 @@ impl MemStats {
                 V::Double(d) => out.double(d),
             }
         }
+    }
+}
+
+impl MemStats {
+    /// MEMORY DOCTOR: the checks of Redis 7.0's `getMemoryDoctorReport` (object.c), with
+    /// its thresholds, over the figures MEMORY STATS reports, in Augur's own words: an
+    /// almost empty instance (under 5 MB) is not judged; otherwise a peak over 1.5x the
+    /// memory in use, RSS over 1.4x it and 10 MB more, allocator fragmentation or RSS
+    /// overhead over 1.1x and 10 MB, process RSS over the allocator's by 1.1x and 10 MB,
+    /// clients holding over 200 KB each on average, MONITORs over 10 MB each, or over
+    /// 1000 cached scripts are each reported with what to do about it.
+    pub fn doctor_report(&self) -> String {
+        const MB: u64 = 1 << 20;
+        if self.used < 5 * MB {
+            return "This instance is empty or holds very little data (under 5 MB): the \
+                    memory checks need more to judge by. Ask again once it holds data.\n"
+                .into();
+        }
+        let over = |a: u64, b: u64, r: f64| b > 0 && a as f64 / b as f64 > r && a > b + 10 * MB;
+        let mut issues: Vec<&str> = Vec::new();
+        if self.peak as f64 / self.used as f64 > 1.5 {
+            issues.push(
+                "Peak memory: this instance once used more than 1.5x the memory it uses now. \
+                 The allocator rarely returns memory after a peak, so RSS and the fragmentation \
+                 ratio stay high; the pages are reused as data grows again. MEMORY PURGE may \
+                 return some of them now.",
+            );
+        }
+        if let Some(rss) = self.rss {
+            if over(rss, self.used, 1.4) {
+                issues.push(
+                    "High fragmentation: RSS is over 1.4x the memory in use (and 10 MB more). \
+                     Active defragmentation (`activedefrag`, on by default) moves live entries \
+                     out of sparse pages; INFO memory's allocator_* and rss_* lines say where \
+                     the gap is.",
+                );
+            }
+        }
+        if let Some((allocated, active, resident)) = self.allocator {
+            if over(active, allocated, 1.1) {
+                issues.push(
+                    "Allocator fragmentation: the allocator's active pages exceed what it has \
+                     allocated by over 1.1x (and 10 MB): free slots in partly used pages. \
+                     Active defragmentation (`activedefrag`, on by default) compacts them.",
+                );
+            }
+            if over(resident, active, 1.1) {
+                issues.push(
+                    "Allocator RSS overhead: the allocator holds over 1.1x (and 10 MB more) \
+                     resident memory than it uses, pages it has not returned yet. MEMORY PURGE \
+                     returns them.",
+                );
+            }
+            if let Some(rss) = self.rss {
+                if over(rss, resident, 1.1) {
+                    issues.push(
+                        "Process RSS overhead: the process holds over 1.1x (and 10 MB more) \
+                         resident memory than the allocator accounts for (other allocations, \
+                         mapped files or the index's page tables).",
+                    );
+                }
+            }
+        }
+        if self.n_normal > 0 && self.clients_normal / self.n_normal > 200 * 1024 {
+            issues.push(
+                "Big client buffers: connections hold over 200 KB each on average, in query \
+                 or output buffers (big pipelines or replies, slow readers). CLIENT LIST shows \
+                 which; maxmemory-clients bounds them.",
+            );
+        }
+        if self.n_monitors > 0 && self.clients_monitors / self.n_monitors > 10 * MB {
+            issues.push(
+                "Big MONITOR buffers: MONITOR connections hold over 10 MB each of output \
+                 they have not read yet.",
+            );
+        }
+        if self.cached_scripts > 1000 {
+            issues.push(
+                "Many cached scripts: over 1000 scripts are cached (EVAL of generated script \
+                 text?). SCRIPT FLUSH empties the cache; EVALSHA of a few scripts avoids it.",
+            );
+        }
+        if issues.is_empty() {
+            return "No memory issue found in this instance.\n".into();
+        }
+        let mut s = String::from("Memory issues found in this instance:\n\n");
+        for i in issues {
+            s.push_str(" * ");
+            s.push_str(i);
+            s.push_str("\n\n");
+        }
+        s
     }
 }
 
@@ -315,4 +413,116 @@ pub fn malloc_stats() -> String {
         out.push_str("Stats not supported for the current allocator");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: u64 = 1 << 20;
+
+    fn healthy() -> MemStats {
+        MemStats {
+            used: 100 * MB,
+            peak: 120 * MB,
+            rss: Some(130 * MB),
+            total_system: None,
+            allocator: Some((110 * MB, 115 * MB, 120 * MB)),
+            clients_normal: 10 * 20 * 1024,
+            clients_monitors: 0,
+            n_normal: 10,
+            n_monitors: 0,
+            cached_scripts: 3,
+            lua: 0,
+            overhead: 0,
+            defrag_running: false,
+        }
+    }
+
+    #[test]
+    fn doctor_reports_each_issue_past_redis_s_thresholds() {
+        assert_eq!(
+            healthy().doctor_report(),
+            "No memory issue found in this instance.\n"
+        );
+        let small = MemStats {
+            used: 4 * MB,
+            peak: 40 * MB,
+            ..healthy()
+        };
+        assert!(small.doctor_report().contains("empty or holds very little"));
+        let cases: [(MemStats, &str); 7] = [
+            (
+                MemStats {
+                    peak: 151 * MB,
+                    ..healthy()
+                },
+                "Peak memory",
+            ),
+            (
+                MemStats {
+                    rss: Some(141 * MB),
+                    allocator: None,
+                    ..healthy()
+                },
+                "High fragmentation",
+            ),
+            (
+                MemStats {
+                    allocator: Some((100 * MB, 125 * MB, 126 * MB)),
+                    ..healthy()
+                },
+                "Allocator fragmentation",
+            ),
+            (
+                MemStats {
+                    allocator: Some((100 * MB, 105 * MB, 125 * MB)),
+                    ..healthy()
+                },
+                "Allocator RSS overhead",
+            ),
+            (
+                MemStats {
+                    rss: Some(139 * MB),
+                    ..healthy()
+                },
+                "Process RSS overhead",
+            ),
+            (
+                MemStats {
+                    clients_normal: 10 * 201 * 1024,
+                    ..healthy()
+                },
+                "Big client buffers",
+            ),
+            (
+                MemStats {
+                    cached_scripts: 1001,
+                    ..healthy()
+                },
+                "Many cached scripts",
+            ),
+        ];
+        for (stats, issue) in cases {
+            let report = stats.doctor_report();
+            assert!(
+                report.starts_with("Memory issues found"),
+                "{issue}: {report}"
+            );
+            assert!(report.contains(issue), "{issue}: {report}");
+            assert_eq!(report.matches(" * ").count(), 1, "only {issue}: {report}");
+        }
+        // Ratios above the bar but under 10 MB of difference are not reported.
+        let slight = MemStats {
+            used: 20 * MB,
+            peak: 20 * MB,
+            rss: Some(29 * MB),
+            allocator: Some((20 * MB, 23 * MB, 25 * MB)),
+            ..healthy()
+        };
+        assert_eq!(
+            slight.doctor_report(),
+            "No memory issue found in this instance.\n"
+        );
+    }
 }

@@ -841,6 +841,9 @@ async fn memory_stats_as_redis() {
         |(k, v)| *k == Value::BulkString(b"dataset.percentage".to_vec())
             && matches!(v, Value::Double(_))
     ));
+    // MEMORY DOCTOR: a small instance is not judged (Redis's 5 MB bar); RESP3 verbatim.
+    let report: String = q(&mut c, &["MEMORY", "DOCTOR"]).await.unwrap();
+    assert!(report.contains("holds very little data"), "{report}");
     let e = err(&mut c, &["MEMORY", "STATS", "extra"]).await;
     assert!(
         e.contains("wrong number of arguments for 'memory|stats'"),

@@ -265,6 +265,11 @@ pub(super) fn memory_command(
             augur_store::defrag::purge_dirty_pages();
             c.out.ok();
         }
+        "doctor" => {
+            let used = shared.store.used_memory();
+            let report = crate::memstats::MemStats::gather(shared, used).doctor_report();
+            c.out.verbatim(report.as_bytes());
+        }
         "stats" => {
             let keys = shared
                 .store
@@ -284,6 +289,8 @@ pub(super) fn memory_command(
                 "    Return memory in bytes used by <key> and its value.",
                 "MALLOC-STATS",
                 "    Return internal statistics report from the memory allocator.",
+                "DOCTOR",
+                "    Return memory problems reports.",
                 "STATS",
                 "    Return information about the memory usage of the server.",
                 "PURGE",
