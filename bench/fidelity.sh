@@ -23,12 +23,18 @@
 # allkeys-s3fifo --maxmemory-samples 8` against `augur sim --policy s3fifo:8` (the
 # simulator's sampled queues, by object count; the server's small-queue share is a share
 # of entries, which equal sizes make the same).
+#
+# LFU: bench/fidelity.sh lfu [TRACE ...] with `--maxmemory-policy allkeys-lfu
+# --lfu-decay-time 0` against `augur sim --policy redis-lfu:5` (the simulator's requests
+# carry no wall time to decay by, so the server runs without decay too).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-if [ "${1:-}" = lhd ] || [ "${1:-}" = s3fifo ]; then
+if [ "${1:-}" = lhd ] || [ "${1:-}" = s3fifo ] || [ "${1:-}" = lfu ]; then
   MODE=$1
   if [ "$MODE" = lhd ]; then
     SERVER_ARGS=(--maxmemory-policy allkeys-lhd); SIM_POLICY=lhd
+  elif [ "$MODE" = lfu ]; then
+    SERVER_ARGS=(--maxmemory-policy allkeys-lfu --lfu-decay-time 0); SIM_POLICY=redis-lfu:5
   else
     SERVER_ARGS=(--maxmemory-policy allkeys-s3fifo --maxmemory-samples 8); SIM_POLICY=s3fifo:8
   fi

@@ -118,6 +118,7 @@ impl MiniSim {
             PolicySpec::Lru
             | PolicySpec::Fifo
             | PolicySpec::Lhd { .. }
+            | PolicySpec::RedisLfu { .. }
             | PolicySpec::S3Fifo { .. } => None,
         };
         let rate = self.rate();

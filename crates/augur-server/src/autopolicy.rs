@@ -99,6 +99,7 @@ pub fn spec_code(p: PolicySpec) -> u64 {
         PolicySpec::KLru { k } => 0x200 | k as u64,
         PolicySpec::Lhd { k } => 0x300 | k as u64,
         PolicySpec::S3Fifo { k } => 0x400 | k as u64,
+        PolicySpec::RedisLfu { k } => 0x500 | k as u64,
     }
 }
 
@@ -351,6 +352,7 @@ pub fn store_policy(p: PolicySpec) -> EvictionPolicy {
     match p {
         PolicySpec::Lhd { .. } => EvictionPolicy::AllKeysLhd,
         PolicySpec::S3Fifo { .. } => EvictionPolicy::AllKeysS3Fifo,
+        PolicySpec::RedisLfu { .. } => EvictionPolicy::AllKeysLfu,
         _ => EvictionPolicy::AllKeysLru,
     }
 }
@@ -360,7 +362,9 @@ pub fn store_policy(p: PolicySpec) -> EvictionPolicy {
 /// tenant's policy is installed and its K left alone).
 pub fn install(store: &Store, scope: Scope, p: PolicySpec) -> bool {
     let k = match p {
-        PolicySpec::RedisLru { k } | PolicySpec::S3Fifo { k } => Some(k),
+        PolicySpec::RedisLru { k } | PolicySpec::S3Fifo { k } | PolicySpec::RedisLfu { k } => {
+            Some(k)
+        }
         _ => None,
     };
     match (scope, store.partitioning()) {

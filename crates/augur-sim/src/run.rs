@@ -269,6 +269,12 @@ impl PolicySimulation {
             PolicySpec::RedisLru { k } => {
                 ConcreteSim::Sampled(SampledCache::new(Sampling::Pooled { k }, size, unit, seed))
             }
+            PolicySpec::RedisLfu { k } => ConcreteSim::Sampled(SampledCache::new(
+                Sampling::PooledLfu { k },
+                size,
+                unit,
+                seed,
+            )),
             PolicySpec::KLru { k } => {
                 ConcreteSim::Sampled(SampledCache::new(Sampling::Fresh { k }, size, unit, seed))
             }

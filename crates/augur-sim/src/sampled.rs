@@ -42,6 +42,11 @@ pub enum Sampling {
     Fresh { k: usize },
     /// Redis `allkeys-random`: one uniform sample ([`select_victim_random`]).
     Random,
+    /// Redis `allkeys-lfu`: as [`Sampling::Pooled`], ranked by 255 less each entry's
+    /// logarithmic access counter ([`crate::lfu`], `lfu-log-factor` 10). Without decay:
+    /// a trace's requests carry no wall time here, so this is the server's LFU with
+    /// `lfu-decay-time 0`.
+    PooledLfu { k: usize },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +55,8 @@ struct Slot {
     /// Logical time of the last access.
     last: u64,
     size: u32,
+    /// The LFU counter (only [`Sampling::PooledLfu`] reads it; it fits the padding).
+    counter: u8,
 }
 
 /// The cached entries as a [`Candidates`] population (split from the cache so the
@@ -59,6 +66,8 @@ struct Population {
     slots: Vec<Slot>,
     index: KeyMap<u32>,
     now: u64,
+    /// Scores are LFU's (255 - counter), not idle times.
+    lfu: bool,
 }
 
 impl Candidates for Population {
@@ -73,7 +82,12 @@ impl Candidates for Population {
             return None;
         }
         let s = self.slots[rng.gen_range(0..self.slots.len())];
-        Some((s.key, self.now - s.last))
+        let score = if self.lfu {
+            crate::lfu::eviction_score(s.counter)
+        } else {
+            self.now - s.last
+        };
+        Some((s.key, score))
     }
 
     fn contains(&self, id: &u64) -> bool {
@@ -113,6 +127,9 @@ pub struct SampledCache {
     pop: Population,
     pool: EvictionPool<u64>,
     rng: SmallRng,
+    /// LFU's increments' coin flips (a stream apart from the sampling's, so that LFU and
+    /// LRU at the same seed sample alike).
+    flips: crate::lfu::CoinFlips,
 }
 
 impl SampledCache {
@@ -123,9 +140,13 @@ impl SampledCache {
             unit,
             capacity,
             used: 0,
-            pop: Population::default(),
+            pop: Population {
+                lfu: matches!(sampling, Sampling::PooledLfu { .. }),
+                ..Population::default()
+            },
             pool: EvictionPool::new(),
             rng: SmallRng::seed_from_u64(seed),
+            flips: crate::lfu::CoinFlips::new(seed ^ 0x9E37_79B9_7F4A_7C15),
         }
     }
 
@@ -152,6 +173,12 @@ impl SampledCache {
     /// Changes how victims are chosen from now on (a live `maxmemory-samples` change);
     /// the contents and the eviction pool stay.
     pub fn set_sampling(&mut self, sampling: Sampling) {
+        let lfu = matches!(sampling, Sampling::PooledLfu { .. });
+        if lfu != self.pop.lfu {
+            // Pooled scores of the other kind mean nothing now.
+            self.pool.clear();
+        }
+        self.pop.lfu = lfu;
         self.sampling = sampling;
     }
 
@@ -181,6 +208,7 @@ impl SampledCache {
             key,
             last: self.pop.now.saturating_sub(idle),
             size,
+            counter: crate::lfu::LFU_INIT_VAL,
         });
         self.pop.index.insert(key, i);
         self.used += self.unit.cost(size);
@@ -188,7 +216,7 @@ impl SampledCache {
 
     fn evict_one(&mut self) {
         let victim = match self.sampling {
-            Sampling::Pooled { k } => {
+            Sampling::Pooled { k } | Sampling::PooledLfu { k } => {
                 select_victim_pooled(&mut self.pool, &mut self.pop, k, &mut self.rng)
             }
             Sampling::Fresh { k } => select_victim_fresh(&mut self.pop, k, &mut self.rng),
@@ -205,7 +233,15 @@ impl CacheSim for SampledCache {
         self.pop.now += 1;
         let now = self.pop.now;
         if let Some(&i) = self.pop.index.get(&key) {
-            self.pop.slots[i as usize].last = now;
+            let slot = &mut self.pop.slots[i as usize];
+            slot.last = now;
+            if self.pop.lfu {
+                slot.counter = crate::lfu::log_incr(
+                    slot.counter,
+                    crate::lfu::DEFAULT_LOG_FACTOR,
+                    self.flips.next_f64(),
+                );
+            }
             return true;
         }
         let cost = self.unit.cost(size);
@@ -220,6 +256,7 @@ impl CacheSim for SampledCache {
             key,
             last: now,
             size,
+            counter: crate::lfu::LFU_INIT_VAL,
         });
         self.pop.index.insert(key, i);
         self.used += cost;
@@ -265,6 +302,44 @@ mod tests {
     use proptest::prelude::*;
     // Explicit, so it wins over the (older) `Rng` re-exported by proptest's prelude.
     use rand::Rng;
+
+    /// Redis's LFU (the store's `allkeys-lfu`, `crate::lfu`): 200 hot keys read once a
+    /// round among 2000 one-off keys, in a cache of 1000. LRU loses the hot keys (reuse
+    /// distance 2200); one hit lifts a hot key's counter above the one-off keys' 5.
+    #[test]
+    fn pooled_lfu_keeps_a_hot_set_through_scans_where_lru_cannot() {
+        let run = |sampling| {
+            let mut c = SampledCache::new(sampling, 1000, Unit::Objects, 3);
+            let (mut scan, mut hits) = (1u64 << 32, 0);
+            for round in 0..40 {
+                for h in 0..200u64 {
+                    let hit = c.access(h, 1);
+                    if round >= 30 {
+                        hits += hit as u32;
+                    }
+                }
+                for _ in 0..2000 {
+                    c.access(scan, 1);
+                    scan += 1;
+                }
+                assert!(c.len() <= 1000);
+            }
+            hits
+        };
+        let lru = run(Sampling::Pooled { k: 5 });
+        let lfu = run(Sampling::PooledLfu { k: 5 });
+        assert!(lru < 400, "LRU hits {lru}");
+        assert!(lfu > 1600, "LFU hits {lfu} (LRU {lru})");
+        // Switching from LFU to LRU drops the pool's LFU scores and keeps the contents.
+        let mut c = SampledCache::new(Sampling::PooledLfu { k: 5 }, 100, Unit::Objects, 1);
+        for key in 0..300 {
+            c.access(key, 1);
+        }
+        c.set_sampling(Sampling::Pooled { k: 5 });
+        assert_eq!(c.len(), 100);
+        c.access(1000, 1);
+        assert_eq!(c.len(), 100);
+    }
 
     fn check_invariants(c: &SampledCache) {
         assert_eq!(c.pop.slots.len(), c.pop.index.len());

@@ -68,6 +68,11 @@ pub enum PolicySpec {
     RedisLru {
         k: usize,
     },
+    /// Redis's pooled sampled LFU (`allkeys-lfu`, `lfu-log-factor` 10, no decay) with `k`
+    /// samples per eviction round ([`crate::lfu`]).
+    RedisLfu {
+        k: usize,
+    },
     /// Plain K-LRU (KRR Eq. 1) with `k` fresh samples per eviction.
     KLru {
         k: usize,
@@ -99,6 +104,7 @@ impl fmt::Display for PolicySpec {
             PolicySpec::Fifo => f.write_str("fifo"),
             PolicySpec::Random => f.write_str("random"),
             PolicySpec::RedisLru { k } => write!(f, "redis-lru:{k}"),
+            PolicySpec::RedisLfu { k } => write!(f, "redis-lfu:{k}"),
             PolicySpec::KLru { k } => write!(f, "klru:{k}"),
             PolicySpec::Lhd { k } => write!(f, "lhd:{k}"),
             PolicySpec::S3Fifo { k: 0 } => f.write_str("s3fifo"),
@@ -153,6 +159,7 @@ impl FromStr for PolicySpec {
             "fifo" => no_k(PolicySpec::Fifo),
             "random" => no_k(PolicySpec::Random),
             "redis-lru" | "klru-pool" => Ok(PolicySpec::RedisLru { k: samples(k)? }),
+            "redis-lfu" | "lfu" => Ok(PolicySpec::RedisLfu { k: samples(k)? }),
             "klru" => Ok(PolicySpec::KLru { k: samples(k)? }),
             "s3fifo" | "s3-fifo" => Ok(PolicySpec::S3Fifo {
                 k: match k {
@@ -167,7 +174,7 @@ impl FromStr for PolicySpec {
                 },
             }),
             _ => Err(ParsePolicyError(format!(
-                "unknown policy {s:?}: expected lru, fifo, random, redis-lru:K (klru-pool:K), klru:K, lhd:A, s3fifo or s3fifo:K"
+                "unknown policy {s:?}: expected lru, fifo, random, redis-lru:K (klru-pool:K), redis-lfu:K (lfu:K), klru:K, lhd:A, s3fifo or s3fifo:K"
             ))),
         }
     }
@@ -182,6 +189,12 @@ pub fn build(policy: PolicySpec, capacity: u64, unit: Unit, seed: u64) -> Box<dy
         PolicySpec::Random => Box::new(SampledCache::new(Sampling::Random, capacity, unit, seed)),
         PolicySpec::RedisLru { k } => Box::new(SampledCache::new(
             Sampling::Pooled { k },
+            capacity,
+            unit,
+            seed,
+        )),
+        PolicySpec::RedisLfu { k } => Box::new(SampledCache::new(
+            Sampling::PooledLfu { k },
             capacity,
             unit,
             seed,
@@ -259,6 +272,7 @@ mod tests {
             PolicySpec::Fifo,
             PolicySpec::Random,
             PolicySpec::RedisLru { k: 5 },
+            PolicySpec::RedisLfu { k: 10 },
             PolicySpec::KLru { k: 16 },
             PolicySpec::Lhd { k: 64 },
             PolicySpec::S3Fifo { k: 0 },
@@ -269,6 +283,7 @@ mod tests {
         assert_eq!("klru-pool:3".parse(), Ok(PolicySpec::RedisLru { k: 3 }));
         assert_eq!(" Redis-LRU ".parse(), Ok(PolicySpec::RedisLru { k: 5 }));
         assert_eq!("klru".parse(), Ok(PolicySpec::KLru { k: 5 }));
+        assert_eq!("LFU".parse(), Ok(PolicySpec::RedisLfu { k: 5 }));
         assert_eq!("LHD".parse(), Ok(PolicySpec::Lhd { k: 64 }));
         assert_eq!("S3-FIFO".parse(), Ok(PolicySpec::S3Fifo { k: 0 }));
     }
@@ -277,7 +292,7 @@ mod tests {
     fn bad_names_are_rejected() {
         for bad in [
             "",
-            "lfu",
+            "lfu:0",
             "klru:0",
             "klru:x",
             "lru:5",
@@ -297,6 +312,7 @@ mod tests {
             "fifo",
             "random",
             "redis-lru:5",
+            "redis-lfu:5",
             "klru:5",
             "lhd:16",
             "s3fifo",

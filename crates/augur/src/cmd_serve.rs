@@ -38,6 +38,13 @@ pub struct Args {
     /// Candidates an LHD eviction ranks (allkeys-lhd, volatile-lhd; default 64).
     #[arg(long)]
     pub lhd_samples: Option<String>,
+    /// LFU's counter growth: hits per step grow with it (allkeys-lfu, volatile-lfu;
+    /// default 10, as Redis).
+    #[arg(long)]
+    pub lfu_log_factor: Option<String>,
+    /// Minutes unread per LFU counter decrement, 0 for never (default 1, as Redis).
+    #[arg(long)]
+    pub lfu_decay_time: Option<String>,
     /// The compressed zone (zExpander): yes or no (default no).
     #[arg(long)]
     pub compressed_zone: Option<String>,
@@ -168,6 +175,8 @@ impl Args {
             ("maxmemory-policy", &self.maxmemory_policy),
             ("maxmemory-samples", &self.maxmemory_samples),
             ("lhd-samples", &self.lhd_samples),
+            ("lfu-log-factor", &self.lfu_log_factor),
+            ("lfu-decay-time", &self.lfu_decay_time),
             ("compressed-zone", &self.compressed_zone),
             ("compressed-zone-codec", &self.compressed_zone_codec),
             (

@@ -3,9 +3,12 @@
 //! and what LFU keeps that LRU does not under a memory limit.
 
 mod common;
+#[path = "../../../tests/support/traces.rs"]
+mod traces;
 
 use augur_server::ServerConfig;
-use common::{err, get_or_set, info_field, q, TestServer};
+use augur_sim::{simulate, PolicySpec, Unit};
+use common::{err, get_or_set, info_field, q, replay_misses, TestServer};
 use redis::aio::MultiplexedConnection;
 
 async fn freq(con: &mut MultiplexedConnection, key: &str) -> i64 {
@@ -196,4 +199,64 @@ async fn allkeys_lfu_keeps_the_hot_set_through_scans_where_lru_cannot() {
     let (lru, lfu) = (hits[0], hits[1]);
     assert!(lru < 1000 / 5, "LRU hot hits {lru}");
     assert!(lfu > 1000 * 8 / 10, "LFU hot hits {lfu} (LRU {lru})");
+}
+
+/// Fidelity (as bench/fidelity.sh for K-LRU, LHD and S3-FIFO): the cloudphysics trace
+/// replayed (GET, SET of 100 bytes on a miss, one connection) into the server under
+/// allkeys-lfu at ~25 % of its working set, against `augur sim --policy redis-lfu:5`
+/// (the same counter and pool code) at the number of keys the server held: within 1
+/// point. `lfu-decay-time 0`: the simulator has no wall time to decay by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_lfu_miss_ratio_follows_the_simulator() {
+    if !traces::available(&["cloudphysics"]) {
+        return;
+    }
+    let path = traces::path("cloudphysics");
+    let trace: Vec<(u64, u32)> = augur_trace::load_all(&path)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.size))
+        .collect();
+    let srv = TestServer::start(ServerConfig {
+        maxmemory: 12_000 * 140,
+        maxmemory_policy: augur_store::EvictionPolicy::AllKeysLfu,
+        lfu_decay_time: 0,
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut con = srv.con().await;
+    let misses = replay_misses(&mut con, &trace, &"x".repeat(100)).await;
+    let keys: u64 = q(&mut con, &["DBSIZE"]).await.unwrap();
+    srv.stop().await;
+    let server = misses as f64 / trace.len() as f64;
+    let sims: Vec<f64> = (42..45)
+        .map(|seed| {
+            simulate(
+                &trace,
+                PolicySpec::RedisLfu { k: 5 },
+                keys,
+                Unit::Objects,
+                seed,
+            )
+            .miss_ratio
+        })
+        .collect();
+    let sim = sims.iter().sum::<f64>() / sims.len() as f64;
+    let lru = simulate(
+        &trace,
+        PolicySpec::RedisLru { k: 5 },
+        keys,
+        Unit::Objects,
+        42,
+    )
+    .miss_ratio;
+    eprintln!("cloudphysics, {keys} keys: server LFU {server:.4}, simulator LFU {sim:.4} {sims:?}, LRU {lru:.4}");
+    assert!(
+        keys > 8_000 && keys < 16_000,
+        "{keys} keys held: not ~25 % of the working set"
+    );
+    assert!(
+        (server - sim).abs() <= 0.01,
+        "server LFU miss ratio {server:.4}, simulator {sim:.4}"
+    );
 }
