@@ -474,7 +474,7 @@ impl Shard {
     /// calls it `hz` times a second.
     pub(crate) fn note_wall_clock(&mut self, now_ms: u64) {
         self.wall.note(self.clock, now_ms / 1000);
-        if self.parts.iter().any(|p| p.lfu.is_some()) {
+        if self.config.policy().is_lfu() || self.parts.iter().any(|p| p.lfu.is_some()) {
             let wall = &self.wall;
             let marks = Arc::new(DecayMarks::new(
                 now_ms / 1000,
