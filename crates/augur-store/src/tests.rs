@@ -55,6 +55,35 @@ pub(crate) fn check_all(s: &Store) {
     }
 }
 
+/// The end of the live-switch tests (`switching_between_lru_and_*`): with the even keys
+/// of `k0..k5000` just read under the store's current policy, halving `maxmemory` must
+/// keep over twice as many read keys as unread ones, and `allkeys-lru` after it must go
+/// on evicting (over entries in the other policy's format) within the new limit.
+pub(crate) fn halving_keeps_read_keys_then_lru_evicts(s: &Store, val: impl Fn(u32) -> String) {
+    let ns = Ns::new(0, 0);
+    let before = s.used_memory();
+    s.set_maxmemory(before / 2);
+    check_all(s);
+    assert!(s.used_memory() <= before / 2);
+    let kept = |parity: u32| {
+        (0..5000u32)
+            .filter(|i| i % 2 == parity)
+            .filter(|i| {
+                let k = format!("k{i}");
+                s.lock_key(k.as_bytes()).exists(ns, k.as_bytes(), 0)
+            })
+            .count()
+    };
+    let (read, unread) = (kept(0), kept(1));
+    assert!(read > unread * 2, "kept {read} read keys, {unread} unread");
+    s.set_policy(EvictionPolicy::AllKeysLru);
+    for i in 5000..8000u32 {
+        set(s, &format!("k{i}"), val(i).as_bytes()).unwrap();
+    }
+    assert!(s.used_memory() <= before / 2);
+    check_all(s);
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Set(u8, u8, Vec<u8>, Option<u64>),

@@ -2,7 +2,9 @@
 //! counter and its decay with idle time, volatile-lfu's scope, free competition, and
 //! live switches that keep every key.
 
-use crate::tests::{access, check_all, memory_for, set, store};
+use crate::tests::{
+    access, check_all, halving_keeps_read_keys_then_lru_evicts, memory_for, set, store,
+};
 use crate::*;
 
 const NS: Ns = Ns::new(0, 0);
@@ -219,26 +221,5 @@ fn switching_between_lru_and_lfu_live_loses_no_key() {
     for i in (0..5000u32).step_by(2) {
         get(&s, &format!("k{i}"), 0);
     }
-    let before = s.used_memory();
-    s.set_maxmemory(before / 2);
-    check_all(&s);
-    assert!(s.used_memory() <= before / 2);
-    let kept = |parity: u32| {
-        (0..5000u32)
-            .filter(|i| i % 2 == parity)
-            .filter(|i| {
-                let k = format!("k{i}");
-                s.lock_key(k.as_bytes()).exists(NS, k.as_bytes(), 0)
-            })
-            .count()
-    };
-    let (read, unread) = (kept(0), kept(1));
-    assert!(read > unread * 2, "kept {read} read keys, {unread} unread");
-    // Back to LRU with the limit: eviction goes on over LFU words.
-    s.set_policy(EvictionPolicy::AllKeysLru);
-    for i in 5000..8000u32 {
-        set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
-    }
-    assert!(s.used_memory() <= before / 2);
-    check_all(&s);
+    halving_keeps_read_keys_then_lru_evicts(&s, val);
 }

@@ -2,7 +2,9 @@
 //! charged, what S3-FIFO keeps that LRU cannot, volatile-s3fifo's scope, live policy
 //! switches that keep every key, and free competition between tenants.
 
-use crate::tests::{access, check_all, get_hits, memory_for, set, store};
+use crate::tests::{
+    access, check_all, get_hits, halving_keeps_read_keys_then_lru_evicts, memory_for, set, store,
+};
 use crate::*;
 
 const NS: Ns = Ns::new(0, 0);
@@ -160,27 +162,7 @@ fn switching_between_lru_lhd_and_s3fifo_live_loses_no_key() {
         let k = format!("k{i}");
         let _ = s.lock_key(k.as_bytes()).get(NS, k.as_bytes(), 0);
     }
-    let before = s.used_memory();
-    s.set_maxmemory(before / 2);
-    check_all(&s);
-    assert!(s.used_memory() <= before / 2);
-    let kept = |parity: u32| {
-        (0..5000u32)
-            .filter(|i| i % 2 == parity)
-            .filter(|i| {
-                let k = format!("k{i}");
-                s.lock_key(k.as_bytes()).exists(NS, k.as_bytes(), 0)
-            })
-            .count()
-    };
-    let (read, unread) = (kept(0), kept(1));
-    assert!(read > unread * 2, "kept {read} read keys, {unread} unread");
-    s.set_policy(EvictionPolicy::AllKeysLru);
-    for i in 5000..8000u32 {
-        set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
-    }
-    assert!(s.used_memory() <= before / 2);
-    check_all(&s);
+    halving_keeps_read_keys_then_lru_evicts(&s, val);
     assert!(
         s.s3fifo_stats().iter().all(|q| q.shards == 0),
         "S3-FIFO state dropped under LRU"

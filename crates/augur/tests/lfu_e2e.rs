@@ -8,7 +8,7 @@ mod traces;
 
 use augur_server::ServerConfig;
 use augur_sim::{simulate, PolicySpec, Unit};
-use common::{err, get_or_set, info_field, q, replay_misses, TestServer};
+use common::{err, get_or_set, info_field, limit_to_keys, q, replay_misses, TestServer};
 use redis::aio::MultiplexedConnection;
 
 async fn freq(con: &mut MultiplexedConnection, key: &str) -> i64 {
@@ -157,20 +157,7 @@ async fn allkeys_lfu_keeps_the_hot_set_through_scans_where_lru_cannot() {
         })
         .await;
         let mut con = srv.con().await;
-        for i in 0..500 {
-            let _: () = q(&mut con, &["SET", &format!("fill:{i}"), &value])
-                .await
-                .unwrap();
-        }
-        let info: String = q(&mut con, &["INFO", "memory"]).await.unwrap();
-        let limit = info_field(&info, "used_memory");
-        let _: () = q(&mut con, &["FLUSHALL"]).await.unwrap();
-        let _: () = q(
-            &mut con,
-            &["CONFIG", "SET", "maxmemory", &limit.to_string()],
-        )
-        .await
-        .unwrap();
+        let limit = limit_to_keys(&mut con, 500, &value).await;
         let _: () = q(&mut con, &["CONFIG", "SET", "maxmemory-policy", policy])
             .await
             .unwrap();

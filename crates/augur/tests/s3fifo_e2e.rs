@@ -11,7 +11,7 @@ mod traces;
 use augur_server::ServerConfig;
 use augur_sim::{simulate, PolicySpec, Unit};
 use augur_store::EvictionPolicy;
-use common::{get_or_set, info_field, q, replay_misses, TestServer};
+use common::{get_or_set, info_field, limit_to_keys, q, replay_misses, TestServer};
 use redis::aio::MultiplexedConnection;
 
 /// GET, and SET on a miss; true on a hit (of the value written).
@@ -39,21 +39,11 @@ async fn s3fifo_keeps_a_loop_that_one_off_keys_flush_from_lru() {
         .await;
         let mut con = srv.con().await;
         // ~1 000 keys' worth of memory, measured.
-        for i in 0..1000 {
-            let _: () = q(&mut con, &["SET", &format!("probe{i}"), &value])
-                .await
-                .unwrap();
-        }
-        let info: String = q(&mut con, &["INFO", "memory"]).await.unwrap();
-        let limit = info_field(&info, "used_memory");
-        let _: () = q(&mut con, &["FLUSHALL"]).await.unwrap();
-        for (name, v) in [
-            ("maxmemory", limit.to_string()),
-            ("maxmemory-policy", policy.into()),
-        ] {
-            let ok: String = q(&mut con, &["CONFIG", "SET", name, &v]).await.unwrap();
-            assert_eq!(ok, "OK");
-        }
+        let limit = limit_to_keys(&mut con, 1000, &value).await;
+        let ok: String = q(&mut con, &["CONFIG", "SET", "maxmemory-policy", policy])
+            .await
+            .unwrap();
+        assert_eq!(ok, "OK");
         let (mut tail, mut n) = (0u64, 0u64);
         for round in 0..60u32 {
             for k in 0..800u32 {

@@ -161,22 +161,29 @@ pub async fn replay_misses(
 }
 
 /// Sets `maxmemory` to what `n` keys of `value` are charged (measured: SET them, read
-/// used_memory, FLUSHALL), then CONFIG SETs `name` to `auto` and checks it reads back.
-pub async fn limit_to_keys_then_auto(
-    con: &mut MultiplexedConnection,
-    n: usize,
-    value: &str,
-    name: &str,
-) {
+/// used_memory, FLUSHALL); returns it.
+pub async fn limit_to_keys(con: &mut MultiplexedConnection, n: usize, value: &str) -> u64 {
     for i in 0..n {
         let _: () = q(con, &["SET", &format!("fill:{i}"), value]).await.unwrap();
     }
     let info: String = q(con, &["INFO", "memory"]).await.unwrap();
     let limit = info_field(&info, "used_memory");
     let _: () = q(con, &["FLUSHALL"]).await.unwrap();
-    let _: () = q(con, &["CONFIG", "SET", "maxmemory", &limit.to_string()])
+    let ok: String = q(con, &["CONFIG", "SET", "maxmemory", &limit.to_string()])
         .await
         .unwrap();
+    assert_eq!(ok, "OK");
+    limit
+}
+
+/// [`limit_to_keys`], then CONFIG SETs `name` to `auto` and checks it reads back.
+pub async fn limit_to_keys_then_auto(
+    con: &mut MultiplexedConnection,
+    n: usize,
+    value: &str,
+    name: &str,
+) {
+    limit_to_keys(con, n, value).await;
     let _: () = q(con, &["CONFIG", "SET", name, "auto"]).await.unwrap();
     let got: Vec<String> = q(con, &["CONFIG", "GET", name]).await.unwrap();
     assert_eq!(got[1], "auto");
