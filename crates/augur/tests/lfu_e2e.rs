@@ -8,7 +8,9 @@ mod traces;
 
 use augur_server::ServerConfig;
 use augur_sim::{simulate, PolicySpec, Unit};
-use common::{err, get_or_set, info_field, limit_to_keys, q, replay_misses, TestServer};
+use common::{
+    err, get_or_set, info_field, limit_to_keys, load_refs, q, replay_miss_ratio, TestServer,
+};
 use redis::aio::MultiplexedConnection;
 
 async fn freq(con: &mut MultiplexedConnection, key: &str) -> i64 {
@@ -198,24 +200,14 @@ async fn server_lfu_miss_ratio_follows_the_simulator() {
     if !traces::available(&["cloudphysics"]) {
         return;
     }
-    let path = traces::path("cloudphysics");
-    let trace: Vec<(u64, u32)> = augur_trace::load_all(&path)
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.key, r.size))
-        .collect();
-    let srv = TestServer::start(ServerConfig {
+    let trace = load_refs(&traces::path("cloudphysics"));
+    let cfg = ServerConfig {
         maxmemory: 12_000 * 140,
         maxmemory_policy: augur_store::EvictionPolicy::AllKeysLfu,
         lfu_decay_time: 0,
         ..ServerConfig::default()
-    })
-    .await;
-    let mut con = srv.con().await;
-    let misses = replay_misses(&mut con, &trace, &"x".repeat(100)).await;
-    let keys: u64 = q(&mut con, &["DBSIZE"]).await.unwrap();
-    srv.stop().await;
-    let server = misses as f64 / trace.len() as f64;
+    };
+    let (server, keys) = replay_miss_ratio(cfg, &trace).await;
     let sims: Vec<f64> = (42..45)
         .map(|seed| {
             simulate(

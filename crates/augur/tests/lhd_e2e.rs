@@ -8,7 +8,7 @@ mod traces;
 
 use augur_server::ServerConfig;
 use augur_sim::{simulate, PolicySpec, Unit};
-use common::{info_field, q, replay_misses, TestServer};
+use common::{info_field, load_refs, q, replay_miss_ratio, TestServer};
 use redis::aio::MultiplexedConnection;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -208,24 +208,14 @@ async fn server_lhd_miss_ratio_follows_the_simulator() {
     if !traces::available(&["cloudphysics"]) {
         return;
     }
-    let path = traces::path("cloudphysics");
-    let trace: Vec<(u64, u32)> = augur_trace::load_all(&path)
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.key, r.size))
-        .collect();
+    let trace = load_refs(&traces::path("cloudphysics"));
     // 48 974 objects; ~140 bytes a key with a 100-byte value.
-    let srv = TestServer::start(ServerConfig {
+    let cfg = ServerConfig {
         maxmemory: 12_000 * 140,
         maxmemory_policy: augur_store::EvictionPolicy::AllKeysLhd,
         ..ServerConfig::default()
-    })
-    .await;
-    let mut con = srv.con().await;
-    let misses = replay_misses(&mut con, &trace, &"x".repeat(100)).await;
-    let keys: u64 = q(&mut con, &["DBSIZE"]).await.unwrap();
-    srv.stop().await;
-    let server = misses as f64 / trace.len() as f64;
+    };
+    let (server, keys) = replay_miss_ratio(cfg, &trace).await;
     let sim = simulate(&trace, PolicySpec::Lhd { k: 64 }, keys, Unit::Objects, 42).miss_ratio;
     eprintln!("cloudphysics, {keys} keys: server {server:.4}, simulator {sim:.4}");
     assert!(

@@ -11,7 +11,7 @@ mod traces;
 use augur_server::ServerConfig;
 use augur_sim::{simulate, PolicySpec, Unit};
 use augur_store::EvictionPolicy;
-use common::{get_or_set, info_field, limit_to_keys, q, replay_misses, TestServer};
+use common::{get_or_set, info_field, limit_to_keys, load_refs, q, replay_miss_ratio, TestServer};
 use redis::aio::MultiplexedConnection;
 
 /// GET, and SET on a miss; true on a hit (of the value written).
@@ -93,25 +93,15 @@ async fn server_s3fifo_miss_ratio_follows_the_simulator() {
     if !traces::available(&["cloudphysics"]) {
         return;
     }
-    let path = traces::path("cloudphysics");
-    let trace: Vec<(u64, u32)> = augur_trace::load_all(&path)
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.key, r.size))
-        .collect();
-    let srv = TestServer::start(ServerConfig {
+    let trace = load_refs(&traces::path("cloudphysics"));
+    let cfg = ServerConfig {
         maxmemory: 12_000 * 140,
         maxmemory_policy: EvictionPolicy::AllKeysS3Fifo,
         maxmemory_samples: 8,
         shards: 8,
         ..ServerConfig::default()
-    })
-    .await;
-    let mut con = srv.con().await;
-    let misses = replay_misses(&mut con, &trace, &"x".repeat(100)).await;
-    let keys: u64 = q(&mut con, &["DBSIZE"]).await.unwrap();
-    srv.stop().await;
-    let server = misses as f64 / trace.len() as f64;
+    };
+    let (server, keys) = replay_miss_ratio(cfg, &trace).await;
     let sim = simulate(&trace, PolicySpec::S3Fifo { k: 8 }, keys, Unit::Objects, 42).miss_ratio;
     eprintln!("cloudphysics, {keys} keys: server {server:.4}, simulator {sim:.4}");
     assert!(

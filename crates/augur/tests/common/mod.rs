@@ -160,6 +160,27 @@ pub async fn replay_misses(
     misses
 }
 
+/// A trace's references as (key, size) pairs.
+pub fn load_refs(path: &std::path::Path) -> Vec<(u64, u32)> {
+    augur_trace::load_all(path)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.size))
+        .collect()
+}
+
+/// The server half of a fidelity test: starts a server with `cfg`, replays `trace` into
+/// it as a cache-aside client (GET, SET of 100 bytes on a miss, one connection), stops
+/// it; returns the miss ratio and the keys it held at the end (the size to simulate at).
+pub async fn replay_miss_ratio(cfg: ServerConfig, trace: &[(u64, u32)]) -> (f64, u64) {
+    let srv = TestServer::start(cfg).await;
+    let mut con = srv.con().await;
+    let misses = replay_misses(&mut con, trace, &"x".repeat(100)).await;
+    let keys: u64 = q(&mut con, &["DBSIZE"]).await.unwrap();
+    srv.stop().await;
+    (misses as f64 / trace.len() as f64, keys)
+}
+
 /// Sets `maxmemory` to what `n` keys of `value` are charged (measured: SET them, read
 /// used_memory, FLUSHALL); returns it.
 pub async fn limit_to_keys(con: &mut MultiplexedConnection, n: usize, value: &str) -> u64 {
