@@ -4,6 +4,7 @@
 
 use crate::tests::{
     access, check_all, halving_keeps_read_keys_then_lru_evicts, memory_for, set, store,
+    switches_lose_no_key,
 };
 use crate::*;
 
@@ -178,41 +179,10 @@ fn lfu_under_free_competition_evicts_the_unread_tenants_keys() {
 /// those last touched under LRU.
 #[test]
 fn switching_between_lru_and_lfu_live_loses_no_key() {
-    let s = store(0, EvictionPolicy::AllKeysLru, 4);
-    let val = |i: u32| format!("value-{i}-{}", "x".repeat((i % 50) as usize));
-    for i in 0..5000u32 {
-        set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
-    }
-    for round in 0..6u32 {
-        let policy = if round % 2 == 0 {
-            EvictionPolicy::AllKeysLfu
-        } else {
-            EvictionPolicy::AllKeysLru
-        };
-        s.set_policy(policy);
-        for i in (0..5000u32).step_by(3) {
-            get(&s, &format!("k{i}"), 0);
-        }
-        for i in (0..5000u32).step_by(7) {
-            set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
-        }
-        assert_eq!(s.dbsize(NS), 5000, "after switching to {policy}");
-        for i in 0..5000u32 {
-            let k = format!("k{i}");
-            let mut g = s.lock_key(k.as_bytes());
-            let info = g.info(NS, k.as_bytes(), 0).expect("key kept");
-            assert!(
-                info.idle_accesses < 1_000_000,
-                "{k}: {}",
-                info.idle_accesses
-            );
-            assert_eq!(
-                g.peek(NS, k.as_bytes(), 0).unwrap(),
-                Some(val(i).as_bytes())
-            );
-        }
-        check_all(&s);
-    }
+    use EvictionPolicy::{AllKeysLfu, AllKeysLru};
+    let s = switches_lose_no_key(&[
+        AllKeysLfu, AllKeysLru, AllKeysLfu, AllKeysLru, AllKeysLfu, AllKeysLru,
+    ]);
     s.set_policy(EvictionPolicy::AllKeysLru);
     for i in 0..5000u32 {
         get(&s, &format!("k{i}"), 0);
@@ -221,5 +191,5 @@ fn switching_between_lru_and_lfu_live_loses_no_key() {
     for i in (0..5000u32).step_by(2) {
         get(&s, &format!("k{i}"), 0);
     }
-    halving_keeps_read_keys_then_lru_evicts(&s, val);
+    halving_keeps_read_keys_then_lru_evicts(&s);
 }

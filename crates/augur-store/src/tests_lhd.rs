@@ -3,6 +3,7 @@
 
 use crate::tests::{
     access, check_all, halving_keeps_read_keys_then_lru_evicts, memory_for, set, store,
+    switches_lose_no_key,
 };
 use crate::*;
 
@@ -91,48 +92,10 @@ fn volatile_lhd_evicts_keys_with_a_ttl_only_and_refuses_when_there_are_none() {
 /// intact, idle times stay sane in either tag format, and eviction goes on.
 #[test]
 fn switching_between_lru_and_lhd_live_loses_no_key() {
-    let s = store(0, EvictionPolicy::AllKeysLru, 4);
-    let val = |i: u32| format!("value-{i}-{}", "x".repeat((i % 50) as usize));
-    for i in 0..5000u32 {
-        set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
-    }
-    let check = |s: &Store, n: u32| {
-        for i in 0..n {
-            let k = format!("k{i}");
-            let mut g = s.lock_key(k.as_bytes());
-            let info = g.info(NS, k.as_bytes(), 0).expect("key kept");
-            // Nothing here is older than the whole run (a misread tag would look
-            // billions of accesses old).
-            assert!(
-                info.idle_accesses < 1_000_000,
-                "{k}: idle {}",
-                info.idle_accesses
-            );
-            assert_eq!(
-                g.peek(NS, k.as_bytes(), 0).unwrap(),
-                Some(val(i).as_bytes())
-            );
-        }
-    };
-    for round in 0..6u32 {
-        let policy = if round % 2 == 0 {
-            EvictionPolicy::AllKeysLhd
-        } else {
-            EvictionPolicy::AllKeysLru
-        };
-        s.set_policy(policy);
-        // Reads, overwrites (same value), renames back and forth, under the new policy.
-        for i in (0..5000u32).step_by(3) {
-            let k = format!("k{i}");
-            let _ = s.lock_key(k.as_bytes()).get(NS, k.as_bytes(), 0);
-        }
-        for i in (0..5000u32).step_by(7) {
-            set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
-        }
-        assert_eq!(s.dbsize(NS), 5000, "after switching to {policy}");
-        check(&s, 5000);
-        check_all(&s);
-    }
+    use EvictionPolicy::{AllKeysLhd, AllKeysLru};
+    let s = switches_lose_no_key(&[
+        AllKeysLhd, AllKeysLru, AllKeysLhd, AllKeysLru, AllKeysLhd, AllKeysLru,
+    ]);
     // Under LHD with a limit, entries last touched under LRU are ranked by the age their
     // clock gives: the keys read since the switch survive better than those not read.
     s.set_policy(EvictionPolicy::AllKeysLru);
@@ -147,7 +110,7 @@ fn switching_between_lru_and_lhd_live_loses_no_key() {
         let k = format!("k{i}");
         let _ = s.lock_key(k.as_bytes()).get(NS, k.as_bytes(), 0);
     }
-    halving_keeps_read_keys_then_lru_evicts(&s, val);
+    halving_keeps_read_keys_then_lru_evicts(&s);
     assert!(
         s.lhd_stats().iter().all(|l| l.models == 0),
         "models dropped under LRU"

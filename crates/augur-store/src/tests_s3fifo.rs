@@ -4,6 +4,7 @@
 
 use crate::tests::{
     access, check_all, get_hits, halving_keeps_read_keys_then_lru_evicts, memory_for, set, store,
+    switches_lose_no_key,
 };
 use crate::*;
 
@@ -115,12 +116,7 @@ fn volatile_s3fifo_evicts_keys_with_a_ttl_only_and_refuses_when_there_are_none()
 /// intact, idle times stay sane in every word format, and eviction goes on.
 #[test]
 fn switching_between_lru_lhd_and_s3fifo_live_loses_no_key() {
-    let s = store(0, EvictionPolicy::AllKeysLru, 4);
-    let val = |i: u32| format!("value-{i}-{}", "x".repeat((i % 50) as usize));
-    for i in 0..5000u32 {
-        set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
-    }
-    let policies = [
+    let s = switches_lose_no_key(&[
         EvictionPolicy::AllKeysS3Fifo,
         EvictionPolicy::AllKeysLru,
         EvictionPolicy::AllKeysS3Fifo,
@@ -128,33 +124,7 @@ fn switching_between_lru_lhd_and_s3fifo_live_loses_no_key() {
         EvictionPolicy::AllKeysS3Fifo,
         EvictionPolicy::AllKeysLhd,
         EvictionPolicy::AllKeysLru,
-    ];
-    for policy in policies {
-        s.set_policy(policy);
-        for i in (0..5000u32).step_by(3) {
-            let k = format!("k{i}");
-            let _ = s.lock_key(k.as_bytes()).get(NS, k.as_bytes(), 0);
-        }
-        for i in (0..5000u32).step_by(7) {
-            set(&s, &format!("k{i}"), val(i).as_bytes()).unwrap();
-        }
-        assert_eq!(s.dbsize(NS), 5000, "after switching to {policy}");
-        for i in 0..5000u32 {
-            let k = format!("k{i}");
-            let mut g = s.lock_key(k.as_bytes());
-            let info = g.info(NS, k.as_bytes(), 0).expect("key kept");
-            assert!(
-                info.idle_accesses < 1_000_000,
-                "{k} under {policy}: idle {}",
-                info.idle_accesses
-            );
-            assert_eq!(
-                g.peek(NS, k.as_bytes(), 0).unwrap(),
-                Some(val(i).as_bytes())
-            );
-        }
-        check_all(&s);
-    }
+    ]);
     // Under S3-FIFO with a limit, entries last touched under LRU are main-queue entries:
     // the keys read since the switch (a hit each) get a second round, the others not.
     s.set_policy(EvictionPolicy::AllKeysS3Fifo);
@@ -162,7 +132,7 @@ fn switching_between_lru_lhd_and_s3fifo_live_loses_no_key() {
         let k = format!("k{i}");
         let _ = s.lock_key(k.as_bytes()).get(NS, k.as_bytes(), 0);
     }
-    halving_keeps_read_keys_then_lru_evicts(&s, val);
+    halving_keeps_read_keys_then_lru_evicts(&s);
     assert!(
         s.s3fifo_stats().iter().all(|q| q.shards == 0),
         "S3-FIFO state dropped under LRU"
