@@ -2,11 +2,12 @@
 
 Eight redis-py clients (the default user and three tenants it creates: shop, blog,
 news, password "pw") send random commands of every group Augur serves (strings, TTLs,
-hashes, sets, DUMP/RESTORE with IDLETIME, OBJECT, MULTI/EXEC, EVAL, SCAN, RENAME, COPY)
+hashes, sets, DUMP/RESTORE with IDLETIME or FREQ, OBJECT, MULTI/EXEC, EVAL, SCAN, RENAME, COPY)
 over 3,000 keys with values of 0-20,000 bytes, while one more client live-switches
 maxmemory-policy (every Redis name, Augur's lhd / s3fifo / auto), maxmemory-samples,
-lhd-samples, maxmemory (1 MB .. none), TENANT SET limits and miss penalties,
-compressed-zone and tenant-partitioning, and reads INFO and TENANT INFO.
+lhd-samples, lfu-log-factor, lfu-decay-time, maxmemory (1 MB .. none), TENANT SET limits
+and miss penalties, compressed-zone and tenant-partitioning, and reads INFO, TENANT INFO,
+MEMORY STATS and MEMORY DOCTOR.
 Fails (exit 1) if any connection is dropped or times out (a panic closes them) or the
 server does not answer at the end; refused settings are counted, not failures.
 
@@ -72,6 +73,8 @@ def op(r, rng):
     if c == 25:
         d = r.dump(k)
         if d is not None:
+            if rng.random() < 0.5:
+                return r.restore(key(rng), 0, d, replace=True, frequency=rng.randrange(0, 256))
             return r.restore(key(rng), 0, d, replace=True, idletime=rng.randrange(0, 100000))
         return None
     if c == 26:
@@ -136,7 +139,7 @@ def chaos():
     rng = random.Random(SEED)
     r = redis.Redis(port=PORT, socket_timeout=30)
     while not stop.is_set():
-        c = rng.randrange(12)
+        c = rng.randrange(14)
         try:
             if c < 3:
                 r.config_set("maxmemory-policy", rng.choice(POLICIES))
@@ -158,6 +161,11 @@ def chaos():
                 r.execute_command("TENANT", "INFO", rng.choice(TENANTS[1:]))
             elif c == 11:
                 r.config_set("tenant-partitioning", rng.choice(["kredis", "off", "static"]))
+            elif c == 12:
+                r.config_set(rng.choice(["lfu-log-factor", "lfu-decay-time"]),
+                             str(rng.choice([0, 1, 10, 100])))
+            elif c == 13:
+                r.execute_command("MEMORY", rng.choice(["STATS", "DOCTOR"]))
             else:
                 r.execute_command("MEMORY", "USAGE", key(rng))
         except redis.ResponseError as e:
