@@ -478,13 +478,25 @@ impl Entry {
     /// Stores an LHD tag word (see `crate::lhd`).
     #[inline]
     pub fn set_lhd(&self, word: u32, explorer: bool) {
-        self.write_u32(0, word);
-        let f = self.flags() & !POLICY_BITS;
         let format = if explorer {
             LHD_EXPLORER_FORMAT
         } else {
             LHD_FORMAT
         };
+        self.set_word(word, format);
+    }
+
+    /// The `atime` word if it is in policy format `format` (one code of [`POLICY_BITS`]).
+    #[inline]
+    fn word_in(&self, format: u8) -> Option<u32> {
+        (self.flags() & POLICY_BITS == format).then(|| self.atime())
+    }
+
+    /// Stores `word` as the `atime` word in policy format `format`.
+    #[inline]
+    fn set_word(&self, word: u32, format: u8) {
+        self.write_u32(0, word);
+        let f = self.flags() & !POLICY_BITS;
         self.write_u8(FLAGS_AT, f | format);
     }
 
@@ -492,37 +504,31 @@ impl Entry {
     /// code in bits 27-31), if `atime` is in S3-FIFO's format.
     #[inline]
     pub fn s3(&self) -> Option<u32> {
-        (self.flags() & POLICY_BITS == S3_FORMAT).then(|| self.atime())
+        self.word_in(S3_FORMAT)
     }
 
     /// Stores an S3-FIFO word (see `crate::s3fifo`).
     #[inline]
     pub fn set_s3(&self, word: u32) {
-        self.write_u32(0, word);
-        let f = self.flags() & !POLICY_BITS;
-        self.write_u8(FLAGS_AT, f | S3_FORMAT);
+        self.set_word(word, S3_FORMAT);
     }
 
     /// The LFU word (24 clock bits of the last access, the counter in bits 24-31), if
     /// `atime` is in LFU's format.
     #[inline]
     pub fn lfu(&self) -> Option<u32> {
-        (self.flags() & POLICY_BITS == LFU_FORMAT).then(|| self.atime())
+        self.word_in(LFU_FORMAT)
     }
 
     /// Stores an LFU word (see `crate::lfu`).
     #[inline]
     pub fn set_lfu(&self, word: u32) {
-        self.write_u32(0, word);
-        let f = self.flags() & !POLICY_BITS;
-        self.write_u8(FLAGS_AT, f | LFU_FORMAT);
+        self.set_word(word, LFU_FORMAT);
     }
 
     /// Gives this entry `other`'s recency (its `atime` word in any format).
     pub fn copy_recency_from(&self, other: &Entry) {
-        self.write_u32(0, other.atime());
-        let f = self.flags() & !POLICY_BITS;
-        self.write_u8(FLAGS_AT, f | (other.flags() & POLICY_BITS));
+        self.set_word(other.atime(), other.flags() & POLICY_BITS);
     }
 
     /// The entry's size for ranking: header, key and value bytes plus a hash's or set's

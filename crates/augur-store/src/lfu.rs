@@ -28,7 +28,7 @@
 //! The clock keeps 24 bits: a key idle for more than 2^24 of its shard's accesses
 //! looks younger than it is (it decays less), as under LHD.
 
-use crate::entry::{clock24_age, Entry, LHD_CLOCK_MASK};
+use crate::entry::{Entry, LHD_CLOCK_MASK};
 use augur_sim::lfu::{decayed, log_incr, CoinFlips, LFU_INIT_VAL};
 use std::sync::Arc;
 
@@ -109,13 +109,12 @@ pub(crate) fn set_frequency(e: Entry, clock: u64, freq: u8) {
 }
 
 /// `e`'s counter at clock `clock`, decayed by its idle periods (`LFUDecrAndReturn`);
-/// an entry in another format reads as a new key last accessed when it was.
+/// an entry in another format reads as a new key last accessed when it was
+/// ([`Entry::idle`] reads every format's clock, an LFU word's 24 bits included).
 #[inline]
 pub(crate) fn counter(e: Entry, clock: u64, marks: &DecayMarks) -> u8 {
-    let (c, age) = match e.lfu() {
-        Some(w) => ((w >> 24) as u8, clock24_age(w, clock as u32) as u64),
-        None => (LFU_INIT_VAL, e.idle(clock as u32) as u64),
-    };
+    let c = e.lfu().map_or(LFU_INIT_VAL, |w| (w >> 24) as u8);
+    let age = e.idle(clock as u32) as u64;
     decayed(c, marks.periods(clock.saturating_sub(age)))
 }
 
