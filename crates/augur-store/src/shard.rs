@@ -326,6 +326,20 @@ impl Part {
         }
     }
 
+    /// Drops the per-policy state (LHD's model, S3-FIFO's ghost, LFU's marks) that
+    /// `policy` does not use, so that the other policies pay nothing for it.
+    fn keep_policy_state_of(&mut self, policy: EvictionPolicy) {
+        if !policy.is_lhd() {
+            self.lhd = None;
+        }
+        if !policy.is_s3fifo() {
+            self.s3 = None;
+        }
+        if !policy.is_lfu() {
+            self.lfu = None;
+        }
+    }
+
     /// This part's LFU state, created if missing: with no decay until the shard's next
     /// cycle hands it the marks ([`Shard::note_wall_clock`]).
     fn lfu_state_mut(&mut self) -> &mut PartLfu {
@@ -839,15 +853,7 @@ impl Part {
             self.pool.clear();
             self.pool_policy = policy;
         }
-        if !policy.is_lhd() {
-            self.lhd = None;
-        }
-        if !policy.is_s3fifo() {
-            self.s3 = None;
-        }
-        if !policy.is_lfu() {
-            self.lfu = None;
-        }
+        self.keep_policy_state_of(policy);
         self.follow_zone_setting();
         if self
             .zone
@@ -2702,15 +2708,11 @@ impl Shard {
         if policy != self.shared_pool_policy {
             self.shared_pool.clear();
             self.shared_pool_policy = policy;
+            self.parts
+                .iter_mut()
+                .for_each(|p| p.keep_policy_state_of(policy));
             if !policy.is_lhd() {
-                self.parts.iter_mut().for_each(|p| p.lhd = None);
                 self.lhd_carried = Carried::default();
-            }
-            if !policy.is_s3fifo() {
-                self.parts.iter_mut().for_each(|p| p.s3 = None);
-            }
-            if !policy.is_lfu() {
-                self.parts.iter_mut().for_each(|p| p.lfu = None);
             }
         }
         let from_volatile = policy.volatile_only();
