@@ -71,6 +71,27 @@ impl MemStats {
         }
     }
 
+    /// The figures at this moment ([`MemStats::gather`] at the store's `used_memory`).
+    pub fn now(shared: &Shared) -> MemStats {
+        MemStats::gather(shared, shared.store.used_memory())
+    }
+
+    /// `used_memory` as a percentage of its peak (INFO's used_memory_peak_perc, MEMORY
+    /// STATS' peak.percentage).
+    fn peak_perc(&self) -> f64 {
+        if self.peak > 0 {
+            100.0 * ratio(self.used, self.peak)
+        } else {
+            100.0
+        }
+    }
+
+    /// The data's share of data and overheads (used_memory_dataset_perc,
+    /// dataset.percentage).
+    fn dataset_perc(&self) -> f64 {
+        100.0 * ratio(self.used, self.used + self.overhead)
+    }
+
     /// The fields Redis prints between used_memory_human and maxmemory.
     pub fn write_head(&self, o: &mut String) {
         macro_rules! line {
@@ -82,25 +103,11 @@ impl MemStats {
         }
         line!("used_memory_peak:{}", self.peak);
         line!("used_memory_peak_human:{}", human_bytes(self.peak));
-        line!(
-            "used_memory_peak_perc:{:.2}%",
-            if self.peak > 0 {
-                self.used as f64 * 100.0 / self.peak as f64
-            } else {
-                100.0
-            }
-        );
+        line!("used_memory_peak_perc:{:.2}%", self.peak_perc());
         line!("used_memory_overhead:{}", self.overhead);
         line!("used_memory_startup:0");
         line!("used_memory_dataset:{}", self.used);
-        line!(
-            "used_memory_dataset_perc:{:.2}%",
-            if self.used + self.overhead > 0 {
-                self.used as f64 * 100.0 / (self.used + self.overhead) as f64
-            } else {
-                0.0
-            }
-        );
+        line!("used_memory_dataset_perc:{:.2}%", self.dataset_perc());
         if let Some((allocated, active, resident)) = self.allocator {
             line!("allocator_allocated:{allocated}");
             line!("allocator_active:{active}");
@@ -118,7 +125,6 @@ impl MemStats {
         macro_rules! line {
             ($($arg:tt)*) => {{ let _ = write!(o, $($arg)*); o.push_str("\r\n"); }};
         }
-        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
         if let Some((allocated, active, resident)) = self.allocator {
             line!("allocator_frag_ratio:{:.2}", ratio(active, allocated));
             line!("allocator_frag_bytes:{}", active as i64 - allocated as i64);
@@ -163,7 +169,6 @@ impl MemStats {
             Int(i64),
             Double(f64),
         }
-        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
         let mut fields: Vec<(&str, V)> = vec![
             ("peak.allocated", V::Int(self.peak as i64)),
             ("total.allocated", V::Int(self.used as i64)),
@@ -182,18 +187,8 @@ impl MemStats {
                 V::Int(self.used.checked_div(keys).unwrap_or(0) as i64),
             ),
             ("dataset.bytes", V::Int(self.used as i64)),
-            (
-                "dataset.percentage",
-                V::Double(100.0 * ratio(self.used, self.used + self.overhead)),
-            ),
-            (
-                "peak.percentage",
-                V::Double(if self.peak > 0 {
-                    100.0 * ratio(self.used, self.peak)
-                } else {
-                    100.0
-                }),
-            ),
+            ("dataset.percentage", V::Double(self.dataset_perc())),
+            ("peak.percentage", V::Double(self.peak_perc())),
         ];
         if let Some((allocated, active, resident)) = self.allocator {
             fields.extend([
@@ -327,6 +322,15 @@ impl MemStats {
             s.push_str("\n\n");
         }
         s
+    }
+}
+
+/// a / b, 0 when b is 0 (Redis's ratios of empty figures).
+fn ratio(a: u64, b: u64) -> f64 {
+    if b > 0 {
+        a as f64 / b as f64
+    } else {
+        0.0
     }
 }
 

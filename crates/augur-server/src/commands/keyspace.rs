@@ -266,8 +266,7 @@ pub(super) fn memory_command(
             c.out.ok();
         }
         "doctor" => {
-            let used = shared.store.used_memory();
-            let report = crate::memstats::MemStats::gather(shared, used).doctor_report();
+            let report = crate::memstats::MemStats::now(shared).doctor_report();
             c.out.verbatim(report.as_bytes());
         }
         "stats" => {
@@ -278,8 +277,7 @@ pub(super) fn memory_command(
                 .iter()
                 .map(|k| k.0)
                 .sum();
-            let used = shared.store.used_memory();
-            crate::memstats::MemStats::gather(shared, used).write_memory_stats(&mut c.out, keys);
+            crate::memstats::MemStats::now(shared).write_memory_stats(&mut c.out, keys);
         }
         _ => help_reply(
             &mut c.out,
