@@ -95,7 +95,9 @@ fn counters_decay_by_whole_idle_periods() {
     let s = store(0, EvictionPolicy::AllKeysLfu, 1);
     let t0 = 1_700_000_000_000u64;
     set(&s, "k", b"v").unwrap();
-    assert!(s.lock_key(b"k").set_frequency(NS, b"k", 20, t0));
+    assert!(s
+        .lock_key(b"k")
+        .set_recency(NS, b"k", Some(60), Some(20), t0));
     s.active_expire_cycle(t0);
     // Other keys' traffic moves the clock on meanwhile.
     for i in 0..1000 {

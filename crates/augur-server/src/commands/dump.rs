@@ -624,13 +624,7 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
     };
     match written {
         Ok(()) => {
-            if shared.store.tenant_policy(ns.tenant).is_lfu() {
-                if let Some(f) = freq {
-                    shard.set_frequency(ns, key, f, now);
-                }
-            } else if let Some(secs) = idle {
-                shard.backdate(ns, key, secs, now);
-            }
+            shard.set_recency(ns, key, idle, freq, now);
             crate::notify::notify(shared, c, crate::notify::flags::GENERIC, "restore", key);
             c.out.ok()
         }

@@ -442,32 +442,35 @@ impl Shard {
         })
     }
 
-    /// RESTORE ... FREQ under an LFU policy: sets the key's LFU counter to `freq` as of
-    /// now (Redis's `objectSetLRUOrLFU`). True if the key exists.
-    pub fn set_frequency(&mut self, ns: Ns, key: &[u8], freq: u8, now_ms: u64) -> bool {
+    /// RESTORE ... IDLETIME / FREQ (Redis's `objectSetLRUOrLFU`): under an LFU policy
+    /// (the tenant's) `freq` becomes the key's counter as of now and `idle_secs` is
+    /// ignored; under any other, `idle_secs` makes the key look last used that many
+    /// seconds ago, to OBJECT IDLETIME and to eviction alike (its access time becomes the
+    /// clock value the shard had then, see `WallClock::clock_for_idle`), and `freq` is
+    /// ignored. True if the key exists.
+    pub fn set_recency(
+        &mut self,
+        ns: Ns,
+        key: &[u8],
+        idle_secs: Option<u64>,
+        freq: Option<u8>,
+        now_ms: u64,
+    ) -> bool {
         let clock = self.clock;
-        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
-            Some(e) => {
-                crate::lfu::set_frequency(e, clock, freq);
-                true
-            }
-            None => false,
+        let lfu = self.config.tenant_policy(ns.tenant).is_lfu();
+        let atime = match (lfu, idle_secs) {
+            (false, Some(idle)) => Some(self.wall.clock_for_idle(idle, now_ms / 1000, clock)),
+            _ => None,
+        };
+        let Some(e) = self.part(ns.tenant).find_live(ns.db, key, now_ms) else {
+            return false;
+        };
+        match (freq, atime) {
+            (Some(f), _) if lfu => crate::lfu::set_frequency(e, clock, f),
+            (_, Some(t)) => e.set_atime(t as u32),
+            _ => {}
         }
-    }
-
-    /// RESTORE ... IDLETIME: makes a key look last used `idle_secs` seconds ago, to OBJECT
-    /// IDLETIME and to eviction alike (its access time becomes the clock value the shard
-    /// had then, see `WallClock::clock_for_idle`). True if the key exists.
-    pub fn backdate(&mut self, ns: Ns, key: &[u8], idle_secs: u64, now_ms: u64) -> bool {
-        let clock = self.clock;
-        let atime = self.wall.clock_for_idle(idle_secs, now_ms / 1000, clock);
-        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
-            Some(e) => {
-                e.set_atime(atime as u32);
-                true
-            }
-            None => false,
-        }
+        true
     }
 
     /// Dates the logical clock (see the `wallclock` module); the active expiry cycle
