@@ -1399,6 +1399,10 @@ pub struct Shard {
     /// LFU's decay marks as of the last active-expiry cycle, for free competition's
     /// eviction; each LFU part holds the same (`crate::lfu`).
     lfu_marks: Arc<DecayMarks>,
+    /// Over its share of `maxmemory` on room other shards left (a volatile policy with
+    /// no key to evict here), counted in `SharedConfig::borrowing_shards`; cleared by the
+    /// next write that fits within the share.
+    borrowing: bool,
 }
 
 // SAFETY: the shard exclusively owns every entry allocation it indexes.
@@ -1422,6 +1426,7 @@ impl Shard {
             pinned: None,
             wall: wallclock::WallClock::new(CLOCK_BASE + 1),
             lfu_marks: Arc::default(),
+            borrowing: false,
         };
         s.published.used.store(0, Ordering::Relaxed);
         s
@@ -2570,6 +2575,9 @@ impl Shard {
                 cap > 0 && self.parts.get(t as usize).map_or(0, Part::used) + incoming > cap;
             let over_global = budget > 0 && self.used() + incoming > budget;
             if !over_cap && !over_global {
+                if self.borrowing {
+                    self.stop_borrowing();
+                }
                 break;
             }
             let exempt = self
@@ -2589,10 +2597,7 @@ impl Shard {
                 // check before every `denyoom` command (`Store::over_limit_for_writes`,
                 // Redis's rule) refuses writes once it is over, which bounds that to a
                 // write per connection in flight.
-                // The store's usage with this shard's published figure replaced by
-                // the exact one.
-                let others = self.config.store_used() - self.published.used.load(Ordering::Relaxed);
-                if !over_cap && others + self.used() + incoming <= self.config.maxmemory() {
+                if !over_cap && self.fits_in_store(incoming) {
                     break;
                 }
                 self.publish();
@@ -2601,47 +2606,41 @@ impl Shard {
                 }
                 return Err(WriteError::OutOfMemory);
             }
+            // `Err(())`: nothing in this shard to choose from (partitioned, no entries).
             let victim = if over_cap {
-                Some(t)
+                Ok(Some(t))
             } else if mode == Partitioning::Off {
-                None
+                Ok(None)
             } else {
-                match self.most_over_target(t) {
-                    Some(v) => Some(v),
-                    None => {
-                        self.publish();
-                        if exempt {
-                            return Ok(false);
-                        }
-                        return Err(WriteError::OutOfMemory);
-                    }
-                }
+                self.most_over_target(t).map(Some).ok_or(())
             };
             let evicted = match victim {
-                Some(v) => {
-                    let k = self.config.tenant_samples(v);
-                    // The victim tenant's own policy (`maxmemory-policy auto`), else
-                    // the global one.
-                    let policy = self.config.tenant_policy(v);
-                    let clock = self.clock;
-                    if v as usize >= self.parts.len() {
-                        false
-                    } else {
-                        let done = self.parts[v as usize].evict_one(
-                            v,
-                            policy,
-                            k,
-                            clock,
-                            &mut self.rng,
-                            self.pinned,
-                        );
-                        self.sync_tenant_used(v, false);
-                        done
-                    }
-                }
-                None => self.evict_one_shared(policy),
+                Ok(Some(v)) => self.evict_from_tenant(v),
+                Ok(None) => self.evict_one_shared(policy),
+                Err(()) => false,
             };
             if !evicted {
+                // Nothing here may be evicted: a volatile policy found no key with a
+                // TTL, or the shard is empty and the write is larger than its share.
+                // Redis refuses a write only when it has nothing left to evict *and* the
+                // server is over maxmemory (evict.c's performEvictions), not when one of
+                // our shards is over its 1/N share: as under noeviction, the shard
+                // borrows what the others leave. It says so (`borrowing_shards`), so
+                // that the check before each write command (`Store::over_limit_for_writes`)
+                // evicts in the other shards, still within their shares, once the store
+                // as a whole is over: the borrowed room is theirs. The test is that
+                // check's (the smallest entry still fits), not this write's size: as in
+                // Redis, a write let in may take the store over by itself, and the next
+                // write's check evicts elsewhere or refuses; a stricter test here would
+                // refuse writes the check had just made room for. A tenant's cap is the
+                // tenant's own and is never borrowed past.
+                if !over_cap && self.fits_in_store(crate::entry::SMALLEST_ENTRY as u64) {
+                    if !self.borrowing {
+                        self.borrowing = true;
+                        self.config.borrowing_shards.fetch_add(1, Ordering::Relaxed);
+                    }
+                    break;
+                }
                 self.publish();
                 if exempt {
                     return Ok(false);
@@ -2650,6 +2649,56 @@ impl Shard {
             }
         }
         Ok(true)
+    }
+
+    /// Whether `incoming` more bytes fit in `maxmemory` as a whole: the store's usage as
+    /// the shards last published it, with this shard's figure replaced by the exact one.
+    /// Concurrent writers in other shards may each overshoot by their write, as Redis's
+    /// check before a command lets that command's write overshoot.
+    fn fits_in_store(&self, incoming: u64) -> bool {
+        let others = self.config.store_used() - self.published.used.load(Ordering::Relaxed);
+        others + self.used() + incoming <= self.config.maxmemory()
+    }
+
+    #[cold]
+    fn stop_borrowing(&mut self) {
+        self.borrowing = false;
+        self.config.borrowing_shards.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Evicts one entry of tenant `v` by its policy (its own under `maxmemory-policy
+    /// auto`, else the global one) and K; false if the policy found nothing it may evict.
+    fn evict_from_tenant(&mut self, v: TenantId) -> bool {
+        if v as usize >= self.parts.len() {
+            return false;
+        }
+        let k = self.config.tenant_samples(v);
+        let policy = self.config.tenant_policy(v);
+        let clock = self.clock;
+        let done =
+            self.parts[v as usize].evict_one(v, policy, k, clock, &mut self.rng, self.pinned);
+        self.sync_tenant_used(v, false);
+        done
+    }
+
+    /// One eviction for the store as a whole ([`crate::Store::over_limit_for_writes`]),
+    /// by the victim a write here under global pressure would choose: free competition's
+    /// shared victim, else the tenant most over its target, else any tenant here with
+    /// something its policy may evict. Publishes the shard's usage; false if nothing here
+    /// may be evicted.
+    pub(crate) fn evict_one_for_store(&mut self) -> bool {
+        let evicted = if self.config.tenants.partitioning() == Partitioning::Off {
+            let policy = self.config.policy();
+            self.evict_one_shared(policy)
+        } else {
+            let first = self.most_over_target(0);
+            first.is_some_and(|v| self.evict_from_tenant(v))
+                || (0..self.parts.len() as TenantId)
+                    .filter(|&v| Some(v) != first)
+                    .any(|v| self.evict_from_tenant(v))
+        };
+        self.publish();
+        evicted
     }
 
     /// zExpander's N-zone has a target size from the start (§3.3.1): a write that would

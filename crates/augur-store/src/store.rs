@@ -92,6 +92,13 @@ pub(crate) struct SharedConfig {
     pub(crate) events: OnceLock<Arc<dyn crate::notify::KeyEventSink>>,
     /// Writes may exceed the memory limits (set while an `allow-oom` script runs).
     pub(crate) oom_exempt: std::sync::atomic::AtomicBool,
+    /// Shards over their share of `maxmemory` on room the others left, because their
+    /// policy found nothing to evict there (a volatile policy and no key with a TTL;
+    /// `Shard::make_room_unpublished`). While any is, the store may be over `maxmemory`
+    /// with victims in other shards, which [`Store::over_limit_for_writes`] then evicts,
+    /// as Redis's `performEvictions` would; while none is, every shard is within its
+    /// share and the store within the limit, and that check costs this one load.
+    pub(crate) borrowing_shards: AtomicUsize,
     /// The compressed zone's settings (`crate::zone`).
     pub(crate) zone: crate::zone::ZoneSettings,
     /// Every shard's [`Published`] cell, in shard order: the store reads the usage and
@@ -370,6 +377,8 @@ pub struct Store {
     shard_bits: u32,
     /// Where active defragmentation continues, and what the walk under way has done.
     defrag: Mutex<DefragWalk>,
+    /// The shard the next store-wide eviction starts from ([`Store::over_limit_for_writes`]).
+    evict_round: AtomicUsize,
 }
 
 impl Store {
@@ -392,6 +401,7 @@ impl Store {
             notify: Default::default(),
             events: OnceLock::new(),
             oom_exempt: std::sync::atomic::AtomicBool::new(false),
+            borrowing_shards: AtomicUsize::new(0),
             zone: crate::zone::ZoneSettings::new(&config.zone),
             published,
         });
@@ -409,6 +419,7 @@ impl Store {
             config: shared,
             shard_bits: n.trailing_zeros(),
             defrag: Mutex::new(DefragWalk::default()),
+            evict_round: AtomicUsize::new(0),
         }
     }
 
@@ -631,19 +642,60 @@ impl Store {
         self.config.store_used()
     }
 
-    /// Whether a write must be refused up front (noeviction and over maxmemory). Write
-    /// commands call this before doing anything, as Redis does for `denyoom` commands.
+    /// Whether a write must be refused up front. Write commands call this before doing
+    /// anything, as Redis calls `performEvictions` before a `denyoom` command (evict.c).
     ///
-    /// Redis's `used_memory` includes the server's own baseline, so it is never 0 and
-    /// `used > maxmemory` refuses writes under any tiny limit (the suite's `maxmemory 1`).
-    /// Ours counts stored data only, so the question is whether even the smallest entry
-    /// (a header) would still fit: otherwise a write on an empty store would be let in
-    /// and then fail inside the command, counted as a failed call instead of a rejected one.
+    /// Under noeviction: whether the store is over maxmemory. Redis's `used_memory`
+    /// includes the server's own baseline, so it is never 0 and `used > maxmemory`
+    /// refuses writes under any tiny limit (the suite's `maxmemory 1`). Ours counts
+    /// stored data only, so the question is whether even the smallest entry (a header)
+    /// would still fit: otherwise a write on an empty store would be let in and then fail
+    /// inside the command, counted as a failed call instead of a rejected one.
+    ///
+    /// Under an evicting policy each shard keeps itself within its share of maxmemory as
+    /// it writes, so the store is over only while some shard is over its share on room
+    /// the others left (`SharedConfig::borrowing_shards`: its policy found nothing to
+    /// evict there, e.g. a volatile policy and no key with a TTL). Then, as Redis, this
+    /// evicts by the policy in the shards that still have something to evict until the
+    /// smallest entry fits again, and refuses the write only when none has. Otherwise
+    /// it costs one load.
     pub fn over_limit_for_writes(&self) -> bool {
         let max = self.maxmemory();
-        max > 0
-            && self.policy() == EvictionPolicy::NoEviction
-            && self.used_memory() + crate::entry::SMALLEST_ENTRY as u64 > max
+        if max == 0 {
+            return false;
+        }
+        let policy = self.policy();
+        if policy == EvictionPolicy::NoEviction {
+            return self.used_memory() + crate::entry::SMALLEST_ENTRY as u64 > max;
+        }
+        if self.config.borrowing_shards.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        !self.evict_until_store_fits(max)
+    }
+
+    /// Evicts, one entry a shard in turn (so that one shard's keys do not pay for
+    /// all), until the smallest entry fits in `max`; false if a whole round of the
+    /// shards found nothing to evict first.
+    #[cold]
+    fn evict_until_store_fits(&self, max: u64) -> bool {
+        let fits = |s: &Store| s.used_memory() + crate::entry::SMALLEST_ENTRY as u64 <= max;
+        let n = self.shards.len();
+        let start = self.evict_round.fetch_add(1, Ordering::Relaxed) % n;
+        let mut idle = 0;
+        let mut i = start;
+        while !fits(self) {
+            if self.shards[i].0.lock().evict_one_for_store() {
+                idle = 0;
+            } else {
+                idle += 1;
+                if idle == n {
+                    return false;
+                }
+            }
+            i = (i + 1) % n;
+        }
+        true
     }
 
     /// Whole-store counters; `keys_per_db` is tenant `keyspace_of`'s databases (INFO

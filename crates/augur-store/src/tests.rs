@@ -463,6 +463,184 @@ fn volatile_policies_evict_only_keys_with_a_ttl() {
     assert!(refused);
 }
 
+/// The volatile policies with something to evict only in keys with a TTL.
+const VOLATILE_POLICIES: [EvictionPolicy; 6] = [
+    EvictionPolicy::VolatileLru,
+    EvictionPolicy::VolatileRandom,
+    EvictionPolicy::VolatileTtl,
+    EvictionPolicy::VolatileLhd,
+    EvictionPolicy::VolatileLfu,
+    EvictionPolicy::VolatileS3Fifo,
+];
+
+/// A write as the server runs it: the check before a `denyoom` command
+/// (`Store::over_limit_for_writes`, which may evict in other shards), then the SET.
+fn server_set(s: &Store, k: &str, v: &[u8], ttl: SetTtl) -> Result<(), WriteError> {
+    if s.over_limit_for_writes() {
+        return Err(WriteError::OutOfMemory);
+    }
+    s.lock_key(k.as_bytes())
+        .set(Ns::new(0, 0), k.as_bytes(), v, ttl, 0)
+}
+
+fn exists(s: &Store, k: &str) -> bool {
+    s.lock_key(k.as_bytes())
+        .exists(Ns::new(0, 0), k.as_bytes(), 0)
+}
+
+/// A volatile policy with no key with a TTL refuses a write when the *store* is full, as
+/// Redis does (unit/maxmemory, "only allkeys-* should remove non-volatile keys"), not
+/// when the key's shard is over its 1/64 share: 256 KB over 64 shards are 4 KB shares,
+/// ~15 keys of 200 B, and before, the first shard to fill refused with the store at a
+/// fraction of its limit.
+#[test]
+fn volatile_policies_without_ttl_keys_fill_the_whole_store() {
+    let limit = 256u64 << 10;
+    let value = [3u8; 200];
+    for policy in VOLATILE_POLICIES {
+        let s = store(limit, policy, 64);
+        let mut stored = 0u32;
+        let mut refused_at = None;
+        for i in 0..10_000u32 {
+            let before = s.used_memory();
+            match server_set(&s, &format!("p:{i}"), &value, SetTtl::Clear) {
+                Ok(()) => stored += 1,
+                Err(WriteError::OutOfMemory) => {
+                    refused_at = Some(before);
+                    break;
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        let block = s.used_memory() / u64::from(stored);
+        let before = refused_at.unwrap_or_else(|| panic!("{policy}: 10,000 keys fit in 256 KB"));
+        assert!(
+            before + block > limit,
+            "{policy}: refused at {before} B used of {limit} ({stored} keys of ~{block} B)"
+        );
+        // What a write is charged can exceed what it asked room for by its index's
+        // growth (or S3-FIFO's ghost): the overshoot Redis's check before the command
+        // also allows.
+        assert!(
+            s.used_memory() <= limit + block,
+            "{policy}: {} B used",
+            s.used_memory()
+        );
+        assert_eq!(
+            s.stats(0).evicted_keys,
+            0,
+            "{policy} evicted a key without a TTL"
+        );
+        // Every further write of a key without a TTL is refused (nothing may be evicted).
+        let refused = (0..stored)
+            .filter(|i| server_set(&s, &format!("q:{i}"), &value, SetTtl::Clear).is_err())
+            .count();
+        assert!(
+            refused as u32 > stored * 9 / 10,
+            "{policy}: {refused} of {stored} refused"
+        );
+        assert!(
+            s.used_memory() <= limit + block,
+            "{policy}: {} B used",
+            s.used_memory()
+        );
+        assert!(
+            (0..stored).all(|i| exists(&s, &format!("p:{i}"))),
+            "{policy}"
+        );
+        check_all(&s);
+    }
+}
+
+/// Shards that run out of keys with a TTL borrow room the others left; the check before
+/// each write then evicts keys with a TTL in the other shards, as Redis evicts them from
+/// anywhere in its keyspace. 64 shards of 4 KB: keys without a TTL fill half the shards
+/// to 1.4x their shares (so they borrow), keys with one the other half to 0.6x, and then
+/// both kinds keep being written. The store must stay within its limit (plus the write
+/// in flight), keep every key without a TTL, and refuse a write only once no key with a
+/// TTL is left. Without the check's eviction the half under its shares would take the
+/// store ~50 KB over.
+#[test]
+fn volatile_policies_evict_elsewhere_for_a_shard_without_ttl_keys() {
+    let limit = 256u64 << 10;
+    let value = [5u8; 200];
+    let ttl = SetTtl::At(u64::MAX / 2);
+    for policy in VOLATILE_POLICIES {
+        let s = store(limit, policy, 64);
+        let low = |k: &str| s.shard_index(k.as_bytes()) < 32;
+        let keys = |prefix: &'static str, in_low: bool| {
+            (0u32..)
+                .map(move |i| format!("{prefix}{i}"))
+                .filter(move |k| low(k) == in_low)
+        };
+        let mut persistent = Vec::new();
+        for k in keys("p:", true) {
+            if s.used_memory() > limit * 7 / 10 {
+                break;
+            }
+            server_set(&s, &k, &value, SetTtl::Clear)
+                .unwrap_or_else(|e| panic!("{policy}: {k}: {e:?}"));
+            persistent.push(k);
+        }
+        let mut volatile = keys("v:", false);
+        while s.used_memory() + 4096 <= limit {
+            let k = volatile.next().unwrap();
+            server_set(&s, &k, &value, ttl).unwrap_or_else(|e| panic!("{policy}: {k}: {e:?}"));
+        }
+        let mut more_persistent = keys("q:", true);
+        let mut volatile_written = Vec::new();
+        for j in 0..1000 {
+            // One write in ten without a TTL: ~24 KB of the ~75 KB of keys with one.
+            let (k, t) = if j % 10 == 0 {
+                (more_persistent.next().unwrap(), SetTtl::Clear)
+            } else {
+                (volatile.next().unwrap(), ttl)
+            };
+            server_set(&s, &k, &value, t).unwrap_or_else(|e| panic!("{policy}: {k}: {e:?}"));
+            assert!(
+                s.used_memory() <= limit + 512,
+                "{policy}: {} B used of {limit} after {k}",
+                s.used_memory()
+            );
+            if t == SetTtl::Clear {
+                persistent.push(k);
+            } else {
+                volatile_written.push(k);
+            }
+        }
+        assert!(s.stats(0).evicted_keys > 0, "{policy}");
+        // Then keys without a TTL until one is refused: only once none with a TTL is left.
+        let refused =
+            more_persistent
+                .take(2000)
+                .find(|k| match server_set(&s, k, &value, SetTtl::Clear) {
+                    Ok(()) => {
+                        persistent.push(k.clone());
+                        false
+                    }
+                    Err(_) => true,
+                });
+        assert!(
+            refused.is_some(),
+            "{policy}: 2000 more keys without a TTL fit"
+        );
+        let left = volatile_written.iter().filter(|k| exists(&s, k)).count();
+        assert_eq!(
+            left, 0,
+            "{policy}: refused with {left} keys with a TTL left"
+        );
+        assert!(
+            s.used_memory() <= limit + 512,
+            "{policy}: {} B used",
+            s.used_memory()
+        );
+        for k in &persistent {
+            assert!(exists(&s, k), "{policy} evicted {k} (no TTL)");
+        }
+        check_all(&s);
+    }
+}
+
 #[test]
 fn ttl_expires_lazily_and_in_the_active_cycle() {
     let s = store(0, EvictionPolicy::NoEviction, 4);
