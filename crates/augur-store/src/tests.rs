@@ -641,6 +641,51 @@ fn volatile_policies_evict_elsewhere_for_a_shard_without_ttl_keys() {
     }
 }
 
+/// Values large against a shard's share (100 KB in 11 MB over 64 shards: 176 KB shares)
+/// fill the store, not one share per shard: held to its share a shard kept one such
+/// value where two did not fit, and the store 60 keys (6.9 MB) where redis-server keeps
+/// 90. The check before each write keeps the store within its limit plus the write.
+#[test]
+fn large_values_fill_the_store_not_each_shard_share() {
+    let limit = 11u64 << 20;
+    let value = vec![9u8; 100_000];
+    for policy in [
+        EvictionPolicy::AllKeysLru,
+        EvictionPolicy::AllKeysRandom,
+        EvictionPolicy::AllKeysLhd,
+        EvictionPolicy::AllKeysLfu,
+        EvictionPolicy::AllKeysS3Fifo,
+    ] {
+        let s = store(limit, policy, 64);
+        for i in 0..50u32 {
+            server_set(&s, &format!("k:{i}"), &value, SetTtl::Clear).unwrap();
+        }
+        assert_eq!(
+            s.stats(0).evicted_keys,
+            0,
+            "{policy}: 50 values of 100 KB in 11 MB"
+        );
+        for i in 50..400u32 {
+            server_set(&s, &format!("k:{i}"), &value, SetTtl::Clear)
+                .unwrap_or_else(|e| panic!("{policy}: k:{i}: {e:?}"));
+            assert!(
+                s.used_memory() <= limit + 110_000,
+                "{policy}: {} B used after k:{i}",
+                s.used_memory()
+            );
+        }
+        let keys = (0..400u32)
+            .filter(|i| exists(&s, &format!("k:{i}")))
+            .count();
+        assert!(
+            s.used_memory() > limit * 9 / 10 && keys >= 95,
+            "{policy}: {keys} keys, {} B used of {limit}",
+            s.used_memory()
+        );
+        check_all(&s);
+    }
+}
+
 #[test]
 fn ttl_expires_lazily_and_in_the_active_cycle() {
     let s = store(0, EvictionPolicy::NoEviction, 4);
