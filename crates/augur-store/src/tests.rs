@@ -558,8 +558,8 @@ fn volatile_policies_without_ttl_keys_fill_the_whole_store() {
 /// to 1.4x their shares (so they borrow), keys with one the other half to 0.6x, and then
 /// both kinds keep being written. The store must stay within its limit (plus the write
 /// in flight), keep every key without a TTL, and refuse a write only once no key with a
-/// TTL is left. Without the check's eviction the half under its shares would take the
-/// store ~50 KB over.
+/// TTL is left. Without the check's eviction the half under its shares takes the store
+/// past its limit by more than a write.
 #[test]
 fn volatile_policies_evict_elsewhere_for_a_shard_without_ttl_keys() {
     let limit = 256u64 << 10;
