@@ -173,6 +173,9 @@ fn should_switch(history: &VecDeque<Vec<f64>>, ks: &[u32], from: u32, to: u32) -
 #[derive(Debug, Clone)]
 pub struct Overhead {
     pub per_k_us: Vec<(u32, f64)>,
+    /// `allkeys-lfu`'s per K, measured the same way (`maxmemory-samples auto` under an
+    /// LFU policy weighs the LFU miniatures' misses with it).
+    pub per_k_lfu_us: Vec<(u32, f64)>,
     /// `allkeys-lhd`'s, measured the same way (0 until measured; `maxmemory-policy
     /// auto` weighs LHD's misses with it, crate::autopolicy).
     pub lhd_us: f64,
@@ -196,13 +199,15 @@ impl Overhead {
     pub fn zero(ks: &[u32]) -> Overhead {
         Overhead {
             per_k_us: ks.iter().map(|&k| (k, 0.0)).collect(),
+            per_k_lfu_us: ks.iter().map(|&k| (k, 0.0)).collect(),
             lhd_us: 0.0,
             s3fifo_us: 0.0,
         }
     }
 
-    /// [`Overhead::calibrate`], plus `allkeys-lhd` (with `lhd-samples` 64) and
-    /// `allkeys-s3fifo` (with K = 8) when `lhd` (the other candidates of `auto`).
+    /// [`Overhead::calibrate`] (`allkeys-lru` and `allkeys-lfu` at each K), plus
+    /// `allkeys-lhd` (with `lhd-samples` 64) and `allkeys-s3fifo` (with K = 8) when `lhd`
+    /// (the other candidates of `auto`).
     pub fn calibrate_policies(ks: &[u32], lhd: bool) -> Overhead {
         const FILL: usize = 10_000;
         const MEASURE: usize = 10_000;
@@ -226,6 +231,7 @@ impl Overhead {
         let runs: Vec<(u32, EvictionPolicy)> = ks
             .iter()
             .map(|&k| (k, EvictionPolicy::AllKeysLru))
+            .chain(ks.iter().map(|&k| (k, EvictionPolicy::AllKeysLfu)))
             .chain(lhd.then_some((0, EvictionPolicy::AllKeysLhd)))
             .chain(lhd.then_some((
                 crate::autopolicy::S3FIFO_SAMPLES as u32,
@@ -284,8 +290,10 @@ impl Overhead {
         } else {
             (0.0, 0.0)
         };
+        let lfu_run = per_run.split_off(ks.len());
         Overhead {
             per_k_us: ks.iter().copied().zip(per_run).collect(),
+            per_k_lfu_us: ks.iter().copied().zip(lfu_run).collect(),
             lhd_us,
             s3fifo_us,
         }
@@ -297,15 +305,20 @@ impl Overhead {
             PolicySpec::Lhd { .. } => self.lhd_us,
             PolicySpec::S3Fifo { .. } => self.s3fifo_us,
             PolicySpec::RedisLru { k } | PolicySpec::KLru { k } => self.at(k as u32),
+            PolicySpec::RedisLfu { k } => Self::find(&self.per_k_lfu_us, k as u32),
             _ => 0.0,
         }
     }
 
-    pub fn at(&self, k: u32) -> f64 {
-        self.per_k_us
+    fn find(per_k: &[(u32, f64)], k: u32) -> f64 {
+        per_k
             .iter()
             .find(|(kk, _)| *kk == k)
             .map_or(0.0, |(_, v)| *v)
+    }
+
+    pub fn at(&self, k: u32) -> f64 {
+        Self::find(&self.per_k_us, k)
     }
 }
 
@@ -425,6 +438,21 @@ impl Dlru {
         Self::with_candidates(rate, cache_bytes, &ks, false)
     }
 
+    /// DLRU under an LFU policy (`allkeys-lfu`, `volatile-lfu`): K chooses among Redis's
+    /// pooled LFU candidates as it does among LRU's, so the miniatures are `redis-lfu:K`
+    /// (the simulator's LFU, `lfu-log-factor` 10, without the idle decay, which the
+    /// simulator counts in accesses and the store in minutes: over one interval of a
+    /// 1/100 sample decay moves few counters) and each K's cost is LFU's measured
+    /// eviction overhead. Choosing by LRU's miniatures would pick the K at which LRU, not
+    /// the policy the store runs, misses least.
+    pub fn new_lfu(rate: f64, cache_bytes: u64) -> Self {
+        let ks: Vec<PolicySpec> = DLRU_KS
+            .iter()
+            .map(|&k| PolicySpec::RedisLfu { k: k as usize })
+            .collect();
+        Self::with_candidates(rate, cache_bytes, &ks, false)
+    }
+
     /// Miniature caches of `candidates` (`redis-lru:K` first, then any others such as
     /// `lhd:A`); with `auto` the interval's choice is `maxmemory-policy auto`'s, with
     /// hysteresis (crate::autopolicy), else DLRU's K.
@@ -528,7 +556,7 @@ impl Dlru {
         let ks: Vec<u32> = candidates
             .iter()
             .map_while(|p| match p {
-                PolicySpec::RedisLru { k } => Some(*k as u32),
+                PolicySpec::RedisLru { k } | PolicySpec::RedisLfu { k } => Some(*k as u32),
                 _ => None,
             })
             .collect();
@@ -582,12 +610,15 @@ impl Dlru {
                 (p, best.unwrap_or(p), h.switches, h.streaks)
             }
             None => {
-                let p = PolicySpec::RedisLru { k: k as usize };
+                let p = match candidates.first() {
+                    Some(PolicySpec::RedisLfu { .. }) => PolicySpec::RedisLfu { k: k as usize },
+                    _ => PolicySpec::RedisLru { k: k as usize },
+                };
                 (p, p, 0, [0; crate::autopolicy::FAMILIES])
             }
         };
         let k = match policy {
-            PolicySpec::RedisLru { k } => k as u32,
+            PolicySpec::RedisLru { k } | PolicySpec::RedisLfu { k } => k as u32,
             _ => k,
         };
         let mean_size = if self.refs > 0 {
@@ -672,11 +703,15 @@ pub struct Engine {
     pub auto_policy: bool,
     /// `lhd-samples`, LHD's candidate A.
     pub lhd_samples: usize,
+    /// The store evicts by LFU (`allkeys-lfu`, `volatile-lfu`): DLRU's miniatures are
+    /// LFU's ([`Dlru::new_lfu`]).
+    pub lfu: bool,
     pub scopes: HashMap<Scope, Dlru>,
 }
 
 impl Engine {
-    /// Follows the configuration; a change of mode or a switch off drops the models.
+    /// Follows the configuration; a change of mode or a switch off drops the models, and
+    /// so does a switch between LRU-family and LFU eviction (`lfu`) under DLRU.
     /// `on` = `maxmemory-samples auto` or `auto_policy` (`maxmemory-policy auto`).
     pub fn configure(
         &mut self,
@@ -685,6 +720,7 @@ impl Engine {
         mode: Partitioning,
         auto_policy: bool,
         lhd_samples: usize,
+        lfu: bool,
     ) {
         let on = on || auto_policy;
         let off_mode = mode == Partitioning::Off;
@@ -692,9 +728,11 @@ impl Engine {
             || off_mode != self.off_mode
             || auto_policy != self.auto_policy
             || (auto_policy && lhd_samples != self.lhd_samples)
+            || (!auto_policy && lfu != self.lfu)
         {
             self.scopes.clear();
         }
+        self.lfu = lfu;
         self.auto_policy = auto_policy;
         self.lhd_samples = lhd_samples;
         self.on = on;
@@ -735,11 +773,13 @@ impl Engine {
         if stale {
             self.scopes.remove(&scope);
         }
-        let (auto, lhd_samples) = (self.auto_policy, self.lhd_samples);
+        let (auto, lhd_samples, lfu) = (self.auto_policy, self.lhd_samples, self.lfu);
         let d = self.scopes.entry(scope).or_insert_with(|| {
             if auto {
                 let candidates = crate::autopolicy::candidates(lhd_samples);
                 Dlru::with_candidates(rate, cache_bytes(scope), &candidates, true)
+            } else if lfu {
+                Dlru::new_lfu(rate, cache_bytes(scope))
             } else {
                 Dlru::new(rate, cache_bytes(scope))
             }
@@ -848,6 +888,11 @@ pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
             .per_k_us
             .iter()
             .map(|(k, v)| format!("k{k}={v:.4}"))
+            .chain(
+                oh.per_k_lfu_us
+                    .iter()
+                    .map(|(k, v)| format!("lfu_k{k}={v:.4}")),
+            )
             .collect();
         parts.push(format!("lhd={:.4}", oh.lhd_us));
         parts.push(format!("s3fifo={:.4}", oh.s3fifo_us));
@@ -869,6 +914,10 @@ pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
             d.mini_bytes,
             d.eq2_objects
         );
+        if let Some(PolicySpec::RedisLfu { .. }) = d.candidates.first() {
+            // DLRU under an LFU policy: the K set's miniatures are LFU's.
+            line.push_str(",family=lfu");
+        }
         for (i, k) in d.ks.iter().enumerate() {
             let _ = write!(
                 line,
@@ -973,6 +1022,59 @@ mod tests {
         // Pooled K = 5 may already keep every re-read (a tie then goes to 5).
         assert!(rec.k >= 5, "{rec:?}");
         assert!(rec.misses[0] > rec.misses[4] * 1.2, "{rec:?}");
+    }
+
+    /// Under an LFU policy the K set's miniatures are Redis's pooled LFU (the simulator's
+    /// `redis-lfu:K`, the store's counter code), not LRU's: on a hot set read through
+    /// one-off scans the LFU miniatures keep the hot set, which LRU's lose, and each K's
+    /// misses are exactly those of `redis-lfu:K` over the same references; the K chosen
+    /// is the one of fewest misses.
+    #[test]
+    fn under_lfu_the_miniatures_are_lfu_and_k_is_their_argmin() {
+        let oh = Overhead::zero(&KS);
+        let refs: Vec<u64> = (0..40_000u64)
+            .map(|i| {
+                if i % 4 == 0 {
+                    // 300 hot keys, each read again 1200 references later (the cache
+                    // holds 1000 objects: LRU has evicted it by then).
+                    (i / 4) % 300
+                } else {
+                    // Scans: each key read once.
+                    1_000_000 + i
+                }
+            })
+            .collect();
+        let run = |mut d: Dlru| {
+            for &key in &refs {
+                d.access(key, 100);
+            }
+            d.end_interval(1000.0, &oh, 100_000, 100_000)
+        };
+        let lfu = run(Dlru::new_lfu(1.0, 100_000));
+        let lru = run(Dlru::new(1.0, 100_000));
+        assert!(
+            lfu.candidates
+                .iter()
+                .all(|p| matches!(p, PolicySpec::RedisLfu { .. })),
+            "{lfu:?}"
+        );
+        assert_eq!(lfu.ks, KS.to_vec());
+        for (i, &k) in KS.iter().enumerate() {
+            let spec = PolicySpec::RedisLfu { k: k as usize };
+            let mut sim =
+                augur_sim::build_miniature(spec, 100_000, Unit::Bytes, mini_seed(spec), 1.0);
+            let misses = refs.iter().filter(|&&key| !sim.access(key, 100)).count();
+            assert_eq!(lfu.misses[i], misses as f64, "K = {k}");
+        }
+        // K = 16: LFU misses ~the scans only (3/4 of the references), LRU loses hot keys.
+        assert!(
+            lfu.misses[4] < lru.misses[4] * 0.95,
+            "lfu {lfu:?} lru {lru:?}"
+        );
+        let least = lfu.misses.iter().cloned().fold(f64::INFINITY, f64::min);
+        let i = KS.iter().position(|&k| k == lfu.k).unwrap();
+        assert_eq!(lfu.misses[i], least, "{lfu:?}");
+        assert!(matches!(lfu.policy, PolicySpec::RedisLfu { k } if k as u32 == lfu.k));
     }
 
     /// One interval that favours K = 1 (a short loop) after intervals that favour a

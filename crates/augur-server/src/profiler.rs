@@ -407,12 +407,17 @@ impl Profiler {
         let (auto, dlru_interval) = (cfg.maxmemory_samples_auto, cfg.dlru_interval);
         let (auto_policy, lhd_samples) = (cfg.maxmemory_policy_auto, cfg.lhd_samples);
         drop(cfg);
+        let lfu = matches!(
+            self.shared.store.policy(),
+            augur_store::EvictionPolicy::AllKeysLfu | augur_store::EvictionPolicy::VolatileLfu
+        );
         self.dlru.configure(
             auto,
             dlru_interval,
             self.shared.store.partitioning(),
             auto_policy,
             lhd_samples,
+            lfu,
         );
         if auto || auto_policy {
             // Starts the measurement once per process, when auto is first on.

@@ -4,6 +4,7 @@
 
 mod common;
 
+use augur_server::dlru::DLRU_KS;
 use augur_server::ServerConfig;
 use common::{
     dlru_decision, dlru_interval, get_or_set, info_field, limit_to_keys_then_auto, q,
@@ -94,6 +95,90 @@ async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let info: String = q(&mut con, &["INFO", "dlru"]).await.unwrap();
     assert_eq!(info_field(&info, "maxmemory_samples_effective"), 7);
+    s.stop().await;
+}
+
+/// Under `allkeys-lfu`, `maxmemory-samples auto` chooses K among miniatures of Redis's
+/// LFU (the decision line says `family=lfu`), not of LRU: on a hot set read through
+/// one-off scans (a hot key comes back 1200 references later, past the 1000 keys that
+/// fit, so LRU loses it and LFU keeps it) LFU at K = 16 misses less than at K = 1, the
+/// K installed is the one of fewest misses, and a switch to `allkeys-lru` rebuilds the
+/// miniatures as LRU's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_k_under_lfu_simulates_lfu() {
+    let cfg = ServerConfig {
+        shards: 4,
+        maxmemory_policy: augur_store::EvictionPolicy::AllKeysLfu,
+        tenant_sample_rate: 1.0,
+        tenant_sample_rate_auto: false,
+        tenant_interval: u64::MAX,
+        tenant_interval_ms: 0,
+        dlru_interval: 20_000,
+        ..ServerConfig::default()
+    };
+    let s = TestServer::start(cfg).await;
+    let mut con = s.con().await;
+    let value = "v".repeat(100);
+    limit_to_keys_then_auto(&mut con, 1000, &value, "maxmemory-samples").await;
+    let mut i = 0u64;
+    let mut hot_and_scans = async |con: &mut _, n: u64| {
+        for _ in 0..n {
+            let key = if i.is_multiple_of(4) {
+                format!("hot:{}", (i / 4) % 300)
+            } else {
+                format!("scan:{i}")
+            };
+            get_or_set(con, &key, &value).await;
+            i += 1;
+        }
+    };
+    let before = dlru_interval(&dlru_decision(&mut con).await);
+    hot_and_scans(&mut con, 45_000).await;
+    let d = wait_dlru_interval(&mut con, before + 2).await;
+    assert_eq!(d.get("family").map(String::as_str), Some("lfu"), "{d:?}");
+    assert_eq!(d["fallback"], "0", "{d:?}");
+    assert_eq!(d["installed"], "1", "{d:?}");
+    let misses = |k: u32| -> f64 { d[&format!("misses_k{k}")].parse().unwrap() };
+    assert!(misses(16) < misses(1), "{d:?}");
+    // LFU keeps the hot set: about the scans miss (3/4 of the references).
+    let sampled: f64 = d["sampled_refs"].parse().unwrap();
+    assert!(misses(16) < 0.8 * sampled, "{d:?}");
+    let k: u32 = d["k"].parse().unwrap();
+    let least = DLRU_KS
+        .iter()
+        .map(|&k| misses(k))
+        .fold(f64::INFINITY, f64::min);
+    // The K installed misses least over the smoothed intervals; in this one it is at
+    // most 2 % off the least.
+    assert!(misses(k) <= least * 1.02, "K = {k}: {d:?}");
+    let info: String = q(&mut con, &["INFO", "dlru"]).await.unwrap();
+    assert_eq!(
+        info_field(&info, "maxmemory_samples_effective"),
+        u64::from(k)
+    );
+
+    let _: () = q(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    )
+    .await
+    .unwrap();
+    // The profiler drops the LFU models at its next refresh; the new models count their
+    // intervals from 1, and their first decision is LRU's (no `family`), where LRU at
+    // K = 16 loses the hot set that LFU kept.
+    hot_and_scans(&mut con, 25_000).await;
+    let t = std::time::Instant::now();
+    let d = loop {
+        let d = dlru_decision(&mut con).await.unwrap();
+        if !d.contains_key("family") {
+            break d;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "still LFU's: {d:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let lru16: f64 = d["misses_k16"].parse().unwrap();
+    let sampled: f64 = d["sampled_refs"].parse().unwrap();
+    assert!(lru16 > 0.9 * sampled, "{d:?}");
     s.stop().await;
 }
 
