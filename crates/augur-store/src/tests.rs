@@ -350,6 +350,25 @@ fn random_policy_evicts_and_noeviction_refuses_writes() {
     assert_eq!(s.stats(0).evicted_keys, 0);
 }
 
+/// Writes `write(i)` for i in 0..n until one is refused with OOM: how many were stored,
+/// and the store's usage before the refused write (None if none was refused).
+fn fill_until_refused(
+    n: u32,
+    write: impl Fn(u32) -> Result<(), WriteError>,
+    s: &Store,
+) -> (u32, Option<u64>) {
+    let mut stored = 0;
+    for i in 0..n {
+        let before = s.used_memory();
+        match write(i) {
+            Ok(()) => stored += 1,
+            Err(WriteError::OutOfMemory) => return (stored, Some(before)),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    (stored, None)
+}
+
 /// noeviction refuses a write when the store is full, not when the key's shard is over
 /// its 1/N share: 10 KB values in 1 MB over 64 shards (16 KB shares). Before, the first
 /// key to land on an occupied shard was refused (after 3 keys with this hash, ~10 with
@@ -359,19 +378,7 @@ fn noeviction_fills_the_whole_store_not_one_shard_share() {
     let limit = 1u64 << 20;
     let s = store(limit, EvictionPolicy::NoEviction, 64);
     let value = [7u8; 10_000];
-    let mut stored = 0u32;
-    let mut refused_at = None;
-    for i in 0..1000u32 {
-        let before = s.used_memory();
-        match set(&s, &format!("k:{i}"), &value) {
-            Ok(()) => stored += 1,
-            Err(WriteError::OutOfMemory) => {
-                refused_at = Some(before);
-                break;
-            }
-            Err(e) => panic!("{e:?}"),
-        }
-    }
+    let (stored, refused_at) = fill_until_refused(1000, |i| set(&s, &format!("k:{i}"), &value), &s);
     let block = s.used_memory() / u64::from(stored);
     // Refused only when the write did not fit in what the whole store had left.
     let before = refused_at.expect("a 1 MB store took 1000 values of 10 KB");
@@ -499,19 +506,11 @@ fn volatile_policies_without_ttl_keys_fill_the_whole_store() {
     let value = [3u8; 200];
     for policy in VOLATILE_POLICIES {
         let s = store(limit, policy, 64);
-        let mut stored = 0u32;
-        let mut refused_at = None;
-        for i in 0..10_000u32 {
-            let before = s.used_memory();
-            match server_set(&s, &format!("p:{i}"), &value, SetTtl::Clear) {
-                Ok(()) => stored += 1,
-                Err(WriteError::OutOfMemory) => {
-                    refused_at = Some(before);
-                    break;
-                }
-                Err(e) => panic!("{e:?}"),
-            }
-        }
+        let (stored, refused_at) = fill_until_refused(
+            10_000,
+            |i| server_set(&s, &format!("p:{i}"), &value, SetTtl::Clear),
+            &s,
+        );
         let block = s.used_memory() / u64::from(stored);
         let before = refused_at.unwrap_or_else(|| panic!("{policy}: 10,000 keys fit in 256 KB"));
         assert!(

@@ -12,13 +12,16 @@ use common::{
 };
 use std::time::Duration;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
+/// A server evicting by `policy` with `maxmemory-samples auto`, a limit of 1000 keys of
+/// the returned 100-byte value, and a connection to it.
+async fn start_with_auto_k(
+    policy: augur_store::EvictionPolicy,
+) -> (TestServer, redis::aio::MultiplexedConnection, String) {
     let cfg = ServerConfig {
         shards: 4,
-        maxmemory_policy: augur_store::EvictionPolicy::AllKeysLru,
+        maxmemory_policy: policy,
         // Every reference sampled (R = 1): the miniatures are full-size and exact, so
-        // the test needs no tolerance for sampling error.
+        // the tests need no tolerance for sampling error.
         tenant_sample_rate: 1.0,
         tenant_sample_rate_auto: false,
         // Only DLRU's own interval ends decisions here.
@@ -32,6 +35,12 @@ async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
     let value = "v".repeat(100);
     // The cache holds 1000 such keys: measure their charged bytes, then set the limit.
     limit_to_keys_then_auto(&mut con, 1000, &value, "maxmemory-samples").await;
+    (s, con, value)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
+    let (s, mut con, value) = start_with_auto_k(augur_store::EvictionPolicy::AllKeysLru).await;
 
     // Phase 1: a loop over 1300 keys (30 % more than fit). LRU evicts each key just
     // before it comes back; random eviction keeps ~a third of the loop.
@@ -106,20 +115,7 @@ async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
 /// miniatures as LRU's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_k_under_lfu_simulates_lfu() {
-    let cfg = ServerConfig {
-        shards: 4,
-        maxmemory_policy: augur_store::EvictionPolicy::AllKeysLfu,
-        tenant_sample_rate: 1.0,
-        tenant_sample_rate_auto: false,
-        tenant_interval: u64::MAX,
-        tenant_interval_ms: 0,
-        dlru_interval: 20_000,
-        ..ServerConfig::default()
-    };
-    let s = TestServer::start(cfg).await;
-    let mut con = s.con().await;
-    let value = "v".repeat(100);
-    limit_to_keys_then_auto(&mut con, 1000, &value, "maxmemory-samples").await;
+    let (s, mut con, value) = start_with_auto_k(augur_store::EvictionPolicy::AllKeysLfu).await;
     let mut i = 0u64;
     let mut hot_and_scans = async |con: &mut _, n: u64| {
         for _ in 0..n {
