@@ -431,25 +431,23 @@ impl Dlru {
     /// DLRU's miniature caches (one `redis-lru:K` per K of [`DLRU_KS`]) at rate `rate`
     /// for a full-scale cache of `cache_bytes`.
     pub fn new(rate: f64, cache_bytes: u64) -> Self {
-        let ks: Vec<PolicySpec> = DLRU_KS
-            .iter()
-            .map(|&k| PolicySpec::RedisLru { k: k as usize })
-            .collect();
-        Self::with_candidates(rate, cache_bytes, &ks, false)
+        Self::k_set(rate, cache_bytes, |k| PolicySpec::RedisLru { k })
     }
 
     /// DLRU under an LFU policy (`allkeys-lfu`, `volatile-lfu`): K chooses among Redis's
     /// pooled LFU candidates as it does among LRU's, so the miniatures are `redis-lfu:K`
-    /// (the simulator's LFU, `lfu-log-factor` 10, without the idle decay, which the
-    /// simulator counts in accesses and the store in minutes: over one interval of a
-    /// 1/100 sample decay moves few counters) and each K's cost is LFU's measured
-    /// eviction overhead. Choosing by LRU's miniatures would pick the K at which LRU, not
-    /// the policy the store runs, misses least.
+    /// and each K's cost is LFU's measured eviction overhead: choosing by LRU's
+    /// miniatures would pick the K at which LRU, not the policy the store runs, misses
+    /// least. The simulator's LFU is the store's counter code with `lfu-log-factor` 10
+    /// and no idle decay (the store decays counters by idle minutes of wall time, for
+    /// which references fed to a miniature carry no clock), so under a decaying store the
+    /// miniatures rank the K by LFU without decay.
     pub fn new_lfu(rate: f64, cache_bytes: u64) -> Self {
-        let ks: Vec<PolicySpec> = DLRU_KS
-            .iter()
-            .map(|&k| PolicySpec::RedisLfu { k: k as usize })
-            .collect();
+        Self::k_set(rate, cache_bytes, |k| PolicySpec::RedisLfu { k })
+    }
+
+    fn k_set(rate: f64, cache_bytes: u64, spec: impl Fn(usize) -> PolicySpec) -> Self {
+        let ks: Vec<PolicySpec> = DLRU_KS.iter().map(|&k| spec(k as usize)).collect();
         Self::with_candidates(rate, cache_bytes, &ks, false)
     }
 
