@@ -643,7 +643,12 @@ async fn the_model_describes_each_interval_it_measured() {
         maxmemory_policy: augur_store::EvictionPolicy::AllKeysLru,
         tenant_sample_rate: 0.25,
         tenant_sample_rate_auto: false,
-        tenant_interval_ms: 300,
+        // One interval's model is one interval's sample: at 300 ms, with this binary's
+        // other tests on the same two cores, an interval's model came out more than
+        // 0.05 off what was observed now and then (0.803 vs 0.749 in CI on 2026-11-29;
+        // 0.703 vs 0.753 in CI on 2026-12-01, where 23 other runs that day passed); 1 s
+        // intervals hold ~3x the references, for the same 0.05 bar.
+        tenant_interval_ms: 1000,
         tenant_k_set: vec![1, 2, 4],
         ..Default::default()
     };
