@@ -1411,9 +1411,11 @@ pub struct Shard {
     /// LFU's decay marks as of the last active-expiry cycle, for free competition's
     /// eviction; each LFU part holds the same (`crate::lfu`).
     lfu_marks: Arc<DecayMarks>,
-    /// Over its share of `maxmemory` on room other shards left (a volatile policy with
-    /// no key to evict here), counted in `SharedConfig::borrowing_shards`; cleared by the
-    /// next write that fits within the share.
+    /// Over its share of `maxmemory` on room other shards left (a write larger than
+    /// 1/[`LARGE_WRITE_SHARES`] of the share, or a policy with nothing to evict here,
+    /// such as a volatile one with no key with a TTL), counted in
+    /// `SharedConfig::borrowing_shards`; cleared by the next write that fits within the
+    /// share.
     borrowing: bool,
 }
 
