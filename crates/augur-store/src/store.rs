@@ -94,10 +94,11 @@ pub(crate) struct SharedConfig {
     pub(crate) oom_exempt: std::sync::atomic::AtomicBool,
     /// Shards over their share of `maxmemory` on room the others left, for a write
     /// large against the share or because their policy found nothing to evict there (a
-    /// volatile policy and no key with a TTL; `Shard::make_room_unpublished`). While any is, the store may be over `maxmemory`
-    /// with victims in other shards, which [`Store::over_limit_for_writes`] then evicts,
-    /// as Redis's `performEvictions` would; while none is, every shard is within its
-    /// share and the store within the limit, and that check costs this one load.
+    /// volatile policy and no key with a TTL; `Shard::make_room_unpublished`). While any
+    /// is, the store may be over `maxmemory` with victims in other shards, which
+    /// [`Store::over_limit_for_writes`] then evicts, as Redis's `performEvictions` would;
+    /// while none is, every shard is within its share and the store within the limit,
+    /// and that check costs this one load.
     pub(crate) borrowing_shards: AtomicUsize,
     /// The compressed zone's settings (`crate::zone`).
     pub(crate) zone: crate::zone::ZoneSettings,
@@ -656,10 +657,9 @@ impl Store {
     /// it writes, so the store is over only while some shard is over its share on room
     /// the others left (`SharedConfig::borrowing_shards`: a write large against its
     /// share, or its policy found nothing to evict there, e.g. a volatile policy and no
-    /// key with a TTL). Then, as Redis, this
-    /// evicts by the policy in the shards that still have something to evict until the
-    /// smallest entry fits again, and refuses the write only when none has. Otherwise
-    /// it costs one load.
+    /// key with a TTL). Then, as Redis, this evicts by the policy in the shards that
+    /// still have something to evict until the smallest entry fits again, and refuses
+    /// the write only when none has. Otherwise it costs one load.
     pub fn over_limit_for_writes(&self) -> bool {
         let max = self.maxmemory();
         if max == 0 {
