@@ -665,9 +665,8 @@ impl Store {
         if max == 0 {
             return false;
         }
-        let policy = self.policy();
-        if policy == EvictionPolicy::NoEviction {
-            return self.used_memory() + crate::entry::SMALLEST_ENTRY as u64 > max;
+        if self.policy() == EvictionPolicy::NoEviction {
+            return !self.smallest_entry_fits(max);
         }
         if self.config.borrowing_shards.load(Ordering::Relaxed) == 0 {
             return false;
@@ -680,12 +679,10 @@ impl Store {
     /// shards found nothing to evict first.
     #[cold]
     fn evict_until_store_fits(&self, max: u64) -> bool {
-        let fits = |s: &Store| s.used_memory() + crate::entry::SMALLEST_ENTRY as u64 <= max;
         let n = self.shards.len();
-        let start = self.evict_round.fetch_add(1, Ordering::Relaxed) % n;
+        let mut i = self.evict_round.fetch_add(1, Ordering::Relaxed) % n;
         let mut idle = 0;
-        let mut i = start;
-        while !fits(self) {
+        while !self.smallest_entry_fits(max) {
             if self.shards[i].0.lock().evict_one_for_store() {
                 idle = 0;
             } else {
@@ -697,6 +694,11 @@ impl Store {
             i = (i + 1) % n;
         }
         true
+    }
+
+    /// Whether the smallest entry (a header) still fits under `max` bytes.
+    fn smallest_entry_fits(&self, max: u64) -> bool {
+        self.used_memory() + crate::entry::SMALLEST_ENTRY as u64 <= max
     }
 
     /// Whole-store counters; `keys_per_db` is tenant `keyspace_of`'s databases (INFO
