@@ -419,6 +419,11 @@ pub struct Dlru {
 /// short of exactly full by up to an item).
 const FULL: f64 = 0.9;
 
+/// Whether a model's K set is LFU's ([`Dlru::new_lfu`]): its candidates start with it.
+fn lfu_k_set(candidates: &[PolicySpec]) -> bool {
+    matches!(candidates.first(), Some(PolicySpec::RedisLfu { .. }))
+}
+
 /// The seed of a candidate's miniature (fixed: runs are reproducible).
 fn mini_seed(p: PolicySpec) -> u64 {
     match p {
@@ -608,9 +613,10 @@ impl Dlru {
                 (p, best.unwrap_or(p), h.switches, h.streaks)
             }
             None => {
-                let p = match candidates.first() {
-                    Some(PolicySpec::RedisLfu { .. }) => PolicySpec::RedisLfu { k: k as usize },
-                    _ => PolicySpec::RedisLru { k: k as usize },
+                let p = if lfu_k_set(&candidates) {
+                    PolicySpec::RedisLfu { k: k as usize }
+                } else {
+                    PolicySpec::RedisLru { k: k as usize }
                 };
                 (p, p, 0, [0; crate::autopolicy::FAMILIES])
             }
@@ -912,7 +918,7 @@ pub fn info_section(shared: &crate::state::Shared, o: &mut String) {
             d.mini_bytes,
             d.eq2_objects
         );
-        if let Some(PolicySpec::RedisLfu { .. }) = d.candidates.first() {
+        if lfu_k_set(&d.candidates) {
             // DLRU under an LFU policy: the K set's miniatures are LFU's.
             line.push_str(",family=lfu");
         }

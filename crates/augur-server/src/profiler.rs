@@ -407,10 +407,7 @@ impl Profiler {
         let (auto, dlru_interval) = (cfg.maxmemory_samples_auto, cfg.dlru_interval);
         let (auto_policy, lhd_samples) = (cfg.maxmemory_policy_auto, cfg.lhd_samples);
         drop(cfg);
-        let lfu = matches!(
-            self.shared.store.policy(),
-            augur_store::EvictionPolicy::AllKeysLfu | augur_store::EvictionPolicy::VolatileLfu
-        );
+        let lfu = self.shared.store.policy().is_lfu();
         self.dlru.configure(
             auto,
             dlru_interval,
