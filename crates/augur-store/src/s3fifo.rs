@@ -17,15 +17,23 @@
 //! - the main queue's "oldest" is the oldest-entered of K uniform draws that are in it
 //!   (K = `maxmemory-samples`), the small queue's is one uniform draw that is in it
 //!   (`augur_sim::s3fifo`'s module docs measure both choices against exact queues);
-//! - which queue gives is decided by the small queue's share of the part's entries,
-//!   estimated from the eviction draws themselves (an EWMA over the first draw of each
-//!   round: a draw is a uniform sample of the part, so no counter has to follow every
-//!   write, delete, rename and expiry; only first draws, because the later ones of a
-//!   round stop at the first entry of the wanted queue, and an estimate fed those is
-//!   biased toward it), against S3-FIFO's 10 %;
-//! - the ghost is a table of 16-bit key fingerprints with coarse insertion stamps, 8 to
-//!   a bucket, remembering about as many keys as 90 % of the part's entries: 4 bytes a
-//!   remembered key, ~3.6 bytes per cached key, charged to the tenant like its index.
+//! - which queue gives is decided by the small queue's share of the part's entries
+//!   against S3-FIFO's 10 %, from an exact count of the entries whose small bit is set
+//!   ([`SmallQueueCount`], kept by the part wherever an entry enters or leaves the
+//!   queue). Until 2026-12-02 the share was estimated from the eviction draws (an EWMA
+//!   of each round's first draw, weight 1/64), so that no counter had to follow every
+//!   write, delete, rename and expiry; its noise (+-0.03 around 0.10 in a part) cost up
+//!   to 0.4 point of miss ratio against the simulator's exact queues on cloudphysics;
+//! - the ghost is a table of 16-bit key fingerprints with coarse insertion stamps in
+//!   buckets of 8, each key in the emptier (else the older) of two buckets, remembering
+//!   about as many keys as 90 % of the part's entries: 4 bytes a remembered key, ~3.6
+//!   bytes per cached key, charged to the tenant like its index, from the part's first
+//!   write (it grows with the part while it remembers nothing). A full ghost remembers
+//!   ~94 % of the keys an exact FIFO would (one bucket a key: ~87 %; each key it forgets
+//!   early comes back to probation instead of the main queue).
+//!
+//! Under `volatile-s3fifo` the draws come from the TTL list but the share is the whole
+//! part's: the queues are the cache's, the policy only limits which entries may go.
 //!
 //! A draw that finds nothing of the wanted queue falls back to the other; a run of
 //! reinsertions and moves is bounded ([`MAX_ROUNDS`]), after which the last candidate
@@ -48,8 +56,6 @@ use augur_sim::s3fifo::{hit_freq, hit_recency_code, main_reinsert, moves_to_main
 pub const MAX_ROUNDS: usize = 64;
 /// Uniform draws one look for a small-queue entry may make.
 const SMALL_DRAWS: usize = 32;
-/// Weight of one draw in the small queue's estimated share.
-const SHARE_ALPHA: f32 = 1.0 / 64.0;
 
 const FREQ_SHIFT: u32 = 24;
 const SMALL_BIT: u32 = 1 << 26;
@@ -155,10 +161,29 @@ impl Ghost {
         }
     }
 
-    fn bucket(&self, h: u64) -> std::ops::Range<usize> {
+    /// Grows the table toward `capacity` keys while it remembers none (a part filling
+    /// up before its first eviction): an empty table loses nothing by being rebuilt, and
+    /// its bytes are then charged a little at a time as the part grows, instead of all
+    /// at its first eviction (see [`PartS3::admit`]). Steps of a tenth keep the
+    /// rebuilds few (~7 per doubling of the part).
+    fn grow_while_empty(&mut self, capacity: u64) {
+        if self.added == 0 && capacity > self.capacity + self.capacity / 10 {
+            self.capacity = 0;
+            self.slots = Vec::new();
+            self.resize(capacity);
+        }
+    }
+
+    /// The key's two buckets, as one chain of slots: the first from the hash's low 32
+    /// bits, the second from all 64 mixed (bits 40-45 name the shard, so they are the
+    /// same for every key of a part and cannot choose a bucket; the fingerprint is
+    /// bits 48-63).
+    fn buckets(&self, h: u64) -> impl Iterator<Item = usize> {
         let buckets = (self.slots.len() / BUCKET) as u64;
-        let b = (((h as u32) as u64 * buckets) >> 32) as usize;
-        b * BUCKET..(b + 1) * BUCKET
+        let first = (((h as u32) as u64 * buckets) >> 32) as usize;
+        let mixed = (h ^ (h >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        let second = (((mixed >> 32) * buckets) >> 32) as usize;
+        (first * BUCKET..(first + 1) * BUCKET).chain(second * BUCKET..(second + 1) * BUCKET)
     }
 
     fn fingerprint(h: u64) -> u32 {
@@ -184,15 +209,16 @@ impl Ghost {
             return;
         }
         let fp = Self::fingerprint(h);
-        let range = self.bucket(h);
-        let mut victim = range.start;
+        let mut victim = usize::MAX;
         let mut victim_age = 0;
-        for i in range {
+        for i in self.buckets(h) {
             let slot = self.slots[i];
             match self.age(slot) {
                 // Already remembered: a FIFO keeps its place.
                 Some(_) if slot >> 16 == fp => return,
-                Some(age) if age >= victim_age => (victim, victim_age) = (i, age),
+                Some(age) if victim == usize::MAX || age > victim_age => {
+                    (victim, victim_age) = (i, age)
+                }
                 Some(_) => {}
                 None => {
                     (victim, victim_age) = (i, u32::MAX);
@@ -209,7 +235,7 @@ impl Ghost {
             return false;
         }
         let fp = Self::fingerprint(h);
-        for i in self.bucket(h) {
+        for i in self.buckets(h) {
             let slot = self.slots[i];
             if slot >> 16 == fp && self.age(slot).is_some() {
                 self.slots[i] = 0;
@@ -220,12 +246,64 @@ impl Ghost {
     }
 }
 
+/// Keys the ghost of a part of `part_len` entries remembers (S3-FIFO §4: about as many
+/// as the main queue holds).
+fn ghost_capacity(cfg: &S3FifoConfig, part_len: usize) -> u64 {
+    (part_len as f64 * cfg.ghost_ratio).ceil() as u64
+}
+
+/// How many of a part's entries are in S3-FIFO's small queue (their word's small bit
+/// set), kept exact by the part at each place an entry enters or leaves the queue: its
+/// admission and its move to the main queue here, and in the part (`shard.rs`,
+/// `shard/keyops.rs`) its unlinking (eviction, deletion, expiry, demotion), its detaching
+/// and re-indexing (RENAME, MOVE, across shards too), and every rewrite of its word by
+/// another policy (a hit or admission under LRU, LHD or LFU, RESTORE's IDLETIME or
+/// FREQ). The store's invariant check (`check_invariants`, run by the store's tests)
+/// compares it with a count of the entries' small bits. It lives in the part, not in [`PartS3`], because
+/// entries keep their small bit while another policy runs and the S3-FIFO state is
+/// dropped (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SmallQueueCount(usize);
+
+impl SmallQueueCount {
+    /// `e` leaves the part or has its word rewritten: counted out if it was in the
+    /// small queue. Reads `e`'s word only while some entry is counted.
+    #[inline]
+    pub(crate) fn leaving(&mut self, e: Entry) {
+        if self.0 > 0 && state(e).1 {
+            self.0 -= 1;
+        }
+    }
+
+    /// `e` arrives with its word (a renamed or moved entry keeps it): counted in if it
+    /// is in the small queue.
+    #[inline]
+    pub(crate) fn arriving(&mut self, e: Entry) {
+        if state(e).1 {
+            self.0 += 1;
+        }
+    }
+
+    /// The small queue's share of `part_len` entries.
+    pub(crate) fn share(&self, part_len: usize) -> f64 {
+        self.0 as f64 / part_len.max(1) as f64
+    }
+
+    /// Every entry left (the part was flushed).
+    pub(crate) fn clear(&mut self) {
+        self.0 = 0;
+    }
+
+    #[cfg(test)]
+    pub(crate) fn get(&self) -> usize {
+        self.0
+    }
+}
+
 /// One part's S3-FIFO state.
 pub(crate) struct PartS3 {
     cfg: S3FifoConfig,
     ghost: Ghost,
-    /// The small queue's share of the entries, estimated from uniform draws.
-    small_share: f32,
     /// Bytes admitted to the small queue before the first eviction (libCacheSim's
     /// warm-up rule: once probation is full, the first fill goes to the main queue).
     warm_small_bytes: u64,
@@ -238,16 +316,40 @@ impl PartS3 {
         Box::new(PartS3 {
             cfg: S3FifoConfig::default(),
             ghost: Ghost::new(),
-            small_share: 0.0,
             warm_small_bytes: 0,
             has_evicted: false,
             stats: S3FifoStats::default(),
         })
     }
 
-    /// `e` (index hash `h`) was just added at shard clock `clock`, to a part that may
-    /// hold `limit` bytes (0: no limit).
-    pub(crate) fn admit(&mut self, e: Entry, h: u64, clock: u64, limit: u64) {
+    /// `e` (index hash `h`) was just added at shard clock `clock`, to a part that now
+    /// holds `part_len` entries and may hold `limit` bytes (0: no limit).
+    ///
+    /// Until the first eviction the ghost grows with the part, empty: its bytes (4 a
+    /// remembered key, ~3.6 per cached key) are charged to the tenant like its index,
+    /// and charged all at once at the first eviction they made the store evict ~2.6 %
+    /// of its keys in one burst (the ghost of a 28 000-key part is ~100 KB, ~730 of its
+    /// 140-byte keys), by the main queue's rule while the small queue's share was still
+    /// unknown: on cloudphysics at 55 % of its working set that burst alone put the
+    /// server 0.7-1.0 point of miss ratio above `augur sim --policy s3fifo:8` at the
+    /// same final key count (BENCHMARKS.md, "S3-FIFO's fidelity on cloudphysics: the
+    /// ghost's charge, its buckets and the small queue's count"); grown with the part,
+    /// it moves the key count by nothing at that moment.
+    ///
+    /// Counts the entry in `small` if it enters the small queue.
+    pub(crate) fn admit(
+        &mut self,
+        e: Entry,
+        h: u64,
+        clock: u64,
+        part_len: usize,
+        limit: u64,
+        small: &mut SmallQueueCount,
+    ) {
+        if !self.has_evicted && limit > 0 {
+            self.ghost
+                .grow_while_empty(ghost_capacity(&self.cfg, part_len));
+        }
         let main = if self.ghost.take(h) {
             self.stats.ghost_hits += 1;
             true
@@ -262,6 +364,9 @@ impl PartS3 {
             full
         };
         e.set_s3(word(clock, 0, !main));
+        if !main {
+            small.0 += 1;
+        }
     }
 
     /// A hit (read or overwrite) of `e` at shard clock `clock`.
@@ -287,42 +392,39 @@ impl PartS3 {
         }
     }
 
-    fn note_draw(&mut self, small: bool) {
-        let x = if small { 1.0 } else { 0.0 };
-        self.small_share += SHARE_ALPHA * (x - self.small_share);
-    }
-
     /// The victim among the part's entries (`draw` gives uniform draws of them, None
     /// when there is nothing to draw), never `pinned`; moves and reinserts on the way
-    /// (S3-FIFO §4). `parts_len` sizes the ghost; `k` is the main queue's sample count.
+    /// (S3-FIFO §4). The part holds `part_len` entries, `small` of them in the small
+    /// queue (an entry moved to the main queue here leaves the count; the victim is
+    /// the caller's to unlink, which takes it out); `drawn_from` is how many entries
+    /// `draw` draws from (sizes the ghost); `k` is the main queue's sample count.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn victim(
         &mut self,
         draw: &mut dyn FnMut() -> Option<Entry>,
         pinned: Option<Entry>,
         clock: u64,
         k: usize,
+        drawn_from: usize,
         part_len: usize,
+        small: &mut SmallQueueCount,
         hash_of: &dyn Fn(Entry) -> u64,
     ) -> Option<Entry> {
         self.has_evicted = true;
-        self.ghost
-            .resize((part_len as f64 * self.cfg.ghost_ratio).ceil() as u64);
+        self.ghost.resize(ghost_capacity(&self.cfg, drawn_from));
         let k = k.max(1);
         let mut last = None;
         for _ in 0..MAX_ROUNDS {
-            if f64::from(self.small_share) >= self.cfg.small_ratio {
+            if small.share(part_len) >= self.cfg.small_ratio {
                 let mut found = None;
-                for i in 0..SMALL_DRAWS {
+                for _ in 0..SMALL_DRAWS {
                     let e = draw()?;
-                    let (freq, small) = state(e);
-                    if i == 0 {
-                        self.note_draw(small);
-                    }
+                    let (freq, in_small) = state(e);
                     if Some(e) == pinned {
                         continue;
                     }
                     last = Some(e);
-                    if small {
+                    if in_small {
                         found = Some((e, freq));
                         break;
                     }
@@ -330,6 +432,7 @@ impl PartS3 {
                 if let Some((e, freq)) = found {
                     if moves_to_main(&self.cfg, freq) {
                         e.set_s3(word(clock, 0, false));
+                        small.0 = small.0.saturating_sub(1);
                         self.stats.moved_to_main += 1;
                         continue;
                     }
@@ -339,17 +442,14 @@ impl PartS3 {
             // The main queue: the oldest-entered of k draws in it.
             let mut best: Option<(Entry, u32, u8)> = None;
             let mut seen = 0;
-            for i in 0..4 * k {
+            for _ in 0..4 * k {
                 let e = draw()?;
-                let (freq, small) = state(e);
-                if i == 0 {
-                    self.note_draw(small);
-                }
+                let (freq, in_small) = state(e);
                 if Some(e) == pinned {
                     continue;
                 }
                 last = Some(e);
-                if small {
+                if in_small {
                     continue;
                 }
                 let age = e.queue_age(clock as u32);
@@ -394,9 +494,11 @@ impl PartS3 {
         self.ghost.bytes() + std::mem::size_of::<PartS3>() as u64
     }
 
-    pub(crate) fn stats(&self) -> S3FifoStats {
+    /// INFO's figures, with the part's small queue holding `small` of `part_len`
+    /// entries.
+    pub(crate) fn stats(&self, small: &SmallQueueCount, part_len: usize) -> S3FifoStats {
         S3FifoStats {
-            small_share_permille: (self.small_share * 1000.0).round() as u64,
+            small_share_permille: (small.share(part_len) * 1000.0).round() as u64,
             ghost_bytes: self.ghost.bytes(),
             ..self.stats.clone()
         }
@@ -423,6 +525,34 @@ mod tests {
         // Taken keys are forgotten.
         assert!(!g.take(hash(2999)));
         assert_eq!(g.bytes(), 1000 * 4);
+    }
+
+    /// The keys of one part share the shard's hash bits (40-45): neither bucket may
+    /// depend on them, or a part's keys crowd into a few buckets and the ghost forgets
+    /// most of them. With two buckets a key, a full ghost remembers ~94 % of the keys it
+    /// should (one bucket a key: ~87 %).
+    #[test]
+    fn the_ghost_remembers_one_parts_keys_in_two_buckets_each() {
+        let shard_bits = 0x2Bu64 << 40;
+        // splitmix64's finalizer: random-looking bits (a bare multiply spreads
+        // consecutive keys too evenly over the buckets to show their overflow).
+        let hash = |i: u64| {
+            let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) & !(0x3F << 40)) | shard_bits
+        };
+        for capacity in [80u64, 1000, 20_000] {
+            let mut g = Ghost::new();
+            g.resize(capacity);
+            for i in 0..10 * capacity {
+                g.add(hash(i));
+            }
+            let recent = (9 * capacity..10 * capacity)
+                .filter(|&i| g.take(hash(i)))
+                .count() as u64;
+            assert!(recent * 100 > capacity * 92, "{capacity}: {recent}");
+        }
     }
 
     #[test]

@@ -57,7 +57,7 @@ use crate::lfu::{DecayMarks, PartLfu};
 use crate::lhd::{Candidate, Carried, PartLhd};
 use crate::notify::KeyEvent;
 use crate::object::{Kind, Object};
-use crate::s3fifo::PartS3;
+use crate::s3fifo::{PartS3, SmallQueueCount};
 use crate::store::{key_hash, Published, SharedConfig};
 use crate::tenant::{mix64, Ns, Partitioning, RefKind, Reference, TenantId, SAMPLE_MODULUS};
 use crate::watch::{WatchFlag, WatchTable};
@@ -205,6 +205,10 @@ pub(crate) struct Part {
     lhd: Option<Box<PartLhd>>,
     /// S3-FIFO's ghost and counters while the policy is S3-FIFO (`crate::s3fifo`).
     s3: Option<Box<PartS3>>,
+    /// Entries in S3-FIFO's small queue, under any policy (entries keep the queue bit
+    /// after a switch; a hit under another policy or the entry's unlinking counts it
+    /// out).
+    s3_small: SmallQueueCount,
     /// Redis LFU's decay marks and coin flips while the policy is LFU (`crate::lfu`).
     lfu: Option<Box<PartLfu>>,
     /// The compressed Z-zone while `compressed-zone` is on (`crate::zone`); None
@@ -255,6 +259,7 @@ impl Part {
             tenant,
             lhd: None,
             s3: None,
+            s3_small: SmallQueueCount::default(),
             lfu: None,
             zone: None,
             faulted: false,
@@ -298,10 +303,14 @@ impl Part {
     #[inline]
     fn referenced(&mut self, e: Entry, clock: u64) {
         let policy = self.cfg.tenant_policy(self.tenant);
+        if policy.is_s3fifo() {
+            self.s3_state_mut().hit(e, clock);
+            return;
+        }
+        // The other policies rewrite the word, queue bit and all.
+        self.s3_small.leaving(e);
         if policy.is_lhd() {
             self.lhd_model().hit(e, clock);
-        } else if policy.is_s3fifo() {
-            self.s3_state_mut().hit(e, clock);
         } else if policy.is_lfu() {
             let log_factor = self.cfg.lfu_log_factor();
             self.lfu_state_mut().hit(e, clock, log_factor);
@@ -314,11 +323,18 @@ impl Part {
     #[inline]
     fn admitted(&mut self, e: Entry, h: u64, clock: u64) {
         let policy = self.cfg.tenant_policy(self.tenant);
+        // A COPY's entry may arrive with its source's word, queue bit and all: every
+        // policy's admission rewrites it.
+        self.s3_small.leaving(e);
         if policy.is_lhd() {
             self.lhd_model().admit(e, h, clock);
         } else if policy.is_s3fifo() {
             let limit = self.cfg.shard_limit();
-            self.s3_state_mut().admit(e, h, clock, limit);
+            let len = self.table.len();
+            let small = &mut self.s3_small;
+            self.s3
+                .get_or_insert_with(PartS3::new)
+                .admit(e, h, clock, len, limit, small);
         } else if policy.is_lfu() {
             crate::lfu::admit(e, clock);
         } else {
@@ -411,8 +427,11 @@ impl Part {
         self.lhd.as_deref()
     }
 
-    pub(crate) fn s3_state(&self) -> Option<&PartS3> {
-        self.s3.as_deref()
+    /// INFO's S3-FIFO figures of this part, if it has S3-FIFO state.
+    pub(crate) fn s3_stats(&self) -> Option<crate::s3fifo::S3FifoStats> {
+        self.s3
+            .as_deref()
+            .map(|s3| s3.stats(&self.s3_small, self.table.len()))
     }
 
     #[inline]
@@ -681,6 +700,7 @@ impl Part {
         if let Some(l) = self.lhd.as_deref_mut() {
             l.removed(e);
         }
+        self.s3_small.leaving(e);
         if e.has_ttl() {
             self.unlist_volatile(e);
         }
@@ -789,6 +809,7 @@ impl Part {
         self.pool.clear();
         self.lhd = None;
         self.s3 = None;
+        self.s3_small.clear();
         self.zone = None;
     }
 
@@ -960,8 +981,10 @@ impl Part {
             table,
             volatile,
             s3,
+            s3_small,
             ..
         } = self;
+        let part_len = table.len();
         let s3 = s3.as_deref_mut()?;
         if from_volatile {
             let mut draw = || -> Option<Entry> {
@@ -970,13 +993,32 @@ impl Part {
                 }
                 Some(volatile[rng.gen_range(0..volatile.len())])
             };
-            s3.victim(&mut draw, pinned, clock, k, volatile.len(), &entry_hash)
+            let drawn_from = volatile.len();
+            s3.victim(
+                &mut draw,
+                pinned,
+                clock,
+                k,
+                drawn_from,
+                part_len,
+                s3_small,
+                &entry_hash,
+            )
         } else {
             // Each draw's cache misses overlap with the next few draws' (the eviction
             // draws one at a time, ~10 to find a small-queue entry).
             let mut ahead = DrawsAhead::new(table, rng);
             let mut draw = || ahead.next_entry();
-            s3.victim(&mut draw, pinned, clock, k, table.len(), &entry_hash)
+            s3.victim(
+                &mut draw,
+                pinned,
+                clock,
+                k,
+                part_len,
+                part_len,
+                s3_small,
+                &entry_hash,
+            )
         }
     }
 }
@@ -3680,8 +3722,10 @@ impl Part {
         let mut n = 0usize;
         let mut keys = vec![0u64; self.keys_per_db.len()];
         let mut expires = vec![0u64; self.keys_per_db.len()];
+        let mut small = 0usize;
         for e in self.table.entries() {
             n += 1;
+            small += usize::from(crate::s3fifo::state(e).1);
             assert_eq!(
                 self.table.at(self.position_of(e)),
                 Some(e),
@@ -3705,6 +3749,7 @@ impl Part {
             }
         }
         assert_eq!(n, self.table.len());
+        assert_eq!(small, self.s3_small.get(), "S3-FIFO small-queue count");
         if let Some(z) = self.zone.as_deref() {
             let mut zk = vec![0u64; self.keys_per_db.len()];
             let mut zx = vec![0u64; self.keys_per_db.len()];

@@ -588,8 +588,8 @@ impl Store {
     /// entries for tenants without one).
     pub fn s3fifo_stats(&self) -> Vec<crate::s3fifo::S3FifoStats> {
         let mut out = self.per_tenant(|p, o: &mut crate::s3fifo::S3FifoStats| {
-            if let Some(q) = p.s3_state() {
-                o.add(&q.stats());
+            if let Some(q) = p.s3_stats() {
+                o.add(&q);
             }
         });
         for o in &mut out {

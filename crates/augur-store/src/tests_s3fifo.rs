@@ -199,3 +199,148 @@ fn a_switch_from_s3fifo_to_lru_keeps_the_keys_hit_since_they_entered() {
     );
     assert!(hot > cold * 3, "kept {hot} hot keys, {cold} cold");
 }
+
+/// The small queue's share that decides which queue gives is an exact count kept by the
+/// part (`s3fifo::SmallQueueCount`); `check_all` compares it with the entries' small bits.
+/// Here every way an entry enters or leaves the small queue is mixed at random, under
+/// S3-FIFO and across switches to the other policies and back: admission, hits, moves and
+/// evictions, overwrites in place and reallocated, DEL, expiry (lazy and active),
+/// RENAME / MOVE / COPY within and across shards, RESTORE's IDLETIME and FREQ, a hit or
+/// an eviction under LRU, LHD or LFU of an entry still in the small queue, FLUSHDB.
+#[test]
+fn the_small_queue_count_follows_every_way_an_entry_enters_or_leaves() {
+    use rand::{Rng, SeedableRng};
+    // As the commands run it (both shards locked); an OOM (volatile-s3fifo with
+    // nothing volatile to evict) changes nothing.
+    let relocate = |s: &Store, from: Ns, a: &[u8], to: Ns, b: &[u8], how, now| {
+        let mut lock = s.lock_keys(&[a, b]);
+        let (src, dst) = lock.pair(a, b);
+        let _ = src.relocate(dst, from, a, to, b, how, now);
+    };
+    let s = store(512 << 10, EvictionPolicy::AllKeysS3Fifo, 4);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+    let key = |i: u32| format!("key:{i}");
+    let policies = [
+        EvictionPolicy::AllKeysS3Fifo,
+        EvictionPolicy::AllKeysLru,
+        EvictionPolicy::AllKeysS3Fifo,
+        EvictionPolicy::AllKeysLhd,
+        EvictionPolicy::AllKeysS3Fifo,
+        EvictionPolicy::AllKeysLfu,
+        EvictionPolicy::VolatileS3Fifo,
+        EvictionPolicy::AllKeysS3Fifo,
+    ];
+    let mut now = 1_000u64;
+    let mut small_seen = 0;
+    for (round, &policy) in policies.iter().enumerate() {
+        s.set_policy(policy);
+        for _ in 0..20_000 {
+            now += 1;
+            let a = key(rng.gen_range(0..8_000));
+            let b = key(rng.gen_range(0..8_000));
+            let db = Ns::new(0, rng.gen_range(0..2));
+            let value = vec![b'v'; rng.gen_range(10..300)];
+            match rng.gen_range(0..100) {
+                0..=39 => {
+                    let _ = s.lock_key(a.as_bytes()).get(db, a.as_bytes(), now);
+                }
+                40..=69 => {
+                    let ttl = if rng.gen_bool(0.2) {
+                        SetTtl::At(now + rng.gen_range(1..50))
+                    } else {
+                        SetTtl::Clear
+                    };
+                    let _ = s
+                        .lock_key(a.as_bytes())
+                        .set(db, a.as_bytes(), &value, ttl, now);
+                }
+                70..=74 => {
+                    s.lock_key(a.as_bytes()).delete(db, a.as_bytes(), now);
+                }
+                75..=79 => {
+                    let at = Some(now + rng.gen_range(0..20));
+                    s.lock_key(a.as_bytes())
+                        .set_expire(db, a.as_bytes(), at, now);
+                }
+                80..=84 => {
+                    relocate(
+                        &s,
+                        db,
+                        a.as_bytes(),
+                        db,
+                        b.as_bytes(),
+                        Relocation::Rename,
+                        now,
+                    );
+                }
+                85..=87 => {
+                    let to = Ns::new(0, 1 - db.db);
+                    relocate(
+                        &s,
+                        db,
+                        a.as_bytes(),
+                        to,
+                        a.as_bytes(),
+                        Relocation::RenameNx,
+                        now,
+                    );
+                }
+                88..=91 => {
+                    let how = Relocation::Copy { replace: true };
+                    relocate(&s, db, a.as_bytes(), db, b.as_bytes(), how, now);
+                }
+                92..=95 => {
+                    let (idle, freq) = (Some(rng.gen_range(0..100)), Some(rng.gen_range(0..50)));
+                    s.lock_key(a.as_bytes())
+                        .set_recency(db, a.as_bytes(), idle, freq, now);
+                }
+                _ => {
+                    s.active_expire_cycle(now);
+                }
+            }
+        }
+        check_all(&s);
+        small_seen += s
+            .s3fifo_stats()
+            .iter()
+            .map(|q| q.small_share_permille)
+            .sum::<u64>();
+        if round == 4 {
+            s.flushdb(Ns::new(0, 1));
+            check_all(&s);
+        }
+    }
+    assert!(s.stats(0).evicted_keys > 10_000, "{:?}", s.stats(0));
+    assert!(small_seen > 0, "no entry ever in the small queue");
+}
+
+/// The ghost's bytes are charged as the part fills, not all at its first eviction: the
+/// key count the store reaches when it first evicts is the one it keeps. Charged at
+/// once, the ghost (~3.6 bytes a cached key) made the store evict ~2.6 % of its keys in
+/// one burst there, by the main queue's rule.
+#[test]
+fn the_ghost_is_charged_as_the_store_fills_not_in_one_burst_at_the_first_eviction() {
+    let s = store(2 << 20, EvictionPolicy::AllKeysS3Fifo, 2);
+    let value = [b'v'; 100];
+    let mut i = 0u32;
+    while s.stats(0).evicted_keys == 0 {
+        set(&s, &format!("key:{i}"), &value).unwrap();
+        i += 1;
+    }
+    let at_first_eviction = s.dbsize(NS);
+    let ghost_then = s.s3fifo_stats()[0].ghost_bytes;
+    for _ in 0..at_first_eviction / 2 {
+        set(&s, &format!("key:{i}"), &value).unwrap();
+        i += 1;
+    }
+    check_all(&s);
+    let later = s.dbsize(NS);
+    assert!(
+        ghost_then * 10 >= at_first_eviction * 3,
+        "ghost {ghost_then} B before it remembered a key, {at_first_eviction} keys"
+    );
+    assert!(
+        later * 1000 >= at_first_eviction * 995,
+        "{at_first_eviction} keys at the first eviction, {later} after"
+    );
+}

@@ -56,6 +56,7 @@ impl Part {
     fn detach_at(&mut self, pos: usize) -> Entry {
         let e = self.table.remove(pos, &entry_hash);
         self.modified(e.db(), e.key());
+        self.s3_small.leaving(e);
         if e.has_ttl() {
             self.unlist_volatile(e);
         }
@@ -67,6 +68,7 @@ impl Part {
     /// Indexes a detached or freshly built entry (its key known to be absent).
     fn insert_entry(&mut self, e: Entry) {
         self.modified(e.db(), e.key());
+        self.s3_small.arriving(e);
         if e.has_ttl() {
             e.set_volatile_index(self.volatile.len() as u32);
             self.volatile.push(e);
@@ -462,12 +464,19 @@ impl Shard {
             (false, Some(idle)) => Some(self.wall.clock_for_idle(idle, now_ms / 1000, clock)),
             _ => None,
         };
-        let Some(e) = self.part(ns.tenant).find_live(ns.db, key, now_ms) else {
+        let part = self.part(ns.tenant);
+        let Some(e) = part.find_live(ns.db, key, now_ms) else {
             return false;
         };
         match (freq, atime) {
-            (Some(f), _) if lfu => crate::lfu::set_frequency(e, clock, f),
-            (_, Some(t)) => e.set_atime(t as u32),
+            (Some(f), _) if lfu => {
+                part.s3_small.leaving(e);
+                crate::lfu::set_frequency(e, clock, f)
+            }
+            (_, Some(t)) => {
+                part.s3_small.leaving(e);
+                e.set_atime(t as u32)
+            }
             _ => {}
         }
         true
