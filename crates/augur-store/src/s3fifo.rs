@@ -174,16 +174,22 @@ impl Ghost {
         }
     }
 
-    /// The key's two buckets, as one chain of slots: the first from the hash's low 32
-    /// bits, the second from all 64 mixed (bits 40-45 name the shard, so they are the
-    /// same for every key of a part and cannot choose a bucket; the fingerprint is
-    /// bits 48-63).
-    fn buckets(&self, h: u64) -> impl Iterator<Item = usize> {
+    /// The first slots of the key's two buckets: the first from the hash's low 32 bits,
+    /// the second from all 64 mixed (bits 40-45 name the shard, so they are the same for
+    /// every key of a part and cannot choose a bucket; the fingerprint is bits 48-63).
+    #[inline]
+    fn bucket_starts(&self, h: u64) -> [usize; 2] {
         let buckets = (self.slots.len() / BUCKET) as u64;
-        let first = (((h as u32) as u64 * buckets) >> 32) as usize;
+        let first = ((h as u32) as u64 * buckets) >> 32;
         let mixed = (h ^ (h >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        let second = (((mixed >> 32) * buckets) >> 32) as usize;
-        (first * BUCKET..(first + 1) * BUCKET).chain(second * BUCKET..(second + 1) * BUCKET)
+        let second = ((mixed >> 32) * buckets) >> 32;
+        [first as usize * BUCKET, second as usize * BUCKET]
+    }
+
+    /// The key's two buckets, as one chain of slots.
+    fn buckets(&self, h: u64) -> impl Iterator<Item = usize> {
+        let [a, b] = self.bucket_starts(h);
+        (a..a + BUCKET).chain(b..b + BUCKET)
     }
 
     fn fingerprint(h: u64) -> u32 {
@@ -227,6 +233,17 @@ impl Ghost {
         }
         self.slots[victim] = fp << 16 | self.now();
         self.added += 1;
+    }
+
+    /// Starts fetching the key's two buckets (see [`PartS3::prefetch_ghost`]).
+    #[inline]
+    fn prefetch(&self, h: u64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        for start in self.bucket_starts(h) {
+            crate::index::prefetch(self.slots[start..].as_ptr() as u64);
+        }
     }
 
     /// Whether the key of hash `h` is remembered; forgets it if so.
@@ -367,6 +384,14 @@ impl PartS3 {
         if !main {
             small.0 += 1;
         }
+    }
+
+    /// Starts fetching the ghost buckets an admission of hash `h` reads: a write calls
+    /// it before it evicts, so that the two lines (two buckets a key, where one bucket
+    /// was one line) arrive while the eviction's own misses are served.
+    #[inline]
+    pub(crate) fn prefetch_ghost(&self, h: u64) {
+        self.ghost.prefetch(h);
     }
 
     /// A hit (read or overwrite) of `e` at shard clock `clock`.

@@ -427,6 +427,15 @@ impl Part {
         self.lhd.as_deref()
     }
 
+    /// Starts fetching what admitting a key of hash `h` will read (S3-FIFO's ghost
+    /// buckets), for a write that evicts first: the lines arrive while it does.
+    #[inline]
+    fn prefetch_admission(&self, h: u64) {
+        if let Some(s3) = self.s3.as_deref() {
+            s3.prefetch_ghost(h);
+        }
+    }
+
     /// INFO's S3-FIFO figures of this part, if it has S3-FIFO state.
     pub(crate) fn s3_stats(&self) -> Option<crate::s3fifo::S3FifoStats> {
         self.s3
@@ -1913,6 +1922,8 @@ impl Shard {
         if key.len() > MAX_LEN || value.len() > MAX_LEN {
             return Err(WriteError::TooLarge);
         }
+        let h = db_hash(key_hash(key), ns.db);
+        self.part(ns.tenant).prefetch_admission(h);
         // Room for the block this write may allocate (an upper bound: a replaced value
         // frees its old block too), so the shard never ends above its budget.
         self.make_room_unpublished(
@@ -1920,7 +1931,6 @@ impl Shard {
             Entry::block_size(ns.db, key.len(), value.len(), matches!(ttl, SetTtl::At(_))) as u64,
         )?;
         self.settle();
-        let h = db_hash(key_hash(key), ns.db);
         let found = self.part(ns.tenant).find_live_pos_n(ns.db, key, h, now_ms);
         let fills = self.tick_unless_fill(found.is_err());
         let (now, clock) = (self.clock as u32, self.clock);
