@@ -92,8 +92,8 @@ pub struct S3FifoStats {
     pub main_evictions: u64,
     /// Inserts admitted straight to the main queue because the ghost remembered the key.
     pub ghost_hits: u64,
-    /// The small queue's share of the entries (counted, not estimated), in thousandths (the mean over
-    /// the shards).
+    /// The small queue's share of the entries (counted, not estimated), in thousandths
+    /// (the mean over the shards).
     pub small_share_permille: u64,
     /// Heap bytes of the ghosts.
     pub ghost_bytes: u64,
