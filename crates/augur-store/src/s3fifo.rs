@@ -152,6 +152,11 @@ impl Ghost {
         if !self.slots.is_empty() && capacity >= lo && capacity <= hi {
             return;
         }
+        self.rebuild(capacity);
+    }
+
+    /// An empty table for `capacity` keys.
+    fn rebuild(&mut self, capacity: u64) {
         let buckets = (capacity as usize).div_ceil(BUCKET).max(1);
         self.slots = vec![0; buckets * BUCKET];
         self.capacity = capacity;
@@ -168,9 +173,7 @@ impl Ghost {
     /// rebuilds few (~7 per doubling of the part).
     fn grow_while_empty(&mut self, capacity: u64) {
         if self.added == 0 && capacity > self.capacity + self.capacity / 10 {
-            self.capacity = 0;
-            self.slots = Vec::new();
-            self.resize(capacity);
+            self.rebuild(capacity);
         }
     }
 
@@ -276,9 +279,9 @@ fn ghost_capacity(cfg: &S3FifoConfig, part_len: usize) -> u64 {
 /// and re-indexing (RENAME, MOVE, across shards too), and every rewrite of its word by
 /// another policy (a hit or admission under LRU, LHD or LFU, RESTORE's IDLETIME or
 /// FREQ). The store's invariant check (`check_invariants`, run by the store's tests)
-/// compares it with a count of the entries' small bits. It lives in the part, not in [`PartS3`], because
-/// entries keep their small bit while another policy runs and the S3-FIFO state is
-/// dropped (see the module docs).
+/// compares it with a count of the entries' small bits. It lives in the part, not in
+/// [`PartS3`], because entries keep their small bit while another policy runs and the
+/// S3-FIFO state is dropped (see the module docs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct SmallQueueCount(usize);
 
@@ -292,8 +295,8 @@ impl SmallQueueCount {
         }
     }
 
-    /// `e` arrives with its word (a renamed or moved entry keeps it): counted in if it
-    /// is in the small queue.
+    /// `e` arrives with its word (a renamed or moved entry keeps it) or was just given
+    /// one: counted in if it is in the small queue.
     #[inline]
     pub(crate) fn arriving(&mut self, e: Entry) {
         if state(e).1 {
@@ -381,9 +384,7 @@ impl PartS3 {
             full
         };
         e.set_s3(word(clock, 0, !main));
-        if !main {
-            small.0 += 1;
-        }
+        small.arriving(e);
     }
 
     /// Starts fetching the ghost buckets an admission of hash `h` reads: a write calls
@@ -456,8 +457,8 @@ impl PartS3 {
                 }
                 if let Some((e, freq)) = found {
                     if moves_to_main(&self.cfg, freq) {
+                        small.leaving(e);
                         e.set_s3(word(clock, 0, false));
-                        small.0 = small.0.saturating_sub(1);
                         self.stats.moved_to_main += 1;
                         continue;
                     }

@@ -323,8 +323,9 @@ impl Part {
     #[inline]
     fn admitted(&mut self, e: Entry, h: u64, clock: u64) {
         let policy = self.cfg.tenant_policy(self.tenant);
-        // A COPY's entry may arrive with its source's word, queue bit and all: every
-        // policy's admission rewrites it.
+        // A COPY, or a key relocated from another shard, arrives with its source's
+        // word, queue bit and all (`insert_entry` counted it in): every policy's
+        // admission rewrites the word.
         self.s3_small.leaving(e);
         if policy.is_lhd() {
             self.lhd_model().admit(e, h, clock);
