@@ -19,7 +19,11 @@
 # operator runs today, not only against Augur's own LRU. REDIS_POLICY (default
 # allkeys-lru) is redis-server's policy: POLICY=allkeys-lfu REDIS=1 REDIS_POLICY=allkeys-lfu
 # measures Augur's LFU against Redis's.
-# Usage: [POLICY=auto] [WARMUP=N] [REDIS=1] [REDIS_POLICY=P] bench/lhd_cost.sh [N=1000000] [PAIRS=3]
+# BASE_POLICY (default allkeys-lru) and BASE_AUGUR (default this tree's build) are the
+# first server's ("lru" in the output): BASE_AUGUR=/tmp/old/target/release/augur
+# BASE_POLICY=allkeys-s3fifo POLICY=allkeys-s3fifo compares two builds under one policy.
+# Usage: [POLICY=auto] [WARMUP=N] [REDIS=1] [REDIS_POLICY=P] [BASE_POLICY=P] [BASE_AUGUR=BIN]
+#        bench/lhd_cost.sh [N=1000000] [PAIRS=3]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 N=${1:-1000000}
@@ -35,7 +39,7 @@ WHO=(lru lhd)
 declare -A PORTS=([lru]=$PORT [lhd]=$((PORT + 1)) [redis]=$((PORT + 2))) PID=()
 for who in "${WHO[@]}"; do
   case $who in
-    lru) start_augur "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy allkeys-lru ;;
+    lru) AUGUR=${BASE_AUGUR:-$AUGUR} start_augur "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy "${BASE_POLICY:-allkeys-lru}" ;;
     lhd) start_augur "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy "$POLICY" ;;
     redis) start_redis "${PORTS[$who]}" --maxmemory "$MAXMEM" --maxmemory-policy "${REDIS_POLICY:-allkeys-lru}" --maxmemory-samples 5 ;;
   esac
@@ -44,7 +48,7 @@ done
 TICK=$(getconf CLK_TCK)
 # A server's CPU time so far (user + system), in microseconds (/proc/PID/stat fields 14, 15).
 cpu_us() { awk -v t="$TICK" '{print ($14 + $15) * 1000000 / t}' "/proc/$1/stat"; }
-echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS maxmemory=$MAXMEM  second server: $POLICY  redis-server: ${REDIS_POLICY:-allkeys-lru}"
+echo "augur: $($AUGUR --version)  cores: $(nproc)  N=$N pairs=$PAIRS maxmemory=$MAXMEM  first server: ${BASE_POLICY:-allkeys-lru} (${BASE_AUGUR:-$AUGUR})  second server: $POLICY  redis-server: ${REDIS_POLICY:-allkeys-lru}"
 OUT=$(mktemp)
 for pair in $(seq 1 "$PAIRS"); do
   for P in 1 16; do

@@ -30,7 +30,10 @@
 //!   bytes per cached key, charged to the tenant like its index, from the part's first
 //!   write (it grows with the part while it remembers nothing). A full ghost remembers
 //!   ~94 % of the keys an exact FIFO would (one bucket a key: ~87 %; each key it forgets
-//!   early comes back to probation instead of the main queue).
+//!   early comes back to probation instead of the main queue). An eviction writes its
+//!   victim's fingerprint one small-queue eviction later, its two bucket lines
+//!   prefetched meanwhile (`Ghost::add_soon`): written at once, their misses made
+//!   S3-FIFO's writes ~12 % slower than LRU's at `-P 16`.
 //!
 //! Under `volatile-s3fifo` the draws come from the TTL list but the share is the whole
 //! part's: the queues are the cache's, the policy only limits which entries may go.
@@ -124,6 +127,10 @@ struct Ghost {
     added: u64,
     /// Stamps count units of `2^shift` additions, so that `capacity` spans < 2^15 units.
     shift: u32,
+    /// The hash of the last key given to [`Ghost::add_soon`], written at the next one:
+    /// its two bucket lines were prefetched when it came, so that the eviction that
+    /// forgets it does not wait for them (they were most of S3-FIFO's cost over LRU).
+    pending: Option<u64>,
 }
 
 const BUCKET: usize = 8;
@@ -135,6 +142,7 @@ impl Ghost {
             capacity: 0,
             added: 0,
             shift: 0,
+            pending: None,
         }
     }
 
@@ -238,6 +246,16 @@ impl Ghost {
         self.added += 1;
     }
 
+    /// Remembers the key of hash `h` one call later: prefetches its buckets now and
+    /// writes the previous call's key, whose lines have had an eviction's time to
+    /// arrive. A [`Ghost::take`] in between finds the pending key all the same.
+    fn add_soon(&mut self, h: u64) {
+        if let Some(previous) = self.pending.replace(h) {
+            self.add(previous);
+        }
+        self.prefetch(h);
+    }
+
     /// Starts fetching the key's two buckets (see [`PartS3::prefetch_ghost`]).
     #[inline]
     fn prefetch(&self, h: u64) {
@@ -251,6 +269,10 @@ impl Ghost {
 
     /// Whether the key of hash `h` is remembered; forgets it if so.
     fn take(&mut self, h: u64) -> bool {
+        if self.pending == Some(h) {
+            self.pending = None;
+            return true;
+        }
         if self.slots.is_empty() {
             return false;
         }
@@ -507,7 +529,7 @@ impl PartS3 {
     /// from the small queue (whichever way the eviction found it).
     fn evict(&mut self, e: Entry, hash_of: &dyn Fn(Entry) -> u64) -> Entry {
         if state(e).1 {
-            self.ghost.add(hash_of(e));
+            self.ghost.add_soon(hash_of(e));
             self.stats.small_evictions += 1;
         } else {
             self.stats.main_evictions += 1;
@@ -579,6 +601,24 @@ mod tests {
                 .count() as u64;
             assert!(recent * 100 > capacity * 92, "{capacity}: {recent}");
         }
+    }
+
+    /// The eviction path's deferred add loses no key: the pending one is found by
+    /// `take` before it is written, and written by the next add.
+    #[test]
+    fn a_key_added_soon_is_remembered_before_and_after_it_is_written() {
+        let mut g = Ghost::new();
+        g.resize(1000);
+        let hash = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i << 7);
+        g.add_soon(hash(1));
+        assert!(g.take(hash(1)), "pending key not found");
+        assert!(!g.take(hash(1)), "a taken pending key is forgotten");
+        for i in 10..20 {
+            g.add_soon(hash(i));
+        }
+        // 10..18 are written, 19 is pending: all ten are remembered.
+        assert_eq!(g.added, 9);
+        assert_eq!((10..20).filter(|&i| g.take(hash(i))).count(), 10);
     }
 
     #[test]
