@@ -413,6 +413,10 @@ pub struct Dlru {
     /// the interval began: `maxmemory-policy auto` takes no decision on an interval
     /// in which they were still filling (crate::autopolicy).
     filled: bool,
+    /// `lfu-log-factor` and `lfu-decay-time`, and the wall clock in minutes, as given
+    /// to the miniatures (LFU's read them; see [`Dlru::set_lfu_clock`]).
+    lfu_tuning: (u32, u32),
+    wall_minutes: u64,
 }
 
 /// A miniature counts as full from this share of its capacity (byte-sized caches stop
@@ -443,10 +447,11 @@ impl Dlru {
     /// pooled LFU candidates as it does among LRU's, so the miniatures are `redis-lfu:K`
     /// and each K's cost is LFU's measured eviction overhead: choosing by LRU's
     /// miniatures would pick the K at which LRU, not the policy the store runs, misses
-    /// least. The simulator's LFU is the store's counter code with `lfu-log-factor` 10
-    /// and no idle decay (the store decays counters by idle minutes of wall time, for
-    /// which references fed to a miniature carry no clock), so under a decaying store the
-    /// miniatures rank the K by LFU without decay.
+    /// least. The simulator's LFU is the store's counter code; the profiler gives the
+    /// miniatures the server's `lfu-log-factor`, `lfu-decay-time` and wall clock
+    /// ([`Dlru::set_lfu_clock`]), so their counters grow and decay by idle minutes as
+    /// the store's do (before 2026-12-02 they ran at factor 10 without decay whatever
+    /// the server's tuning).
     pub fn new_lfu(rate: f64, cache_bytes: u64) -> Self {
         Self::k_set(rate, cache_bytes, |k| PolicySpec::RedisLfu { k })
     }
@@ -474,7 +479,7 @@ impl Dlru {
                 (p, sim, 0)
             })
             .collect();
-        Self {
+        let mut d = Self {
             rate,
             threshold: augur_store::sample_threshold(rate),
             mini_bytes,
@@ -489,7 +494,45 @@ impl Dlru {
             running_k: None,
             cost_history: VecDeque::new(),
             filled: false,
+            lfu_tuning: (
+                augur_sim::lfu::DEFAULT_LOG_FACTOR,
+                augur_sim::lfu::DEFAULT_DECAY_MINUTES,
+            ),
+            wall_minutes: 0,
+        };
+        // The simulator's LFU starts without decay (offline, references carry no
+        // clock); a live model starts at Redis's defaults until it is told otherwise.
+        for (_, sim, _) in &mut d.minis {
+            sim.set_lfu_tuning(d.lfu_tuning.0, d.lfu_tuning.1);
         }
+        d
+    }
+
+    /// Redis LFU's tuning (`lfu-log-factor`, `lfu-decay-time` in minutes) and the wall
+    /// clock in minutes, for the miniatures of the references that follow: an LFU
+    /// miniature's counters then grow and decay as the store's (Redis's `updateLFU`);
+    /// the other policies' miniatures ignore both.
+    pub fn set_lfu_clock(&mut self, log_factor: u32, decay_minutes: u32, minutes: u64) {
+        if (log_factor, decay_minutes) != self.lfu_tuning {
+            self.lfu_tuning = (log_factor, decay_minutes);
+            for (_, sim, _) in &mut self.minis {
+                sim.set_lfu_tuning(log_factor, decay_minutes);
+            }
+        }
+        if minutes != self.wall_minutes {
+            self.wall_minutes = minutes;
+            for (_, sim, _) in &mut self.minis {
+                sim.set_wall_minutes(minutes);
+            }
+        }
+    }
+
+    /// A miniature built now, with the tuning and clock the others have.
+    fn build_mini(&self, p: PolicySpec, bytes: u64) -> Box<dyn CacheSim> {
+        let mut sim = augur_sim::build_miniature(p, bytes, Unit::Bytes, mini_seed(p), self.rate);
+        sim.set_lfu_tuning(self.lfu_tuning.0, self.lfu_tuning.1);
+        sim.set_wall_minutes(self.wall_minutes);
+        sim
     }
 
     pub fn rate(&self) -> f64 {
@@ -679,10 +722,9 @@ impl Dlru {
             return;
         }
         self.mini_bytes = mini;
-        let rate = self.rate;
-        for (p, sim, _) in &mut self.minis {
-            if !sim.set_capacity(mini) {
-                *sim = augur_sim::build_miniature(*p, mini, Unit::Bytes, mini_seed(*p), rate);
+        for i in 0..self.minis.len() {
+            if !self.minis[i].1.set_capacity(mini) {
+                self.minis[i].1 = self.build_mini(self.minis[i].0, mini);
             }
         }
     }
@@ -710,6 +752,9 @@ pub struct Engine {
     /// The store evicts by LFU (`allkeys-lfu`, `volatile-lfu`): DLRU's miniatures are
     /// LFU's ([`Dlru::new_lfu`]).
     pub lfu: bool,
+    /// What every model's miniatures are given ([`Dlru::set_lfu_clock`]): `lfu-log-factor`,
+    /// `lfu-decay-time` and the wall clock in minutes ([`Engine::set_lfu_clock`]).
+    pub lfu_clock: Option<(u32, u32, u64)>,
     pub scopes: HashMap<Scope, Dlru>,
 }
 
@@ -742,6 +787,19 @@ impl Engine {
         self.on = on;
         self.off_mode = off_mode;
         self.interval = interval.max(1);
+    }
+
+    /// The server's LFU tuning and wall clock (minutes), for every model's miniatures,
+    /// now and as they are made.
+    pub fn set_lfu_clock(&mut self, log_factor: u32, decay_minutes: u32, minutes: u64) {
+        let clock = Some((log_factor, decay_minutes, minutes));
+        if clock == self.lfu_clock {
+            return;
+        }
+        self.lfu_clock = clock;
+        for d in self.scopes.values_mut() {
+            d.set_lfu_clock(log_factor, decay_minutes, minutes);
+        }
     }
 
     fn scope_of(&self, t: TenantId) -> Scope {
@@ -778,15 +836,20 @@ impl Engine {
             self.scopes.remove(&scope);
         }
         let (auto, lhd_samples, lfu) = (self.auto_policy, self.lhd_samples, self.lfu);
+        let clock = self.lfu_clock;
         let d = self.scopes.entry(scope).or_insert_with(|| {
-            if auto {
+            let mut d = if auto {
                 let candidates = crate::autopolicy::candidates(lhd_samples);
                 Dlru::with_candidates(rate, cache_bytes(scope), &candidates, true)
             } else if lfu {
                 Dlru::new_lfu(rate, cache_bytes(scope))
             } else {
                 Dlru::new(rate, cache_bytes(scope))
+            };
+            if let Some((log_factor, decay, minutes)) = clock {
+                d.set_lfu_clock(log_factor, decay, minutes);
             }
+            d
         });
         Some((d, scope))
     }
@@ -1079,6 +1142,52 @@ mod tests {
         let i = KS.iter().position(|&k| k == lfu.k).unwrap();
         assert_eq!(lfu.misses[i], least, "{lfu:?}");
         assert!(matches!(lfu.policy, PolicySpec::RedisLfu { k } if k as u32 == lfu.k));
+    }
+
+    /// The engine gives its models the server's LFU tuning and wall clock: 300 keys read
+    /// 40 times each, then, 100 minutes later, another 300 read once a round among
+    /// one-off keys, in miniatures of 500 objects. With `lfu-decay-time 1` the old
+    /// set's counters have decayed to 0 and the new set takes their room; with 0 they
+    /// hold it, and the new set misses more, at every K that compares counters.
+    #[test]
+    fn lfu_miniatures_decay_by_the_servers_clock_and_tuning() {
+        let run = |decay_minutes: u32| {
+            let mut e = Engine::default();
+            e.configure(true, 1_000_000, Partitioning::Off, false, 64, true);
+            e.set_lfu_clock(10, decay_minutes, 29_000_000);
+            let feed = |e: &mut Engine, key: u64| e.access(0, key, 100, 1.0, |_| 50_000);
+            for _ in 0..40 {
+                for old in 0..300u64 {
+                    feed(&mut e, old);
+                }
+            }
+            e.set_lfu_clock(10, decay_minutes, 29_000_100);
+            let mut scan = 1u64 << 40;
+            for _ in 0..40 {
+                for new in 1000..1300u64 {
+                    feed(&mut e, new);
+                }
+                for _ in 0..300 {
+                    feed(&mut e, scan);
+                    scan += 1;
+                }
+            }
+            let d = &e.scopes[&None];
+            assert!(lfu_k_set(&d.minis.iter().map(|m| m.0).collect::<Vec<_>>()));
+            d.minis.iter().map(|m| m.2).collect::<Vec<u64>>()
+        };
+        let (decayed, kept) = (run(1), run(0));
+        // K = 1 pops the one key it sampled: random eviction, blind to counters.
+        assert_eq!(KS[0], 1);
+        assert_eq!(decayed[0], kept[0]);
+        for (i, k) in KS.iter().enumerate().skip(1) {
+            assert!(
+                decayed[i] + 1000 < kept[i],
+                "K = {k}: misses {} with decay, {} without",
+                decayed[i],
+                kept[i]
+            );
+        }
     }
 
     /// One interval that favours K = 1 (a short loop) after intervals that favour a

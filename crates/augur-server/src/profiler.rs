@@ -406,6 +406,7 @@ impl Profiler {
         self.chooser = cfg.k_chooser;
         let (auto, dlru_interval) = (cfg.maxmemory_samples_auto, cfg.dlru_interval);
         let (auto_policy, lhd_samples) = (cfg.maxmemory_policy_auto, cfg.lhd_samples);
+        let (lfu_log_factor, lfu_decay_time) = (cfg.lfu_log_factor, cfg.lfu_decay_time);
         drop(cfg);
         let lfu = self.shared.store.policy().is_lfu();
         self.dlru.configure(
@@ -416,6 +417,13 @@ impl Profiler {
             lhd_samples,
             lfu,
         );
+        // LFU miniatures decay by idle minutes of the wall clock, as the store's
+        // counters do (a reference reaches this thread within milliseconds).
+        let minutes = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() / 60);
+        self.dlru
+            .set_lfu_clock(lfu_log_factor, lfu_decay_time, minutes);
         if auto || auto_policy {
             // Starts the measurement once per process, when auto is first on.
             let _ = dlru::overhead();

@@ -43,9 +43,11 @@ pub enum Sampling {
     /// Redis `allkeys-random`: one uniform sample ([`select_victim_random`]).
     Random,
     /// Redis `allkeys-lfu`: as [`Sampling::Pooled`], ranked by 255 less each entry's
-    /// logarithmic access counter ([`crate::lfu`], `lfu-log-factor` 10). Without decay:
-    /// a trace's requests carry no wall time here, so this is the server's LFU with
-    /// `lfu-decay-time 0`.
+    /// logarithmic access counter ([`crate::lfu`], `lfu-log-factor` 10 unless
+    /// [`CacheSim::set_lfu_tuning`] says otherwise). Without decay unless a caller gives
+    /// the wall clock ([`CacheSim::set_wall_minutes`]): a trace's requests carry none,
+    /// so offline this is the server's LFU with `lfu-decay-time 0`; a live server's
+    /// miniatures (DLRU under `allkeys-lfu`) are given its tuning and clock.
     PooledLfu { k: usize },
 }
 
@@ -57,6 +59,8 @@ struct Slot {
     size: u32,
     /// The LFU counter (only [`Sampling::PooledLfu`] reads it; it fits the padding).
     counter: u8,
+    /// The minute of the last access, 16 bits as Redis keeps it (`LFUGetTimeInMinutes`).
+    minute: u16,
 }
 
 /// The cached entries as a [`Candidates`] population (split from the cache so the
@@ -68,6 +72,10 @@ struct Population {
     now: u64,
     /// Scores are LFU's (255 - counter), not idle times.
     lfu: bool,
+    /// LFU's `lfu-decay-time` in minutes (0: counters never decay).
+    decay_minutes: u32,
+    /// The wall clock's minute, 16 bits.
+    minute: u16,
 }
 
 impl Candidates for Population {
@@ -83,7 +91,7 @@ impl Candidates for Population {
         }
         let s = self.slots[rng.gen_range(0..self.slots.len())];
         let score = if self.lfu {
-            crate::lfu::eviction_score(s.counter)
+            crate::lfu::eviction_score(self.decayed(&s))
         } else {
             self.now - s.last
         };
@@ -96,6 +104,20 @@ impl Candidates for Population {
 }
 
 impl Population {
+    /// `s`'s LFU counter decayed by its idle minutes (Redis's `LFUDecrAndReturn`, with
+    /// `LFUTimeElapsed`'s 16-bit wrap).
+    fn decayed(&self, s: &Slot) -> u8 {
+        if self.decay_minutes == 0 {
+            return s.counter;
+        }
+        let idle = if self.minute >= s.minute {
+            u64::from(self.minute - s.minute)
+        } else {
+            65535 - u64::from(s.minute) + u64::from(self.minute)
+        };
+        crate::lfu::decayed(s.counter, idle / u64::from(self.decay_minutes))
+    }
+
     /// Swap-removes `key`'s slot; returns its size.
     fn remove(&mut self, key: u64) -> Option<u32> {
         let i = self.index.remove(&key)? as usize;
@@ -130,6 +152,8 @@ pub struct SampledCache {
     /// LFU's increments' coin flips (a stream apart from the sampling's, so that LFU and
     /// LRU at the same seed sample alike).
     flips: crate::lfu::CoinFlips,
+    /// LFU's `lfu-log-factor`.
+    log_factor: u32,
 }
 
 impl SampledCache {
@@ -147,6 +171,7 @@ impl SampledCache {
             pool: EvictionPool::new(),
             rng: SmallRng::seed_from_u64(seed),
             flips: crate::lfu::CoinFlips::new(seed ^ 0x9E37_79B9_7F4A_7C15),
+            log_factor: crate::lfu::DEFAULT_LOG_FACTOR,
         }
     }
 
@@ -209,6 +234,7 @@ impl SampledCache {
             last: self.pop.now.saturating_sub(idle),
             size,
             counter: crate::lfu::LFU_INIT_VAL,
+            minute: self.pop.minute,
         });
         self.pop.index.insert(key, i);
         self.used += self.unit.cost(size);
@@ -233,15 +259,15 @@ impl CacheSim for SampledCache {
         self.pop.now += 1;
         let now = self.pop.now;
         if let Some(&i) = self.pop.index.get(&key) {
-            let slot = &mut self.pop.slots[i as usize];
-            slot.last = now;
             if self.pop.lfu {
-                slot.counter = crate::lfu::log_incr(
-                    slot.counter,
-                    crate::lfu::DEFAULT_LOG_FACTOR,
-                    self.flips.next_f64(),
-                );
+                // Redis's updateLFU: decay, then the logarithmic increment.
+                let decayed = self.pop.decayed(&self.pop.slots[i as usize]);
+                let counter = crate::lfu::log_incr(decayed, self.log_factor, self.flips.next_f64());
+                let slot = &mut self.pop.slots[i as usize];
+                slot.counter = counter;
+                slot.minute = self.pop.minute;
             }
+            self.pop.slots[i as usize].last = now;
             return true;
         }
         let cost = self.unit.cost(size);
@@ -257,6 +283,7 @@ impl CacheSim for SampledCache {
             last: now,
             size,
             counter: crate::lfu::LFU_INIT_VAL,
+            minute: self.pop.minute,
         });
         self.pop.index.insert(key, i);
         self.used += cost;
@@ -293,6 +320,19 @@ impl CacheSim for SampledCache {
         }
         true
     }
+
+    fn set_lfu_tuning(&mut self, log_factor: u32, decay_minutes: u32) {
+        if self.pop.lfu && decay_minutes != self.pop.decay_minutes {
+            // The pool's scores were decayed the old way.
+            self.pool.clear();
+        }
+        self.log_factor = log_factor;
+        self.pop.decay_minutes = decay_minutes;
+    }
+
+    fn set_wall_minutes(&mut self, minutes: u64) {
+        self.pop.minute = (minutes & 0xFFFF) as u16;
+    }
 }
 
 #[cfg(test)]
@@ -302,6 +342,63 @@ mod tests {
     use proptest::prelude::*;
     // Explicit, so it wins over the (older) `Rng` re-exported by proptest's prelude.
     use rand::Rng;
+
+    /// LFU's idle decay (`lfu-decay-time`): 300 keys read 40 times each at minute 0, then
+    /// from minute 100 another 300 read once a round among one-off keys, in a cache of
+    /// 500. Without decay the old set's high counters hold 300 of the 500 slots for ever
+    /// and the new set fights the one-off keys for the rest; with a decay of one minute
+    /// the old counters read 0 and the new set takes their room. The factor given is
+    /// used: at factor 0 every hit counts, so the old set climbs higher.
+    #[test]
+    fn pooled_lfu_decays_idle_counters_by_the_wall_clock_it_is_given() {
+        let run = |decay_minutes: u32| {
+            let mut c = SampledCache::new(Sampling::PooledLfu { k: 5 }, 500, Unit::Objects, 9);
+            c.set_lfu_tuning(crate::lfu::DEFAULT_LOG_FACTOR, decay_minutes);
+            c.set_wall_minutes(0);
+            for _ in 0..40 {
+                for old in 0..300u64 {
+                    c.access(old, 1);
+                }
+            }
+            c.set_wall_minutes(100);
+            let (mut scan, mut hits) = (1u64 << 32, 0);
+            for round in 0..40 {
+                for new in 1000..1300u64 {
+                    let hit = c.access(new, 1);
+                    if round >= 30 {
+                        hits += hit as u32;
+                    }
+                }
+                for _ in 0..300 {
+                    c.access(scan, 1);
+                    scan += 1;
+                }
+            }
+            let old_left = (0..300u64).filter(|&k| c.contains(k)).count();
+            (hits, old_left)
+        };
+        let (kept_hits, kept_old) = run(0);
+        let (decayed_hits, decayed_old) = run(1);
+        assert!(kept_old > 250, "no decay: old set kept {kept_old}");
+        assert!(decayed_old < 30, "decay: old set kept {decayed_old}");
+        assert!(
+            decayed_hits > kept_hits + 1000,
+            "new set's hits: {decayed_hits} with decay, {kept_hits} without"
+        );
+        // Redis's 16-bit minutes wrap as `LFUTimeElapsed` does: from 65,530 to 65,540
+        // (4 after the wrap) is 65535 - 65530 + 4 = 9 idle minutes (one short of 10).
+        let mut c = SampledCache::new(Sampling::PooledLfu { k: 5 }, 10, Unit::Objects, 1);
+        c.set_lfu_tuning(0, 1);
+        c.set_wall_minutes(65_530);
+        for _ in 0..20 {
+            c.access(7, 1);
+        }
+        let fresh = c.pop.slots[0];
+        // Inserted at 5, then 19 hits.
+        assert_eq!(fresh.counter, 24, "factor 0: every hit counts");
+        c.set_wall_minutes(65_540);
+        assert_eq!(c.pop.decayed(&fresh), 15);
+    }
 
     /// Redis's LFU (the store's `allkeys-lfu`, `crate::lfu`): 200 hot keys read once a
     /// round among 2000 one-off keys, in a cache of 1000. LRU loses the hot keys (reuse
