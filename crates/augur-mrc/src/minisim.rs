@@ -113,18 +113,29 @@ impl MiniSim {
             SizeUnit::Bytes => Unit::Bytes,
         };
         let k = match spec {
-            PolicySpec::RedisLru { k } | PolicySpec::KLru { k } => Some(k as u32),
+            PolicySpec::RedisLru { k } | PolicySpec::KLru { k } | PolicySpec::RedisLfu { k } => {
+                Some(k as u32)
+            }
             PolicySpec::Random => Some(1),
             PolicySpec::Lru
             | PolicySpec::Fifo
             | PolicySpec::Lhd { .. }
-            | PolicySpec::RedisLfu { .. }
             | PolicySpec::S3Fifo { .. } => None,
         };
         let rate = self.rate();
         self.add_policy(format!("minisim-{spec}"), k, |c| {
             augur_sim::build_miniature(spec, c, unit, seed, rate)
         });
+    }
+
+    /// Redis LFU's tuning and the wall clock in minutes, for every simulator
+    /// ([`CacheSim::set_lfu_tuning`], [`CacheSim::set_wall_minutes`]: LFU's read them,
+    /// the others ignore them).
+    pub fn set_lfu_clock(&mut self, log_factor: u32, decay_minutes: u32, minutes: u64) {
+        for sim in self.policies.iter_mut().flat_map(|p| p.sims.iter_mut()) {
+            sim.set_lfu_tuning(log_factor, decay_minutes);
+            sim.set_wall_minutes(minutes);
+        }
     }
 
     /// Distinct keys in the sample so far.
@@ -200,5 +211,48 @@ impl MrcModel for MiniSim {
     /// One curve per policy, in the order they were added.
     fn curves(&self) -> Vec<Curve> {
         (0..self.policies.len()).map(|i| self.curve(i)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `redis-lfu:K` miniatures (`k-chooser minisim` under `allkeys-lfu`) carry their K,
+    /// as the tuner's per-K curves need, and decay by the clock they are given: 300 keys
+    /// read 40 times, then 100 minutes later 300 others once a round among one-off keys.
+    /// With `lfu-decay-time 1` the old counters read 0 and the new set finds room at
+    /// the size of 500 objects; with 0 the old set holds it.
+    #[test]
+    fn lfu_miniatures_carry_their_k_and_decay_by_the_clock_given() {
+        let run = |decay: u32| {
+            let mut m = MiniSim::new(1.0, SizeUnit::Objects, &[500, 1000]).with_adjust(false);
+            m.add_spec(PolicySpec::RedisLfu { k: 5 }, 7);
+            m.set_lfu_clock(10, decay, 1_000);
+            for _ in 0..40 {
+                for old in 0..300u64 {
+                    m.access(old, 1);
+                }
+            }
+            m.set_lfu_clock(10, decay, 1_100);
+            let mut scan = 1u64 << 40;
+            for _ in 0..40 {
+                for new in 1000..1300u64 {
+                    m.access(new, 1);
+                }
+                for _ in 0..300 {
+                    m.access(scan, 1);
+                    scan += 1;
+                }
+            }
+            m.curve(0)
+        };
+        let (decayed, kept) = (run(1), run(0));
+        assert_eq!(decayed.k, Some(5));
+        let (d, k) = (decayed.points[0].miss_ratio, kept.points[0].miss_ratio);
+        assert!(d + 0.1 < k, "500 objects: {d} with decay, {k} without");
+        // 1000 objects hold both sets: no decay is needed to keep the new one.
+        let (d, k) = (decayed.points[1].miss_ratio, kept.points[1].miss_ratio);
+        assert!((d - k).abs() < 0.02, "1000 objects: {d} vs {k}");
     }
 }

@@ -243,8 +243,11 @@ struct TenantModel {
     forecast: Vec<Curve>,
     history: VecDeque<(u64, u64, u32)>,
     /// `k-chooser minisim`: miniature `redis-lru:K` caches at several sizes, fed the same
-    /// sample (crate::dlru), whose per-K curves the tuner then partitions with.
+    /// sample (crate::dlru), whose per-K curves the tuner then partitions with; under
+    /// `allkeys-lfu` / `volatile-lfu` they are `redis-lfu:K` (`mini_lfu`), given the
+    /// server's LFU tuning and clock, since K is then LFU's sample count.
     mini: Option<MiniSim>,
+    mini_lfu: bool,
 }
 
 /// Full-scale sizes of the `k-chooser minisim` curves: 16 points, geometric from
@@ -295,6 +298,7 @@ impl TenantModel {
             forecast: Vec::new(),
             history: VecDeque::new(),
             mini: None,
+            mini_lfu: false,
         }
     }
 
@@ -366,6 +370,9 @@ pub struct Profiler {
     cutoff: Duration,
     /// DLRU (`maxmemory-samples auto`) and the `k-chooser` in use.
     dlru: dlru::Engine,
+    /// `lfu-log-factor`, `lfu-decay-time` and the wall clock in minutes, as last given
+    /// to the `k-chooser minisim` miniatures.
+    lfu_clock: (u32, u32, u64),
     chooser: KChooser,
     /// `tenant-profiler-cpu`: caps on tenants' rates while the thread is over budget.
     budget: CpuBudget,
@@ -386,6 +393,11 @@ impl Profiler {
             adjust: SampleAdjust::default(),
             cutoff: Duration::ZERO,
             dlru: dlru::Engine::default(),
+            lfu_clock: (
+                augur_sim::lfu::DEFAULT_LOG_FACTOR,
+                augur_sim::lfu::DEFAULT_DECAY_MINUTES,
+                0,
+            ),
             chooser: KChooser::Krr,
             budget: CpuBudget::default(),
         }
@@ -424,6 +436,13 @@ impl Profiler {
             .map_or(0, |d| d.as_secs() / 60);
         self.dlru
             .set_lfu_clock(lfu_log_factor, lfu_decay_time, minutes);
+        let clock = (lfu_log_factor, lfu_decay_time, minutes);
+        if clock != self.lfu_clock {
+            self.lfu_clock = clock;
+            for mini in self.models.values_mut().filter_map(|m| m.mini.as_mut()) {
+                mini.set_lfu_clock(clock.0, clock.1, clock.2);
+            }
+        }
         if auto || auto_policy {
             // Starts the measurement once per process, when auto is first on.
             let _ = dlru::overhead();
@@ -536,10 +555,11 @@ impl Profiler {
             .models
             .entry(t)
             .or_insert_with(|| TenantModel::new(name.clone(), ks, *rate, adjust));
+        let store = &self.shared.store;
+        let lfu = store.policy().is_lfu();
         match self.chooser {
             KChooser::Krr => m.mini = None,
-            KChooser::Minisim if m.mini.is_none() => {
-                let store = &self.shared.store;
+            KChooser::Minisim if m.mini.is_none() || m.mini_lfu != lfu => {
                 let (cap, _, _) = store.tenant_limits(t);
                 let max = if cap > 0 { cap } else { store.maxmemory() };
                 if max > 0 {
@@ -549,9 +569,20 @@ impl Profiler {
                         .collect();
                     let mut mini = MiniSim::new(1.0, SizeUnit::Bytes, &sizes).with_adjust(false);
                     for &k in &m.ks {
-                        mini.add_spec(augur_sim::PolicySpec::RedisLru { k: k as usize }, 7);
+                        let k = k as usize;
+                        mini.add_spec(
+                            if lfu {
+                                augur_sim::PolicySpec::RedisLfu { k }
+                            } else {
+                                augur_sim::PolicySpec::RedisLru { k }
+                            },
+                            7,
+                        );
                     }
+                    let (log_factor, decay, minutes) = self.lfu_clock;
+                    mini.set_lfu_clock(log_factor, decay, minutes);
                     m.mini = Some(mini);
+                    m.mini_lfu = lfu;
                 }
             }
             KChooser::Minisim => {}
