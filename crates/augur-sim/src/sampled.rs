@@ -343,6 +343,26 @@ mod tests {
     // Explicit, so it wins over the (older) `Rng` re-exported by proptest's prelude.
     use rand::Rng;
 
+    /// 40 rounds of the `hot` keys read once each, then `scans` one-off keys; the hot
+    /// keys' hits in the last 10 rounds.
+    fn hot_among_scans(c: &mut SampledCache, hot: std::ops::Range<u64>, scans: usize) -> u32 {
+        let (mut scan, mut hits) = (1u64 << 32, 0);
+        for round in 0..40 {
+            for h in hot.clone() {
+                let hit = c.access(h, 1);
+                if round >= 30 {
+                    hits += hit as u32;
+                }
+            }
+            for _ in 0..scans {
+                c.access(scan, 1);
+                scan += 1;
+            }
+            assert!(c.len() as u64 <= c.capacity());
+        }
+        hits
+    }
+
     /// LFU's idle decay (`lfu-decay-time`): 300 keys read 40 times each at minute 0, then
     /// from minute 100 another 300 read once a round among one-off keys, in a cache of
     /// 500. Without decay the old set's high counters hold 300 of the 500 slots for ever
@@ -361,19 +381,7 @@ mod tests {
                 }
             }
             c.set_wall_minutes(100);
-            let (mut scan, mut hits) = (1u64 << 32, 0);
-            for round in 0..40 {
-                for new in 1000..1300u64 {
-                    let hit = c.access(new, 1);
-                    if round >= 30 {
-                        hits += hit as u32;
-                    }
-                }
-                for _ in 0..300 {
-                    c.access(scan, 1);
-                    scan += 1;
-                }
-            }
+            let hits = hot_among_scans(&mut c, 1000..1300, 300);
             let old_left = (0..300u64).filter(|&k| c.contains(k)).count();
             (hits, old_left)
         };
@@ -407,21 +415,7 @@ mod tests {
     fn pooled_lfu_keeps_a_hot_set_through_scans_where_lru_cannot() {
         let run = |sampling| {
             let mut c = SampledCache::new(sampling, 1000, Unit::Objects, 3);
-            let (mut scan, mut hits) = (1u64 << 32, 0);
-            for round in 0..40 {
-                for h in 0..200u64 {
-                    let hit = c.access(h, 1);
-                    if round >= 30 {
-                        hits += hit as u32;
-                    }
-                }
-                for _ in 0..2000 {
-                    c.access(scan, 1);
-                    scan += 1;
-                }
-                assert!(c.len() <= 1000);
-            }
-            hits
+            hot_among_scans(&mut c, 0..200, 2000)
         };
         let lru = run(Sampling::Pooled { k: 5 });
         let lfu = run(Sampling::PooledLfu { k: 5 });
