@@ -20,6 +20,7 @@
 //! - DLRU §3.3 found fewer than 256 distinct sampled keys too few for a reliable
 //!   estimate; [`MiniSim::reliable`] reports that.
 
+use augur_sim::lfu::LfuClock;
 use augur_sim::{CacheSim, PolicySpec, Unit};
 
 use crate::curve::{Curve, Point, SizeUnit};
@@ -128,13 +129,11 @@ impl MiniSim {
         });
     }
 
-    /// Redis LFU's tuning and the wall clock in minutes, for every simulator
-    /// ([`CacheSim::set_lfu_tuning`], [`CacheSim::set_wall_minutes`]: LFU's read them,
-    /// the others ignore them).
-    pub fn set_lfu_clock(&mut self, log_factor: u32, decay_minutes: u32, minutes: u64) {
+    /// Redis LFU's tuning and the wall clock, for every simulator
+    /// ([`CacheSim::set_lfu_clock`]: LFU's read it, the others ignore it).
+    pub fn set_lfu_clock(&mut self, clock: LfuClock) {
         for sim in self.policies.iter_mut().flat_map(|p| p.sims.iter_mut()) {
-            sim.set_lfu_tuning(log_factor, decay_minutes);
-            sim.set_wall_minutes(minutes);
+            sim.set_lfu_clock(clock);
         }
     }
 
@@ -228,13 +227,18 @@ mod tests {
         let run = |decay: u32| {
             let mut m = MiniSim::new(1.0, SizeUnit::Objects, &[500, 1000]).with_adjust(false);
             m.add_spec(PolicySpec::RedisLfu { k: 5 }, 7);
-            m.set_lfu_clock(10, decay, 1_000);
+            let at = |minutes| LfuClock {
+                log_factor: 10,
+                decay_minutes: decay,
+                minutes,
+            };
+            m.set_lfu_clock(at(1_000));
             for _ in 0..40 {
                 for old in 0..300u64 {
                     m.access(old, 1);
                 }
             }
-            m.set_lfu_clock(10, decay, 1_100);
+            m.set_lfu_clock(at(1_100));
             let mut scan = 1u64 << 40;
             for _ in 0..40 {
                 for new in 1000..1300u64 {

@@ -39,6 +39,7 @@
 //!   with that policy's measured overhead ([`Overhead::at_policy`]), and the choice
 //!   with hysteresis is crate::autopolicy's. One engine serves both settings.
 
+use augur_sim::lfu::LfuClock;
 use augur_sim::{CacheSim, PolicySpec, Unit};
 use augur_store::{EvictionPolicy, Ns, Partitioning, SetTtl, Store, StoreConfig, TenantId};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -413,10 +414,9 @@ pub struct Dlru {
     /// the interval began: `maxmemory-policy auto` takes no decision on an interval
     /// in which they were still filling (crate::autopolicy).
     filled: bool,
-    /// `lfu-log-factor` and `lfu-decay-time`, and the wall clock in minutes, as given
-    /// to the miniatures (LFU's read them; see [`Dlru::set_lfu_clock`]).
-    lfu_tuning: (u32, u32),
-    wall_minutes: u64,
+    /// The LFU tuning and wall clock the miniatures were given ([`Dlru::set_lfu_clock`]),
+    /// for one rebuilt at a resize.
+    lfu_clock: LfuClock,
 }
 
 /// A miniature counts as full from this share of its capacity (byte-sized caches stop
@@ -494,45 +494,22 @@ impl Dlru {
             running_k: None,
             cost_history: VecDeque::new(),
             filled: false,
-            lfu_tuning: (
-                augur_sim::lfu::DEFAULT_LOG_FACTOR,
-                augur_sim::lfu::DEFAULT_DECAY_MINUTES,
-            ),
-            wall_minutes: 0,
+            lfu_clock: LfuClock::default(),
         };
         // The simulator's LFU starts without decay (offline, references carry no
         // clock); a live model starts at Redis's defaults until it is told otherwise.
-        for (_, sim, _) in &mut d.minis {
-            sim.set_lfu_tuning(d.lfu_tuning.0, d.lfu_tuning.1);
-        }
+        d.set_lfu_clock(LfuClock::default());
         d
     }
 
-    /// Redis LFU's tuning (`lfu-log-factor`, `lfu-decay-time` in minutes) and the wall
-    /// clock in minutes, for the miniatures of the references that follow: an LFU
-    /// miniature's counters then grow and decay as the store's (Redis's `updateLFU`);
-    /// the other policies' miniatures ignore both.
-    pub fn set_lfu_clock(&mut self, log_factor: u32, decay_minutes: u32, minutes: u64) {
-        if (log_factor, decay_minutes) != self.lfu_tuning {
-            self.lfu_tuning = (log_factor, decay_minutes);
-            for (_, sim, _) in &mut self.minis {
-                sim.set_lfu_tuning(log_factor, decay_minutes);
-            }
+    /// Redis LFU's tuning and the wall clock, for the miniatures of the references
+    /// that follow: an LFU miniature's counters then grow and decay as the store's
+    /// (Redis's `updateLFU`); the other policies' miniatures ignore it.
+    pub fn set_lfu_clock(&mut self, clock: LfuClock) {
+        self.lfu_clock = clock;
+        for (_, sim, _) in &mut self.minis {
+            sim.set_lfu_clock(clock);
         }
-        if minutes != self.wall_minutes {
-            self.wall_minutes = minutes;
-            for (_, sim, _) in &mut self.minis {
-                sim.set_wall_minutes(minutes);
-            }
-        }
-    }
-
-    /// A miniature built now, with the tuning and clock the others have.
-    fn build_mini(&self, p: PolicySpec, bytes: u64) -> Box<dyn CacheSim> {
-        let mut sim = augur_sim::build_miniature(p, bytes, Unit::Bytes, mini_seed(p), self.rate);
-        sim.set_lfu_tuning(self.lfu_tuning.0, self.lfu_tuning.1);
-        sim.set_wall_minutes(self.wall_minutes);
-        sim
     }
 
     pub fn rate(&self) -> f64 {
@@ -722,9 +699,11 @@ impl Dlru {
             return;
         }
         self.mini_bytes = mini;
-        for i in 0..self.minis.len() {
-            if !self.minis[i].1.set_capacity(mini) {
-                self.minis[i].1 = self.build_mini(self.minis[i].0, mini);
+        let (rate, clock) = (self.rate, self.lfu_clock);
+        for (p, sim, _) in &mut self.minis {
+            if !sim.set_capacity(mini) {
+                *sim = augur_sim::build_miniature(*p, mini, Unit::Bytes, mini_seed(*p), rate);
+                sim.set_lfu_clock(clock);
             }
         }
     }
@@ -752,9 +731,9 @@ pub struct Engine {
     /// The store evicts by LFU (`allkeys-lfu`, `volatile-lfu`): DLRU's miniatures are
     /// LFU's ([`Dlru::new_lfu`]).
     pub lfu: bool,
-    /// What every model's miniatures are given ([`Dlru::set_lfu_clock`]): `lfu-log-factor`,
-    /// `lfu-decay-time` and the wall clock in minutes ([`Engine::set_lfu_clock`]).
-    pub lfu_clock: Option<(u32, u32, u64)>,
+    /// The server's LFU tuning and wall clock, given to every model's miniatures
+    /// ([`Engine::set_lfu_clock`]).
+    pub lfu_clock: LfuClock,
     pub scopes: HashMap<Scope, Dlru>,
 }
 
@@ -789,16 +768,12 @@ impl Engine {
         self.interval = interval.max(1);
     }
 
-    /// The server's LFU tuning and wall clock (minutes), for every model's miniatures,
-    /// now and as they are made.
-    pub fn set_lfu_clock(&mut self, log_factor: u32, decay_minutes: u32, minutes: u64) {
-        let clock = Some((log_factor, decay_minutes, minutes));
-        if clock == self.lfu_clock {
-            return;
-        }
+    /// The server's LFU tuning and wall clock, for every model's miniatures, now and as
+    /// they are made.
+    pub fn set_lfu_clock(&mut self, clock: LfuClock) {
         self.lfu_clock = clock;
         for d in self.scopes.values_mut() {
-            d.set_lfu_clock(log_factor, decay_minutes, minutes);
+            d.set_lfu_clock(clock);
         }
     }
 
@@ -846,9 +821,7 @@ impl Engine {
             } else {
                 Dlru::new(rate, cache_bytes(scope))
             };
-            if let Some((log_factor, decay, minutes)) = clock {
-                d.set_lfu_clock(log_factor, decay, minutes);
-            }
+            d.set_lfu_clock(clock);
             d
         });
         Some((d, scope))
@@ -1154,14 +1127,19 @@ mod tests {
         let run = |decay_minutes: u32| {
             let mut e = Engine::default();
             e.configure(true, 1_000_000, Partitioning::Off, false, 64, true);
-            e.set_lfu_clock(10, decay_minutes, 29_000_000);
+            let at = |minutes| LfuClock {
+                log_factor: 10,
+                decay_minutes,
+                minutes,
+            };
+            e.set_lfu_clock(at(29_000_000));
             let feed = |e: &mut Engine, key: u64| e.access(0, key, 100, 1.0, |_| 50_000);
             for _ in 0..40 {
                 for old in 0..300u64 {
                     feed(&mut e, old);
                 }
             }
-            e.set_lfu_clock(10, decay_minutes, 29_000_100);
+            e.set_lfu_clock(at(29_000_100));
             let mut scan = 1u64 << 40;
             for _ in 0..40 {
                 for new in 1000..1300u64 {

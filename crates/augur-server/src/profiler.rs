@@ -370,9 +370,6 @@ pub struct Profiler {
     cutoff: Duration,
     /// DLRU (`maxmemory-samples auto`) and the `k-chooser` in use.
     dlru: dlru::Engine,
-    /// `lfu-log-factor`, `lfu-decay-time` and the wall clock in minutes, as last given
-    /// to the `k-chooser minisim` miniatures.
-    lfu_clock: (u32, u32, u64),
     chooser: KChooser,
     /// `tenant-profiler-cpu`: caps on tenants' rates while the thread is over budget.
     budget: CpuBudget,
@@ -393,11 +390,6 @@ impl Profiler {
             adjust: SampleAdjust::default(),
             cutoff: Duration::ZERO,
             dlru: dlru::Engine::default(),
-            lfu_clock: (
-                augur_sim::lfu::DEFAULT_LOG_FACTOR,
-                augur_sim::lfu::DEFAULT_DECAY_MINUTES,
-                0,
-            ),
             chooser: KChooser::Krr,
             budget: CpuBudget::default(),
         }
@@ -431,16 +423,18 @@ impl Profiler {
         );
         // LFU miniatures decay by idle minutes of the wall clock, as the store's
         // counters do (a reference reaches this thread within milliseconds).
-        let minutes = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() / 60);
-        self.dlru
-            .set_lfu_clock(lfu_log_factor, lfu_decay_time, minutes);
-        let clock = (lfu_log_factor, lfu_decay_time, minutes);
-        if clock != self.lfu_clock {
-            self.lfu_clock = clock;
+        // The `k-chooser minisim` miniatures too (`model`).
+        let clock = augur_sim::lfu::LfuClock {
+            log_factor: lfu_log_factor,
+            decay_minutes: lfu_decay_time,
+            minutes: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() / 60),
+        };
+        if clock != self.dlru.lfu_clock {
+            self.dlru.set_lfu_clock(clock);
             for mini in self.models.values_mut().filter_map(|m| m.mini.as_mut()) {
-                mini.set_lfu_clock(clock.0, clock.1, clock.2);
+                mini.set_lfu_clock(clock);
             }
         }
         if auto || auto_policy {
@@ -579,8 +573,7 @@ impl Profiler {
                             7,
                         );
                     }
-                    let (log_factor, decay, minutes) = self.lfu_clock;
-                    mini.set_lfu_clock(log_factor, decay, minutes);
+                    mini.set_lfu_clock(self.dlru.lfu_clock);
                     m.mini = Some(mini);
                     m.mini_lfu = lfu;
                 }

@@ -32,6 +32,40 @@ pub const DEFAULT_LOG_FACTOR: u32 = 10;
 /// Redis's default `lfu-decay-time`, in minutes.
 pub const DEFAULT_DECAY_MINUTES: u32 = 1;
 
+/// Redis LFU's tuning and the wall clock, for a simulator fed a live server's
+/// references (DLRU's miniatures under `allkeys-lfu`): its counters then grow and
+/// decay as the server's do. The default is Redis's tuning at minute 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LfuClock {
+    /// `lfu-log-factor`.
+    pub log_factor: u32,
+    /// `lfu-decay-time`, in minutes (0: counters never decay).
+    pub decay_minutes: u32,
+    /// The wall clock, in minutes, of the references that follow.
+    pub minutes: u64,
+}
+
+impl Default for LfuClock {
+    fn default() -> Self {
+        LfuClock {
+            log_factor: DEFAULT_LOG_FACTOR,
+            decay_minutes: DEFAULT_DECAY_MINUTES,
+            minutes: 0,
+        }
+    }
+}
+
+/// Minutes from `last` to `now`, both Redis's 16-bit minute clocks
+/// (`LFUTimeElapsed`: across the wrap it counts `65535 - last + now`, one short).
+#[inline]
+pub fn minutes_elapsed(now: u16, last: u16) -> u64 {
+    if now >= last {
+        u64::from(now - last)
+    } else {
+        65535 - u64::from(last) + u64::from(now)
+    }
+}
+
 /// The counter after one more hit, given `r` uniform in [0, 1) (`LFULogIncr`).
 #[inline]
 pub fn log_incr(counter: u8, log_factor: u32, r: f64) -> u8 {

@@ -72,16 +72,11 @@ pub trait CacheSim: Send {
         let _ = capacity;
         false
     }
-    /// Redis LFU's `lfu-log-factor` and `lfu-decay-time` (minutes, 0: no decay), for a
-    /// simulator that runs LFU; the others ignore it. A simulator starts at factor 10
-    /// without decay (trace references carry no wall time).
-    fn set_lfu_tuning(&mut self, log_factor: u32, decay_minutes: u32) {
-        let _ = (log_factor, decay_minutes);
-    }
-    /// The wall clock, in minutes, of the references that follow (LFU's idle decay: a
-    /// miniature fed a live server's references decays as the server's counters do).
-    fn set_wall_minutes(&mut self, minutes: u64) {
-        let _ = minutes;
+    /// Redis LFU's tuning and the wall clock of the references that follow, for a
+    /// simulator that runs LFU (the others ignore it). A simulator starts at factor 10
+    /// without decay: trace references carry no wall time.
+    fn set_lfu_clock(&mut self, clock: lfu::LfuClock) {
+        let _ = clock;
     }
 }
 
@@ -104,10 +99,7 @@ impl<S: CacheSim + ?Sized> CacheSim for Box<S> {
     fn set_capacity(&mut self, capacity: u64) -> bool {
         (**self).set_capacity(capacity)
     }
-    fn set_lfu_tuning(&mut self, log_factor: u32, decay_minutes: u32) {
-        (**self).set_lfu_tuning(log_factor, decay_minutes)
-    }
-    fn set_wall_minutes(&mut self, minutes: u64) {
-        (**self).set_wall_minutes(minutes)
+    fn set_lfu_clock(&mut self, clock: lfu::LfuClock) {
+        (**self).set_lfu_clock(clock)
     }
 }

@@ -43,11 +43,11 @@ pub enum Sampling {
     /// Redis `allkeys-random`: one uniform sample ([`select_victim_random`]).
     Random,
     /// Redis `allkeys-lfu`: as [`Sampling::Pooled`], ranked by 255 less each entry's
-    /// logarithmic access counter ([`crate::lfu`], `lfu-log-factor` 10 unless
-    /// [`CacheSim::set_lfu_tuning`] says otherwise). Without decay unless a caller gives
-    /// the wall clock ([`CacheSim::set_wall_minutes`]): a trace's requests carry none,
-    /// so offline this is the server's LFU with `lfu-decay-time 0`; a live server's
-    /// miniatures (DLRU under `allkeys-lfu`) are given its tuning and clock.
+    /// logarithmic access counter ([`crate::lfu`]), at `lfu-log-factor` 10 without
+    /// decay unless [`CacheSim::set_lfu_clock`] gives a tuning and a wall clock: a
+    /// trace's requests carry none, so offline this is the server's LFU with
+    /// `lfu-decay-time 0`; a live server's miniatures (DLRU under `allkeys-lfu`) are
+    /// given its tuning and clock.
     PooledLfu { k: usize },
 }
 
@@ -104,17 +104,12 @@ impl Candidates for Population {
 }
 
 impl Population {
-    /// `s`'s LFU counter decayed by its idle minutes (Redis's `LFUDecrAndReturn`, with
-    /// `LFUTimeElapsed`'s 16-bit wrap).
+    /// `s`'s LFU counter decayed by its idle minutes (Redis's `LFUDecrAndReturn`).
     fn decayed(&self, s: &Slot) -> u8 {
         if self.decay_minutes == 0 {
             return s.counter;
         }
-        let idle = if self.minute >= s.minute {
-            u64::from(self.minute - s.minute)
-        } else {
-            65535 - u64::from(s.minute) + u64::from(self.minute)
-        };
+        let idle = crate::lfu::minutes_elapsed(self.minute, s.minute);
         crate::lfu::decayed(s.counter, idle / u64::from(self.decay_minutes))
     }
 
@@ -321,17 +316,15 @@ impl CacheSim for SampledCache {
         true
     }
 
-    fn set_lfu_tuning(&mut self, log_factor: u32, decay_minutes: u32) {
-        if self.pop.lfu && decay_minutes != self.pop.decay_minutes {
+    fn set_lfu_clock(&mut self, clock: crate::lfu::LfuClock) {
+        if self.pop.lfu && clock.decay_minutes != self.pop.decay_minutes {
             // The pool's scores were decayed the old way.
             self.pool.clear();
         }
-        self.log_factor = log_factor;
-        self.pop.decay_minutes = decay_minutes;
-    }
-
-    fn set_wall_minutes(&mut self, minutes: u64) {
-        self.pop.minute = (minutes & 0xFFFF) as u16;
+        self.log_factor = clock.log_factor;
+        self.pop.decay_minutes = clock.decay_minutes;
+        // Redis's LFUGetTimeInMinutes: 16 bits.
+        self.pop.minute = (clock.minutes & 0xFFFF) as u16;
     }
 }
 
@@ -373,14 +366,18 @@ mod tests {
     fn pooled_lfu_decays_idle_counters_by_the_wall_clock_it_is_given() {
         let run = |decay_minutes: u32| {
             let mut c = SampledCache::new(Sampling::PooledLfu { k: 5 }, 500, Unit::Objects, 9);
-            c.set_lfu_tuning(crate::lfu::DEFAULT_LOG_FACTOR, decay_minutes);
-            c.set_wall_minutes(0);
+            let at = |minutes| crate::lfu::LfuClock {
+                decay_minutes,
+                minutes,
+                ..Default::default()
+            };
+            c.set_lfu_clock(at(0));
             for _ in 0..40 {
                 for old in 0..300u64 {
                     c.access(old, 1);
                 }
             }
-            c.set_wall_minutes(100);
+            c.set_lfu_clock(at(100));
             let hits = hot_among_scans(&mut c, 1000..1300, 300);
             let old_left = (0..300u64).filter(|&k| c.contains(k)).count();
             (hits, old_left)
@@ -396,15 +393,19 @@ mod tests {
         // Redis's 16-bit minutes wrap as `LFUTimeElapsed` does: from 65,530 to 65,540
         // (4 after the wrap) is 65535 - 65530 + 4 = 9 idle minutes (one short of 10).
         let mut c = SampledCache::new(Sampling::PooledLfu { k: 5 }, 10, Unit::Objects, 1);
-        c.set_lfu_tuning(0, 1);
-        c.set_wall_minutes(65_530);
+        let at = |minutes| crate::lfu::LfuClock {
+            log_factor: 0,
+            decay_minutes: 1,
+            minutes,
+        };
+        c.set_lfu_clock(at(65_530));
         for _ in 0..20 {
             c.access(7, 1);
         }
         let fresh = c.pop.slots[0];
         // Inserted at 5, then 19 hits.
         assert_eq!(fresh.counter, 24, "factor 0: every hit counts");
-        c.set_wall_minutes(65_540);
+        c.set_lfu_clock(at(65_540));
         assert_eq!(c.pop.decayed(&fresh), 15);
     }
 

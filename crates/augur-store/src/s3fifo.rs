@@ -32,8 +32,9 @@
 //!   ~94 % of the keys an exact FIFO would (one bucket a key: ~87 %; each key it forgets
 //!   early comes back to probation instead of the main queue). An eviction writes its
 //!   victim's fingerprint one small-queue eviction later, its two bucket lines
-//!   prefetched meanwhile (`Ghost::add_soon`): written at once, their misses made
-//!   S3-FIFO's writes ~12 % slower than LRU's at `-P 16`.
+//!   prefetched meanwhile (`Ghost::add_soon`), so the eviction does not wait for them
+//!   (suspected, not shown, of S3-FIFO's -P 16 SET cost: BENCHMARKS.md, "S3-FIFO's
+//!   ghost write deferred one eviction").
 //!
 //! Under `volatile-s3fifo` the draws come from the TTL list but the share is the whole
 //! part's: the queues are the cache's, the policy only limits which entries may go.
