@@ -76,6 +76,8 @@ const KEY_LEN_AT: usize = 6;
 const VALUE_LEN_AT: usize = 8;
 /// The fewest bytes any entry is charged (a header with an empty key and value).
 pub(crate) const SMALLEST_ENTRY: usize = SHORT_HEADER_DB0;
+// Every short block, the empty one included, has a slab class.
+const _: () = assert!(SMALLEST_ENTRY >= crate::slab::MIN_BLOCK);
 const TTL_BLOCK: usize = 12;
 const LONG_KEY_BLOCK: usize = 4;
 const HAS_TTL: u8 = 1;

@@ -59,8 +59,9 @@ pub const MAX_SLABS: usize = 1 << 22;
 const _: () = assert!(MAX_SLABS * SLAB_BYTES <= 1 << 36);
 /// "None" for slab numbers and slot offsets.
 const NONE: u32 = u32::MAX;
-/// The smallest block a slab slot holds (a short entry's header, empty key and value).
-pub const MIN_BLOCK: usize = 7;
+/// The smallest block a slab slot holds: a short entry of database 0 with an empty key
+/// and an empty value is its 6-byte header alone (`SET "" ""`, which Redis accepts).
+pub const MIN_BLOCK: usize = 6;
 /// The largest block a slab slot holds: a short header, a TTL block and 255-byte key and
 /// value.
 pub const MAX_BLOCK: usize = 7 + 12 + 255 + 255;
