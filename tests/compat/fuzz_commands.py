@@ -18,9 +18,15 @@ Checks, each a failure (exit 1):
   or policy that evicts them), and a control connection answers PING throughout;
 - the server's log (LOG=path) has no "panicked".
 
+With DOCS_PORT=<port of a redis-server 7>, half the calls follow the command's own
+argument grammar from that server's COMMAND DOCS (tokens, oneof, blocks, optional and
+repeated arguments, typed values), with one argument in four of those calls swapped for a
+random one: they reach past the argument checks into the commands themselves.
+
 Usage: augur serve --port 7402 --maxmemory 8mb --maxmemory-policy volatile-lru \
            > /tmp/augur.log 2>&1 &
-       LOG=/tmp/augur.log python3 tests/compat/fuzz_commands.py 7402 [COMMANDS=20000] [SEED=1]
+       LOG=/tmp/augur.log [DOCS_PORT=6379] python3 tests/compat/fuzz_commands.py 7402 \
+           [COMMANDS=20000] [SEED=1]
 """
 import os
 import random
@@ -171,6 +177,67 @@ def commands(c):
     return sorted(n for n in names if n not in SKIP)
 
 
+def pairs(flat):
+    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat) - 1, 2)}
+
+
+def grammars(port):
+    """Command (or "command|sub") -> its argument specs, from a redis-server's COMMAND DOCS."""
+    global PORT
+    saved, PORT = PORT, port
+    try:
+        docs = Conn().call("COMMAND", "DOCS")
+    finally:
+        PORT = saved
+    out = {}
+
+    def add(name, doc):
+        d = pairs(doc)
+        if "subcommands" in d:
+            subs = d["subcommands"]
+            for i in range(0, len(subs), 2):
+                add(subs[i].decode().lower(), subs[i + 1])
+        out[name] = [pairs(a) for a in d.get("arguments", [])]
+
+    for i in range(0, len(docs), 2):
+        add(docs[i].decode().lower(), docs[i + 1])
+    return out
+
+
+def typed(kind):
+    if kind == "key":
+        return rng.choice(KEYS)
+    if kind == "integer":
+        return rng.choice(NUMBERS) if rng.random() < 0.2 else str(rng.randrange(-3, 200))
+    if kind == "double":
+        return rng.choice(["0", "1.5", "-2.25", "inf", "-inf", "1e10", "3"])
+    if kind == "pattern":
+        return rng.choice(PATTERNS)
+    if kind == "unix-time":
+        return str(rng.choice([0, 1, 1700000000, 4102444800, 1700000000000]))
+    return arg()
+
+
+def generate(specs, out):
+    for a in specs:
+        flags = [f.decode() for f in a.get("flags", [])]
+        if "optional" in flags and rng.random() < 0.5:
+            continue
+        times = rng.randrange(1, 4) if "multiple" in flags else 1
+        for n in range(times):
+            if "token" in a and (n == 0 or "multiple_token" in flags):
+                out.append(a["token"].decode())
+            kind = a["type"].decode()
+            if kind == "pure-token":
+                continue
+            if kind == "oneof":
+                generate([pairs(rng.choice(a["arguments"]))], out)
+            elif kind == "block":
+                generate([pairs(x) for x in a["arguments"]], out)
+            else:
+                out.append(typed(kind))
+
+
 def main():
     control = Conn()
     control.call("SELECT", "9")
@@ -180,13 +247,21 @@ def main():
     control.call("SADD", "sentinel:set", "x", "y", "z")
     names = commands(control)
     print("fuzzing %d commands and subcommands, %d calls, seed %d" % (len(names), COMMANDS, SEED))
+    docs = grammars(int(os.environ["DOCS_PORT"])) if os.environ.get("DOCS_PORT") else {}
     fuzz = Conn()
     errors = 0
     reconfigured = False  # a CONFIG SET took: a new limit or policy may evict sentinels
     for i in range(COMMANDS):
         name = rng.choice(names)
         parts = name.split("|")
-        parts += [arg() for _ in range(rng.choice([0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 9]))]
+        if name in docs and rng.random() < 0.5:
+            rest = []
+            generate(docs[name], rest)
+            if rest and rng.random() < 0.25:
+                rest[rng.randrange(len(rest))] = arg()
+            parts += rest
+        else:
+            parts += [arg() for _ in range(rng.choice([0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 9]))]
         try:
             r = fuzz.call(*parts)
         except Exception as e:  # noqa: BLE001 - any failure here is the finding

@@ -330,6 +330,15 @@ pub(super) fn getex_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
     let Some(f) = parse_ext_flags(args, 2, false) else {
         return c.out.error(ERR_SYNTAX);
     };
+    let key = args.get(1);
+    let mut shard = shared.store.lock_key(key);
+    // As Redis's getexCommand: a missing key answers nil and another type WRONGTYPE
+    // before the expire time is read, so only a string's GETEX can fail on its number.
+    let v = match shard.get(c.ns(), key, now) {
+        Ok(None) => return c.out.null(),
+        Ok(Some(v)) => v,
+        Err(_) => return c.out.error(ERR_WRONGTYPE),
+    };
     let mut at = None;
     if let Some((arg, unit, relative)) = f.expire {
         let Some(ms) = expire_ms_or_reply(&mut c.out, args.get(arg), unit, relative, "getex", now)
@@ -338,13 +347,7 @@ pub(super) fn getex_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
         };
         at = Some(ms);
     }
-    let key = args.get(1);
-    let mut shard = shared.store.lock_key(key);
-    match shard.get(c.ns(), key, now) {
-        Ok(None) => return c.out.null(),
-        Ok(Some(v)) => c.out.bulk(v),
-        Err(_) => return c.out.error(ERR_WRONGTYPE),
-    }
+    c.out.bulk(v);
     if let Some(at) = at {
         if at <= now {
             shard.delete(c.ns(), key, now);

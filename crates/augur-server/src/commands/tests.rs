@@ -80,6 +80,22 @@ fn set_options() {
         "-ERR invalid expire time in 'getex' command\r\n"
     );
     assert_eq!(h.run("GETEX k PERSIST EX 1"), "-ERR syntax error\r\n");
+    // Redis reads GETEX's expire time only for a string key: a missing key is nil and
+    // another type WRONGTYPE whatever the number, and a bad number leaves the TTL.
+    assert_eq!(h.run("GETEX missing EX -3"), "$-1\r\n");
+    assert_eq!(h.run("GETEX missing PX x"), "$-1\r\n");
+    assert_eq!(h.run("GETEX missing EX"), "-ERR syntax error\r\n");
+    assert_eq!(h.run("HSET hk f v"), ":1\r\n");
+    assert_eq!(
+        h.run("GETEX hk EX x"),
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+    );
+    assert_eq!(h.run("SET g v EX 100"), "+OK\r\n");
+    assert_eq!(
+        h.run("GETEX g EX x"),
+        "-ERR value is not an integer or out of range\r\n"
+    );
+    assert_eq!(h.run("TTL g"), ":100\r\n");
     // Time-driven: PX 100 at t=1_000_000 lives through t=1_000_100 (Redis expires when
     // now > at), gone after.
     assert_eq!(h.at("SET t v PX 100", 1_000_000), "+OK\r\n");
