@@ -13,6 +13,7 @@ pub mod cpu_budget;
 pub mod dlru;
 pub mod gate;
 pub mod info;
+pub mod long_double;
 pub mod memstats;
 pub mod metrics;
 pub mod monitor;

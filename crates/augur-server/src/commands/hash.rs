@@ -7,9 +7,9 @@
 //! sized reference for the profiler), writes through `Shard::write_object`, which
 //! deletes a hash left empty and evicts *other* keys if the hash grew past the budget.
 
-use super::strings::parse_float;
 use super::{arity_error, eq, Client, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::cmdtable::{Cmd, CommandSpec};
+use crate::long_double::LongDouble;
 use crate::notify::flags::{GENERIC, HASH};
 use crate::notify::notify;
 use crate::resp::{parse_i64, Args, Out};
@@ -144,7 +144,7 @@ pub(super) fn hincrby_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
 }
 
 pub(super) fn hincrbyfloat_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
-    let Some(by) = parse_float(args.get(3)) else {
+    let Some(by) = LongDouble::parse(args.get(3)) else {
         return c.out.error(ERR_NOT_FLOAT);
     };
     if by.is_infinite() {
@@ -157,16 +157,15 @@ pub(super) fn hincrbyfloat_command(shared: &Shared, c: &mut Client, args: Args<'
         let h = hash_mut(o);
         let r = (|| {
             let old = match h.get(field) {
-                None => 0.0,
-                Some(v) => parse_float(v).ok_or("ERR hash value is not a float")?,
+                None => LongDouble::zero(),
+                Some(v) => LongDouble::parse(v).ok_or("ERR hash value is not a float")?,
             };
-            let new = old + by;
-            if !new.is_finite() {
-                return Err("ERR increment would produce NaN or Infinity");
-            }
-            // As INCRBYFLOAT: the shortest text that reads back to the same double.
-            let text = format!("{new}");
-            h.set(field, text.as_bytes(), &lim);
+            let new = old
+                .checked_add(&by)
+                .ok_or("ERR increment would produce NaN or Infinity")?;
+            // As INCRBYFLOAT: Redis's long double text.
+            let text = new.to_human();
+            h.set(field, &text, &lim);
             Ok(text)
         })();
         let changed = r.is_ok();
@@ -178,7 +177,7 @@ pub(super) fn hincrbyfloat_command(shared: &Shared, c: &mut Client, args: Args<'
     }
     match r {
         Err(_) => c.out.error(ERR_WRONGTYPE),
-        Ok(Some(Ok(t))) => c.out.bulk(t.as_bytes()),
+        Ok(Some(Ok(t))) => c.out.bulk(&t),
         Ok(Some(Err(e))) => c.out.error(e),
         Ok(None) => c.out.error("ERR no such key"),
     }

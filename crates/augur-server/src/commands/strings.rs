@@ -8,6 +8,7 @@ use super::{
     ERR_WRONGTYPE,
 };
 use crate::cmdtable::{Cmd, CommandSpec};
+use crate::long_double::LongDouble;
 use crate::notify::flags::{GENERIC, STRING};
 use crate::notify::notify;
 use crate::resp::{parse_i64, Args, Out};
@@ -384,41 +385,26 @@ pub(super) fn incr_by(shared: &Shared, c: &mut Client, key: &[u8], by: i64, now:
     }
 }
 
-/// Parses a float as Redis's string2ld: no leading space, whole string, not NaN.
-pub(super) fn parse_float(b: &[u8]) -> Option<f64> {
-    if b.is_empty() || b.len() >= 5 * 1024 || b[0].is_ascii_whitespace() {
-        return None;
-    }
-    let s = std::str::from_utf8(b).ok()?;
-    let v: f64 = s.parse().ok()?;
-    if v.is_nan() {
-        return None;
-    }
-    Some(v)
-}
-
 pub(super) fn incr_by_float(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
     let old = match shard.peek(c.ns(), key, now) {
-        Ok(None) => Some(0.0),
-        Ok(Some(v)) => parse_float(v),
+        Ok(None) => Some(LongDouble::zero()),
+        Ok(Some(v)) => LongDouble::parse(v),
         Err(_) => return c.out.error(ERR_WRONGTYPE),
     };
-    let (Some(old), Some(incr)) = (old, parse_float(args.get(2))) else {
+    let (Some(old), Some(incr)) = (old, LongDouble::parse(args.get(2))) else {
         return c.out.error(ERR_NOT_FLOAT);
     };
-    let new = old + incr;
-    if !new.is_finite() {
+    let Some(new) = old.checked_add(&incr) else {
         return c.out.error("ERR increment would produce NaN or Infinity");
-    }
-    // Rust's Display is the shortest text that reads back to the same double and never
-    // uses an exponent, like Redis's human-readable long double format.
-    let text = format!("{new}");
-    match shard.set(c.ns(), key, text.as_bytes(), SetTtl::Keep, now) {
+    };
+    // Redis's long double text (`crate::long_double`): ten INCRBYFLOAT k 0.1 are "1".
+    let text = new.to_human();
+    match shard.set(c.ns(), key, &text, SetTtl::Keep, now) {
         Ok(()) => {
             notify(shared, c, STRING, "incrbyfloat", key);
-            c.out.bulk(text.as_bytes())
+            c.out.bulk(&text)
         }
         Err(e) => write_error(&mut c.out, e),
     }

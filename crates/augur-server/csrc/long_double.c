@@ -1,0 +1,74 @@
+/* Redis's long double arithmetic for INCRBYFLOAT and HINCRBYFLOAT.
+ *
+ * Redis parses, adds and prints these increments as C `long double` (80-bit x87
+ * extended precision on x86-64): string2ld, `value += incr`, and ld2string in its
+ * LD_STR_HUMAN mode ("%.17Lf" with the trailing zeros removed), all in util.c. Ten
+ * INCRBYFLOAT k 0.1 give "1" there and 0.9999999999999999 in double precision, so a
+ * drop-in has to compute in the same type. Rust has no long double: these three
+ * functions keep the value in a caller's 16-byte buffer and never pass it by value. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* string2ld's buffer: MAX_LONG_DOUBLE_CHARS in Redis's util.h. */
+#define MAX_LONG_DOUBLE_CHARS (5 * 1024)
+
+/* string2ld: 1 and *out set if s[0..len) is a whole long double (strtold's syntax, no
+ * leading space, no NUL inside, not NaN, not out of range), else 0. */
+int augur_ld_parse(const char *s, size_t len, long double *out) {
+    char buf[MAX_LONG_DOUBLE_CHARS];
+    char *eptr;
+    long double value;
+    if (len == 0 || len >= sizeof(buf)) return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    errno = 0;
+    value = strtold(buf, &eptr);
+    /* The whole text: strtold stops at a NUL inside it ("1\0" "2" is not a number). */
+    if (isspace((unsigned char)buf[0]) || eptr != buf + len ||
+        (errno == ERANGE && (value == HUGE_VALL || value == -HUGE_VALL || value == 0)) ||
+        errno == EINVAL || isnan(value))
+        return 0;
+    *out = value;
+    return 1;
+}
+
+/* *acc += *incr; 1 if the sum is finite (Redis refuses NaN and infinities). */
+int augur_ld_add(long double *acc, const long double *incr) {
+    long double v = *acc + *incr;
+    if (isnan(v) || isinf(v)) return 0;
+    *acc = v;
+    return 1;
+}
+
+/* ld2string(LD_STR_HUMAN) of a finite value into buf (cap bytes, at least
+ * MAX_LONG_DOUBLE_CHARS in Redis): its length, or 0 when it does not fit, where Redis
+ * stores the empty string. */
+size_t augur_ld_format_human(const long double *value, char *buf, size_t cap) {
+    int n = snprintf(buf, cap, "%.17Lf", *value);
+    size_t l;
+    if (n < 0 || (size_t)n + 1 > cap) return 0;
+    l = (size_t)n;
+    if (memchr(buf, '.', l) != NULL) {
+        char *p = buf + l - 1;
+        while (*p == '0') {
+            p--;
+            l--;
+        }
+        if (*p == '.') l--;
+    }
+    if (l == 2 && buf[0] == '-' && buf[1] == '0') {
+        buf[0] = '0';
+        l = 1;
+    }
+    return l;
+}
+
+/* sizeof(long double): the Rust side's buffer must hold it. */
+size_t augur_ld_size(void) { return sizeof(long double); }
+
+/* isinf(*v) (HINCRBYFLOAT refuses an infinite increment before reading the field). */
+int augur_ld_isinf(const long double *v) { return isinf(*v) != 0; }
