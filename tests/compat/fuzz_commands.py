@@ -8,7 +8,8 @@ at and past i64/u64 and float limits, inf/nan, negative counts and offsets, empt
 erroring, with bad numkeys), binary bytes; keys come from a handful so that types collide
 (WRONGTYPE paths). Commands that block or end the connection (SUBSCRIBE, MONITOR, CLIENT
 PAUSE, SHUTDOWN, QUIT, ...) are left out; so is FLUSHALL/SWAPDB/MOVE, which would touch
-the sentinels.
+the sentinels, and the words `port`, `bind` and `timeout`, with which a CONFIG SET would
+move the listener or drop the idle control connection.
 
 Checks, each a failure (exit 1):
 - every reply is well-formed RESP and arrives within 10 s;
@@ -60,7 +61,7 @@ WORDS = [
     "NOEVICT", "TRACKING", "maxmemory", "maxmemory-policy", "maxmemory-samples",
     "lhd-samples", "lfu-log-factor", "allkeys-lhd", "auto", "allkeys-s3fifo",
     "allkeys-lfu", "noeviction", "k-chooser", "minisim", "krr", "*", "save", "appendonly",
-    "hz", "databases", "port", "bind", "notify-keyspace-events", "KEA", "$",
+    "hz", "databases", "notify-keyspace-events", "KEA", "$",
     "help", "HELP", "all", "default", "everything", "memory", "stats", "server", "clients",
     "commandstats", "keyspace", "tenants", "zone", "profiler",
 ]
