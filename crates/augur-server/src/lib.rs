@@ -21,6 +21,7 @@ pub mod notify;
 pub mod profiler;
 pub mod pubsub;
 mod redis_commands;
+pub mod redis_docs;
 pub mod resp;
 pub mod scripting;
 pub mod server;

@@ -324,22 +324,40 @@ fn command_entry(out: &mut Out, spec: &CommandSpec) {
     served_entry(out, spec.name, spec.arity, spec.flags, spec.subcommands);
 }
 
-fn command_doc(out: &mut Out, summary: &str, group: &str, subs: &[cmdtable::SubSpec]) {
-    out.map(if subs.is_empty() { 4 } else { 5 });
+/// One command's COMMAND DOCS map: Augur's summary and group; since, complexity, doc
+/// flags, history and the argument grammar from Redis 7.0's documentation where Redis has
+/// the command (`crate::redis_docs`), else Augur's own (TENANT: since 1.0.0, O(1)).
+fn command_doc(out: &mut Out, name: &str, summary: &str, group: &str, subs: &[cmdtable::SubSpec]) {
+    let redis = crate::redis_docs::find(name);
+    let extra = redis.map_or(0, |d| d.extra_len());
+    out.map(4 + extra + usize::from(!subs.is_empty()));
     out.bulk(b"summary");
     out.bulk(summary.as_bytes());
     out.bulk(b"since");
-    out.bulk(b"1.0.0");
+    out.bulk(
+        redis
+            .and_then(|d| d.text("since"))
+            .unwrap_or("1.0.0")
+            .as_bytes(),
+    );
     out.bulk(b"group");
     out.bulk(group.as_bytes());
     out.bulk(b"complexity");
-    out.bulk(b"O(1)");
+    out.bulk(
+        redis
+            .and_then(|d| d.text("complexity"))
+            .unwrap_or("O(1)")
+            .as_bytes(),
+    );
+    if let Some(d) = redis {
+        d.write_extra(out);
+    }
     if !subs.is_empty() {
         out.bulk(b"subcommands");
         out.map(subs.len());
         for s in subs {
             out.bulk(s.name.as_bytes());
-            command_doc(out, s.summary, group, &[]);
+            command_doc(out, s.name, s.summary, group, &[]);
         }
     }
 }
@@ -389,7 +407,7 @@ pub(super) fn command_command(c: &mut Client, spec: &'static CommandSpec, args: 
             c.out.map(specs.len());
             for s in specs {
                 c.out.bulk(s.name.as_bytes());
-                command_doc(&mut c.out, s.summary, s.group, s.subcommands);
+                command_doc(&mut c.out, s.name, s.summary, s.group, s.subcommands);
             }
         }
         "list" => command_list(c, args),

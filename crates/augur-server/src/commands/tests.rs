@@ -312,3 +312,34 @@ fn noeviction_oom_keeps_data() {
     assert_eq!(h.run("DBSIZE"), format!(":{n}\r\n"));
     assert_eq!(h.run("GET k0"), format!("$1000\r\n{value}\r\n"));
 }
+
+#[test]
+fn command_docs_carry_redis_documentation() {
+    let mut h = Harness::new(ServerConfig::default());
+    // GET as redis-server 7.0.15 documents it, past Augur's own summary: its one key
+    // argument with its key spec (an integer).
+    let get = h.run("COMMAND DOCS get");
+    assert!(
+        get.starts_with("*2\r\n$3\r\nget\r\n*10\r\n$7\r\nsummary\r\n"),
+        "{get}"
+    );
+    assert!(get.ends_with(
+        "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n\
+         $4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n\
+         $4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n"
+    ));
+    // Redis's complexity, not a blanket O(1); a subcommand's history and arguments.
+    assert!(h
+        .run("COMMAND DOCS keys")
+        .contains("O(N) with N being the number of keys"));
+    let config = h.run("COMMAND DOCS config");
+    assert!(config.contains("$10\r\nconfig|get\r\n"));
+    assert!(config.contains("Added the ability to pass multiple pattern parameters"));
+    // RESP3: flags are a set of simple strings, as Redis sends them.
+    assert!(h.run("HELLO 3").starts_with("%7\r\n"));
+    let set = h.run("COMMAND DOCS set");
+    assert!(set.contains("$5\r\nflags\r\n~1\r\n+optional\r\n"), "{set}");
+    assert!(set.contains("$5\r\ntoken\r\n$7\r\nKEEPTTL\r\n"));
+    // An Augur command Redis does not have keeps Augur's own fields.
+    assert!(h.run("COMMAND DOCS tenant").contains("$6\r\ntenant\r\n"));
+}
