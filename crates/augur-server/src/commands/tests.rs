@@ -82,19 +82,23 @@ fn set_options() {
     assert_eq!(h.run("GETEX k PERSIST EX 1"), "-ERR syntax error\r\n");
     // Redis reads GETEX's expire time only for a string key: a missing key is nil and
     // another type WRONGTYPE whatever the number, and a bad number leaves the TTL.
-    assert_eq!(h.run("GETEX missing EX -3"), "$-1\r\n");
-    assert_eq!(h.run("GETEX missing PX x"), "$-1\r\n");
-    assert_eq!(h.run("GETEX missing EX"), "-ERR syntax error\r\n");
-    assert_eq!(h.run("HSET hk f v"), ":1\r\n");
-    assert_eq!(
-        h.run("GETEX hk EX x"),
-        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
-    );
-    assert_eq!(h.run("SET g v EX 100"), "+OK\r\n");
-    assert_eq!(
-        h.run("GETEX g EX x"),
-        "-ERR value is not an integer or out of range\r\n"
-    );
+    for (command, reply) in [
+        ("GETEX missing EX -3", "$-1\r\n"),
+        ("GETEX missing PX x", "$-1\r\n"),
+        ("GETEX missing EX", "-ERR syntax error\r\n"),
+        ("HSET hk f v", ":1\r\n"),
+        (
+            "GETEX hk EX x",
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        ),
+        ("SET g v EX 100", "+OK\r\n"),
+        (
+            "GETEX g EX x",
+            "-ERR value is not an integer or out of range\r\n",
+        ),
+    ] {
+        assert_eq!(h.run(command), reply, "{command}");
+    }
     assert_eq!(h.run("TTL g"), ":100\r\n");
     // Time-driven: PX 100 at t=1_000_000 lives through t=1_000_100 (Redis expires when
     // now > at), gone after.
