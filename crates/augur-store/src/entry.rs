@@ -76,9 +76,10 @@ const KEY_LEN_AT: usize = 6;
 const VALUE_LEN_AT: usize = 8;
 /// The fewest bytes any entry is charged (a header with an empty key and value).
 pub(crate) const SMALLEST_ENTRY: usize = SHORT_HEADER_DB0;
-// Every short block, the empty one included, has a slab class.
-const _: () = assert!(SMALLEST_ENTRY >= crate::slab::MIN_BLOCK);
 const TTL_BLOCK: usize = 12;
+/// The largest short block: a header with a database byte, a TTL block, and key and
+/// value of [`SHORT_MAX`] bytes (the slab classes end here).
+pub(crate) const LARGEST_SHORT_ENTRY: usize = SHORT_HEADER + TTL_BLOCK + 2 * SHORT_MAX;
 const LONG_KEY_BLOCK: usize = 4;
 const HAS_TTL: u8 = 1;
 const LONG_KEY: u8 = 2;

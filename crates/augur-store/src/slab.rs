@@ -59,12 +59,13 @@ pub const MAX_SLABS: usize = 1 << 22;
 const _: () = assert!(MAX_SLABS * SLAB_BYTES <= 1 << 36);
 /// "None" for slab numbers and slot offsets.
 const NONE: u32 = u32::MAX;
-/// The smallest block a slab slot holds: a short entry of database 0 with an empty key
-/// and an empty value is its 6-byte header alone (`SET "" ""`, which Redis accepts).
-pub const MIN_BLOCK: usize = 6;
+/// The smallest block a slab slot holds: the smallest entry, a database-0 short header
+/// alone (`SET "" ""`, which Redis accepts). Taken from `crate::entry`, whose header
+/// sizes decide it: a class range of its own fell out of step when that header shrank.
+pub const MIN_BLOCK: usize = crate::entry::SMALLEST_ENTRY;
 /// The largest block a slab slot holds: a short header, a TTL block and 255-byte key and
 /// value.
-pub const MAX_BLOCK: usize = 7 + 12 + 255 + 255;
+pub const MAX_BLOCK: usize = crate::entry::LARGEST_SHORT_ENTRY;
 const CLASSES: usize = MAX_BLOCK - MIN_BLOCK + 1;
 
 /// One slab's bookkeeping, at its slab number in the region's table. Changed only under
