@@ -10,39 +10,14 @@ field order; `flags` and `doc_flags` are sets of simple strings there and
 
 Usage: redis-server --port 21151 --save '' --daemonize yes
        python3 scripts/gen_redis_docs.py 21151 > crates/augur-server/src/redis_docs.json
+Needs redis-py (pip install redis).
 """
 import json
-import socket
 import sys
 
+import redis
 
-class Resp2:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port))
-        self.f = self.s.makefile("rb")
-
-    def call(self, *args):
-        out = b"*%d\r\n" % len(args) + b"".join(
-            b"$%d\r\n%s\r\n" % (len(a.encode()), a.encode()) for a in args)
-        self.s.sendall(out)
-        return self.read()
-
-    def read(self):
-        line = self.f.readline()[:-2]
-        t, rest = line[:1], line[1:]
-        if t == b"+":
-            return rest.decode()
-        if t == b":":
-            return int(rest)
-        if t == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.f.read(n + 2)[:-2]
-            return data.decode()
-        if t == b"*":
-            return [self.read() for _ in range(int(rest))]
-        raise ValueError(line)
+from gen_redis_commands import dec
 
 
 def pairs(flat):
@@ -53,15 +28,22 @@ def pairs(flat):
         if k == "arguments":
             v = [pairs(a) for a in v]
         elif k == "subcommands":
-            v = [[v[j], pairs(v[j + 1])] for j in range(0, len(v), 2)]
+            # Sorted: Redis lists them in its dictionary's (seeded) order.
+            v = sorted([v[j], pairs(v[j + 1])] for j in range(0, len(v), 2))
         out.append([k, v])
     return out
 
 
+def call(conn, *args):
+    conn.send_command(*args)
+    return dec(conn.read_response())
+
+
 def main():
-    r = Resp2(int(sys.argv[1]))
-    version = [l for l in r.call("INFO", "server").splitlines() if l.startswith("redis_version:")][0]
-    docs = r.call("COMMAND", "DOCS")
+    # RESP2, read raw (as gen_redis_commands.py reads COMMAND): maps arrive as flat lists.
+    conn = redis.Redis(port=int(sys.argv[1]), protocol=2).connection_pool.get_connection()
+    version = [l for l in call(conn, "INFO", "server").splitlines() if l.startswith("redis_version:")][0]
+    docs = call(conn, "COMMAND", "DOCS")
     table = sorted(([docs[i], pairs(docs[i + 1])] for i in range(0, len(docs), 2)),
                    key=lambda e: e[0])
     json.dump({"source": "COMMAND DOCS of Debian's redis-server, %s" % version,

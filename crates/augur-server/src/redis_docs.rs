@@ -12,8 +12,11 @@ use std::sync::OnceLock;
 
 /// One command's (or subcommand's) documentation, in Redis's field order.
 pub struct CommandDoc {
-    /// Every field but `summary`, `group` and `subcommands` (Augur answers its own
-    /// summary and group).
+    pub since: Option<String>,
+    pub complexity: Option<String>,
+    /// The fields after `complexity` in Redis's reply, but `subcommands`: doc_flags,
+    /// deprecated_since, replaced_by, history, arguments (Augur answers its own summary
+    /// and group).
     fields: Vec<(String, Field)>,
     /// `container|sub` -> its documentation.
     subcommands: Vec<(String, CommandDoc)>,
@@ -69,12 +72,16 @@ fn named_doc(entry: &Value) -> Option<(String, CommandDoc)> {
 
 fn doc(pairs: &Value) -> CommandDoc {
     let mut d = CommandDoc {
+        since: None,
+        complexity: None,
         fields: Vec::new(),
         subcommands: Vec::new(),
     };
     for (k, v) in pair_list(pairs) {
         match k {
             "summary" | "group" => {}
+            "since" => d.since = v.as_str().map(str::to_string),
+            "complexity" => d.complexity = v.as_str().map(str::to_string),
             "subcommands" => {
                 d.subcommands = v
                     .as_array()
@@ -126,30 +133,14 @@ fn field(key: &str, v: &Value) -> Field {
 }
 
 impl CommandDoc {
-    /// The field `key` as text (`since`, `complexity`).
-    pub fn text(&self, key: &str) -> Option<&str> {
-        self.fields.iter().find_map(|(k, f)| match f {
-            Field::Text(t) if k == key => Some(t.as_str()),
-            _ => None,
-        })
-    }
-
-    /// The fields after `summary`, `since`, `group` and `complexity`, in Redis's order
-    /// (doc_flags, deprecated_since, replaced_by, history, arguments): how many
-    /// [`Self::write_extra`] writes.
+    /// How many key-value pairs [`Self::write_extra`] writes.
     pub fn extra_len(&self) -> usize {
-        self.extra().count()
+        self.fields.len()
     }
 
-    fn extra(&self) -> impl Iterator<Item = &(String, Field)> {
-        self.fields
-            .iter()
-            .filter(|(k, _)| k != "since" && k != "complexity")
-    }
-
-    /// Writes [`Self::extra_len`] key-value pairs of the reply's map.
+    /// Writes the fields after `complexity` (doc_flags .. arguments) into the reply's map.
     pub fn write_extra(&self, out: &mut Out) {
-        for (k, f) in self.extra() {
+        for (k, f) in &self.fields {
             out.bulk(k.as_bytes());
             write_field(out, f);
         }

@@ -157,7 +157,7 @@ pub(super) fn hincrbyfloat_command(shared: &Shared, c: &mut Client, args: Args<'
         let h = hash_mut(o);
         let r = (|| {
             let old = match h.get(field) {
-                None => LongDouble::zero(),
+                None => LongDouble::ZERO,
                 Some(v) => LongDouble::parse(v).ok_or("ERR hash value is not a float")?,
             };
             let new = old

@@ -336,7 +336,7 @@ fn command_doc(out: &mut Out, name: &str, summary: &str, group: &str, subs: &[cm
     out.bulk(b"since");
     out.bulk(
         redis
-            .and_then(|d| d.text("since"))
+            .and_then(|d| d.since.as_deref())
             .unwrap_or("1.0.0")
             .as_bytes(),
     );
@@ -345,7 +345,7 @@ fn command_doc(out: &mut Out, name: &str, summary: &str, group: &str, subs: &[cm
     out.bulk(b"complexity");
     out.bulk(
         redis
-            .and_then(|d| d.text("complexity"))
+            .and_then(|d| d.complexity.as_deref())
             .unwrap_or("O(1)")
             .as_bytes(),
     );

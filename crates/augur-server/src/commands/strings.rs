@@ -389,7 +389,7 @@ pub(super) fn incr_by_float(shared: &Shared, c: &mut Client, args: Args<'_>, now
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
     let old = match shard.peek(c.ns(), key, now) {
-        Ok(None) => Some(LongDouble::zero()),
+        Ok(None) => Some(LongDouble::ZERO),
         Ok(Some(v)) => LongDouble::parse(v),
         Err(_) => return c.out.error(ERR_WRONGTYPE),
     };
