@@ -86,10 +86,13 @@ const LONG_KEY: u8 = 2;
 /// In a short block (which never has a long key) the LONG_KEY bit means: database 0,
 /// and the header has no db byte.
 const SHORT_DB0: u8 = LONG_KEY;
-/// Type bits: 0 string, TYPE_HASH, TYPE_SET, RAW_STRING.
+/// Type bits: 0 string, TYPE_HASH, TYPE_OTHER_OBJECT, RAW_STRING.
 const TYPE_MASK: u8 = 0b1100;
 const TYPE_HASH: u8 = 0b0100;
-const TYPE_SET: u8 = 0b1000;
+/// Any object but a hash (a set or a list): the object itself says which. The four
+/// codes of the type field are all taken, so types beyond the first two share this
+/// one and [`Entry::kind`] reads the object (type checks only, never eviction).
+const TYPE_OTHER_OBJECT: u8 = 0b1000;
 const PTR_LEN: usize = std::mem::size_of::<*mut Object>();
 /// The block is in the short format, in a slab slot of exactly its size.
 const SHORT: u8 = 0x40;
@@ -185,7 +188,7 @@ impl Entry {
         e
     }
 
-    /// Allocates a hash or set entry owning `obj`.
+    /// Allocates a hash, set or list entry owning `obj`.
     pub fn new_object(
         db: u8,
         key: &[u8],
@@ -195,7 +198,7 @@ impl Entry {
     ) -> Entry {
         let tag = match obj.kind() {
             Kind::Hash => TYPE_HASH,
-            _ => TYPE_SET,
+            _ => TYPE_OTHER_OBJECT,
         };
         let ptr = Box::into_raw(obj) as usize as u64;
         let e = Entry::new(db, key, &ptr.to_le_bytes(), ttl, atime);
@@ -208,14 +211,14 @@ impl Entry {
     pub fn kind(&self) -> Kind {
         match self.flags() & TYPE_MASK {
             TYPE_HASH => Kind::Hash,
-            TYPE_SET => Kind::Set,
+            TYPE_OTHER_OBJECT => self.object().map_or(Kind::Set, |o| o.kind()),
             _ => Kind::String,
         }
     }
 
     #[inline]
     pub fn is_object(&self) -> bool {
-        matches!(self.flags() & TYPE_MASK, TYPE_HASH | TYPE_SET)
+        matches!(self.flags() & TYPE_MASK, TYPE_HASH | TYPE_OTHER_OBJECT)
     }
 
     fn object_ptr(&self) -> Option<*mut Object> {

@@ -1,4 +1,4 @@
-//! Hashes and sets: the values of Redis's hash and set types, each kept as ONE object
+//! Hashes and sets (and, in `list`, lists): the values of Redis's hash and set types, each kept as ONE object
 //! behind its key's entry (see `entry`: the entry's value bytes hold the object's
 //! pointer). Mirrors the encodings of Redis 7.0's t_hash.c and t_set.c.
 //!
@@ -30,6 +30,7 @@
 //! hashes. Table elements are one block each: a set member's bytes, or a hash pair as
 //! `varint(field length) field value`.
 
+use crate::list::List;
 use crate::store::key_hash;
 use hashbrown17::HashTable;
 use rand::Rng;
@@ -41,6 +42,7 @@ pub enum Kind {
     String,
     Hash,
     Set,
+    List,
 }
 
 impl Kind {
@@ -50,6 +52,7 @@ impl Kind {
             Kind::String => "string",
             Kind::Hash => "hash",
             Kind::Set => "set",
+            Kind::List => "list",
         }
     }
 }
@@ -61,6 +64,9 @@ pub struct Limits {
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
     pub set_max_intset_entries: usize,
+    /// `list-max-listpack-size` (alias `list-max-ziplist-size`): a list node's fill
+    /// (see `list`).
+    pub list_max_listpack_size: i64,
 }
 
 impl Default for Limits {
@@ -69,6 +75,7 @@ impl Default for Limits {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            list_max_listpack_size: crate::list::DEFAULT_LIST_FILL,
         }
     }
 }
@@ -84,11 +91,12 @@ pub(crate) fn alloc_size(n: usize) -> usize {
     }
 }
 
-/// A hash or a set.
+/// A hash, a set or a list.
 #[derive(Debug, Clone)]
 pub enum Object {
     Hash(Hash),
     Set(Set),
+    List(List),
 }
 
 impl Object {
@@ -100,11 +108,12 @@ impl Object {
         Object::Set(Set::new())
     }
 
-    /// An empty object of `kind` (Hash or Set); None for String.
+    /// An empty object of `kind` (Hash, Set or List); None for String.
     pub fn new_of(kind: Kind) -> Option<Object> {
         match kind {
             Kind::Hash => Some(Object::new_hash()),
             Kind::Set => Some(Object::new_set()),
+            Kind::List => Some(Object::List(List::new())),
             Kind::String => None,
         }
     }
@@ -113,6 +122,7 @@ impl Object {
         match self {
             Object::Hash(_) => Kind::Hash,
             Object::Set(_) => Kind::Set,
+            Object::List(_) => Kind::List,
         }
     }
 
@@ -121,6 +131,7 @@ impl Object {
         match self {
             Object::Hash(h) => h.len(),
             Object::Set(s) => s.len(),
+            Object::List(l) => l.len(),
         }
     }
 
@@ -133,6 +144,7 @@ impl Object {
         match self {
             Object::Hash(h) => h.encoding(),
             Object::Set(s) => s.encoding(),
+            Object::List(l) => l.encoding(),
         }
     }
 
@@ -143,41 +155,56 @@ impl Object {
             + match self {
                 Object::Hash(h) => h.bytes(),
                 Object::Set(s) => s.bytes(),
+                Object::List(l) => l.bytes(),
             }
     }
 
     pub fn as_hash(&self) -> Option<&Hash> {
         match self {
             Object::Hash(h) => Some(h),
-            Object::Set(_) => None,
+            _ => None,
         }
     }
 
     pub fn as_hash_mut(&mut self) -> Option<&mut Hash> {
         match self {
             Object::Hash(h) => Some(h),
-            Object::Set(_) => None,
+            _ => None,
         }
     }
 
     pub fn as_set(&self) -> Option<&Set> {
         match self {
             Object::Set(s) => Some(s),
-            Object::Hash(_) => None,
+            _ => None,
         }
     }
 
     pub fn as_set_mut(&mut self) -> Option<&mut Set> {
         match self {
             Object::Set(s) => Some(s),
-            Object::Hash(_) => None,
+            _ => None,
+        }
+    }
+
+    pub fn as_list(&self) -> Option<&List> {
+        match self {
+            Object::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn as_list_mut(&mut self) -> Option<&mut List> {
+        match self {
+            Object::List(l) => Some(l),
+            _ => None,
         }
     }
 }
 
 // ----- shared helpers -----
 
-fn put_varint(buf: &mut Vec<u8>, mut n: usize) {
+pub(crate) fn put_varint(buf: &mut Vec<u8>, mut n: usize) {
     while n >= 0x80 {
         buf.push((n as u8) | 0x80);
         n >>= 7;
@@ -187,7 +214,7 @@ fn put_varint(buf: &mut Vec<u8>, mut n: usize) {
 
 /// Decodes a varint at the start of `b`: (value, bytes used). Only called on buffers
 /// this module wrote.
-fn get_varint(b: &[u8]) -> (usize, usize) {
+pub(crate) fn get_varint(b: &[u8]) -> (usize, usize) {
     let mut n = 0usize;
     let mut shift = 0;
     for (i, &x) in b.iter().enumerate() {
@@ -200,7 +227,7 @@ fn get_varint(b: &[u8]) -> (usize, usize) {
     (n, b.len())
 }
 
-fn varint_len(n: usize) -> usize {
+pub(crate) fn varint_len(n: usize) -> usize {
     let bits = usize::BITS - (n | 1).leading_zeros();
     bits.div_ceil(7) as usize
 }
@@ -864,6 +891,7 @@ mod tests {
             hash_max_listpack_entries: 8,
             hash_max_listpack_value: 16,
             set_max_intset_entries: 8,
+            list_max_listpack_size: crate::list::DEFAULT_LIST_FILL,
         }
     }
 
@@ -884,6 +912,8 @@ mod tests {
                         + t.table.iter().map(|e| alloc_size(e.len())).sum::<usize>()
                 }
             },
+            // list.rs's own tests recount its nodes.
+            Object::List(l) => l.bytes(),
         };
         alloc_size(std::mem::size_of::<Object>()) + inner
     }

@@ -12,6 +12,7 @@ fn lim() -> EncodingLimits {
         hash_max_listpack_entries: 16,
         hash_max_listpack_value: 32,
         set_max_intset_entries: 16,
+        list_max_listpack_size: 4,
     }
 }
 
@@ -36,6 +37,8 @@ enum Op {
     HDel(u8, u8, u8),
     SAdd(u8, u8, u8),
     SRem(u8, u8, u8),
+    LPush(u8, u8, bool, usize),
+    LPop(u8, u8, bool),
     Del(u8, u8),
     Get(u8, u8),
     Expire(u8, u8),
@@ -52,6 +55,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (t.clone(), k.clone(), 0u8..40).prop_map(|(t, k, f)| Op::HDel(t, k, f)),
         5 => (t.clone(), k.clone(), 0u8..60).prop_map(|(t, k, m)| Op::SAdd(t, k, m)),
         2 => (t.clone(), k.clone(), 0u8..60).prop_map(|(t, k, m)| Op::SRem(t, k, m)),
+        4 => (t.clone(), k.clone(), any::<bool>(), 0usize..300).prop_map(|(t, k, h, n)| Op::LPush(t, k, h, n)),
+        2 => (t.clone(), k.clone(), any::<bool>()).prop_map(|(t, k, h)| Op::LPop(t, k, h)),
         1 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Del(t, k)),
         2 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Get(t, k)),
         1 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Expire(t, k)),
@@ -66,6 +71,7 @@ enum M {
     Str(Vec<u8>),
     Hash(HashMap<Vec<u8>, Vec<u8>>),
     Set(HashSet<Vec<u8>>),
+    List(std::collections::VecDeque<Vec<u8>>),
 }
 
 fn member(m: u8) -> Vec<u8> {
@@ -164,6 +170,57 @@ fn run(ops: &[Op], maxmemory: u64, policy: EvictionPolicy) -> (Store, HashMap<(u
                     }
                 }
             }
+            Op::LPush(t, k, head, n) => {
+                let v = format!("{n}:{}", "l".repeat(n)).into_bytes();
+                let end = if head { End::Head } else { End::Tail };
+                let r = s.lock_key(&key(k)).write_object(
+                    Ns::new(t as u16, 0),
+                    &key(k),
+                    Kind::List,
+                    true,
+                    0,
+                    |o| {
+                        o.as_list_mut()
+                            .unwrap()
+                            .push(end, &v, lim().list_max_listpack_size)
+                    },
+                );
+                if r.is_ok() {
+                    let e = model
+                        .entry((t, key(k)))
+                        .or_insert_with(|| M::List(Default::default()));
+                    if !matches!(e, M::List(_)) {
+                        *e = M::List(Default::default());
+                    }
+                    if let M::List(l) = e {
+                        if head {
+                            l.push_front(v)
+                        } else {
+                            l.push_back(v)
+                        }
+                    }
+                }
+            }
+            Op::LPop(t, k, head) => {
+                let end = if head { End::Head } else { End::Tail };
+                let r = s.lock_key(&key(k)).write_object(
+                    Ns::new(t as u16, 0),
+                    &key(k),
+                    Kind::List,
+                    false,
+                    0,
+                    |o| o.as_list_mut().unwrap().pop(end),
+                );
+                if let (Ok(Some(got)), Some(M::List(l))) = (r, model.get_mut(&(t, key(k)))) {
+                    let want = if head { l.pop_front() } else { l.pop_back() };
+                    if maxmemory == 0 {
+                        assert_eq!(got, want);
+                    }
+                    if l.is_empty() {
+                        model.remove(&(t, key(k)));
+                    }
+                }
+            }
             Op::Del(t, k) => {
                 s.lock_key(&key(k)).delete(Ns::new(t as u16, 0), &key(k), 0);
                 model.remove(&(t, key(k)));
@@ -219,6 +276,8 @@ proptest! {
                     .as_hash().unwrap().iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect()),
                 Some(Kind::Set) => M::Set(g.peek_object(ns, k, Kind::Set, 0).unwrap().unwrap()
                     .as_set().unwrap().iter().map(|m| m.into_owned()).collect()),
+                Some(Kind::List) => M::List(g.peek_object(ns, k, Kind::List, 0).unwrap().unwrap()
+                    .as_list().unwrap().iter().map(|m| m.to_vec()).collect()),
                 None => panic!("{k:?} missing"),
             };
             prop_assert_eq!(&got, want);

@@ -34,6 +34,7 @@ fn defrag_moves_sparse_entries_and_keeps_every_key() {
         hash_max_listpack_entries: 16,
         hash_max_listpack_value: 32,
         set_max_intset_entries: 16,
+        list_max_listpack_size: crate::DEFAULT_LIST_FILL,
     };
     for h in 0..200 {
         let k = format!("dfrag-hash:{h}").into_bytes();
