@@ -72,3 +72,15 @@ size_t augur_ld_size(void) { return sizeof(long double); }
 
 /* isinf(*v) (HINCRBYFLOAT refuses an infinite increment before reading the field). */
 int augur_ld_isinf(const long double *v) { return isinf(*v) != 0; }
+
+/* getTimeoutFromObjectOrReply's seconds as milliseconds, rounded up: redis-server
+ * 7.0.15 times out BLPOP k 0.0001 at once rather than blocking forever (measured with
+ * redis-cli), so a positive fraction of a millisecond is 1 ms, not 0. Where the
+ * product does not fit a long long the C cast is undefined; x86-64 (the x87 fistp
+ * Redis's build emits) yields LLONG_MIN, which Redis then refuses as negative. */
+long long augur_ld_seconds_to_ms(const long double *value) {
+    long double ms = ceill(*value * 1000.0L);
+    if (!(ms < 9223372036854775808.0L) || !(ms >= -9223372036854775808.0L))
+        return (-9223372036854775807LL - 1);
+    return (long long)ms;
+}

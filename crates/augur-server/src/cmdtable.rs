@@ -227,6 +227,28 @@ commands! {
     SDiffStore b"SDIFFSTORE" "sdiffstore" -3 [WRITE|DENYOOM] 1 -1 1 "set" "Stores the difference of multiple sets in a key." NONE;
     SMembers b"SMEMBERS" "smembers" 2 [READONLY] 1 1 1 "set" "Returns all members of a set." NONE;
     SScan b"SSCAN" "sscan" -3 [READONLY] 1 1 1 "set" "Iterates over members of a set." NONE;
+    LPush b"LPUSH" "lpush" -3 [WRITE|DENYOOM|FAST] 1 1 1 "list" "Prepends one or more elements to a list. Creates the key if it doesn't exist." NONE;
+    RPush b"RPUSH" "rpush" -3 [WRITE|DENYOOM|FAST] 1 1 1 "list" "Appends one or more elements to a list. Creates the key if it doesn't exist." NONE;
+    LPushX b"LPUSHX" "lpushx" -3 [WRITE|DENYOOM|FAST] 1 1 1 "list" "Prepends one or more elements to a list only when the list exists." NONE;
+    RPushX b"RPUSHX" "rpushx" -3 [WRITE|DENYOOM|FAST] 1 1 1 "list" "Appends an element to a list only when the list exists." NONE;
+    LInsert b"LINSERT" "linsert" 5 [WRITE|DENYOOM] 1 1 1 "list" "Inserts an element before or after another element in a list." NONE;
+    LLen b"LLEN" "llen" 2 [READONLY|FAST] 1 1 1 "list" "Returns the length of a list." NONE;
+    LIndex b"LINDEX" "lindex" 3 [READONLY] 1 1 1 "list" "Returns an element from a list by its index." NONE;
+    LSet b"LSET" "lset" 4 [WRITE|DENYOOM] 1 1 1 "list" "Sets the value of an element in a list by its index." NONE;
+    LRange b"LRANGE" "lrange" 4 [READONLY] 1 1 1 "list" "Returns a range of elements from a list." NONE;
+    LTrim b"LTRIM" "ltrim" 4 [WRITE] 1 1 1 "list" "Removes elements from both ends a list. Deletes the list if all elements were trimmed." NONE;
+    LPop b"LPOP" "lpop" -2 [WRITE|FAST] 1 1 1 "list" "Returns the first elements in a list after removing it. Deletes the list if the last element was popped." NONE;
+    RPop b"RPOP" "rpop" -2 [WRITE|FAST] 1 1 1 "list" "Returns and removes the last elements of a list. Deletes the list if the last element was popped." NONE;
+    LRem b"LREM" "lrem" 4 [WRITE] 1 1 1 "list" "Removes elements from a list. Deletes the list if the last element was removed." NONE;
+    LPos b"LPOS" "lpos" -3 [READONLY] 1 1 1 "list" "Returns the index of matching elements in a list." NONE;
+    LMove b"LMOVE" "lmove" 5 [WRITE|DENYOOM] 1 2 1 "list" "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved." NONE;
+    RPopLPush b"RPOPLPUSH" "rpoplpush" 3 [WRITE|DENYOOM] 1 2 1 "list" "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped." NONE;
+    LMPop b"LMPOP" "lmpop" -4 [WRITE] 0 0 0 "list" "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped." NONE;
+    BLPop b"BLPOP" "blpop" -3 [WRITE|NOSCRIPT] 1 -2 1 "list" "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped." NONE;
+    BRPop b"BRPOP" "brpop" -3 [WRITE|NOSCRIPT] 1 -2 1 "list" "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped." NONE;
+    BLMove b"BLMOVE" "blmove" 6 [WRITE|DENYOOM|NOSCRIPT] 1 2 1 "list" "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved." NONE;
+    BRPopLPush b"BRPOPLPUSH" "brpoplpush" 4 [WRITE|DENYOOM|NOSCRIPT] 1 2 1 "list" "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped." NONE;
+    BLMPop b"BLMPOP" "blmpop" -5 [WRITE] 0 0 0 "list" "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped." NONE;
     Subscribe b"SUBSCRIBE" "subscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels." NONE;
     Unsubscribe b"UNSUBSCRIBE" "unsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Stops listening to messages posted to channels." NONE;
     PSubscribe b"PSUBSCRIBE" "psubscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels that match one or more patterns." NONE;
@@ -537,6 +559,12 @@ const CLIENT_SUBS: &[SubSpec] = &[
         arity: -3,
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Suspends commands processing.",
+    },
+    SubSpec {
+        name: "client|unblock",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Unblocks a client blocked by a blocking command from a different connection.",
     },
     SubSpec {
         name: "client|unpause",
@@ -1317,7 +1345,7 @@ mod tests {
             }
         }
         assert!(lookup(b"get").is_none(), "lookup expects upper case");
-        assert!(lookup(b"LPUSH").is_none());
+        assert!(lookup(b"ZADD").is_none(), "sorted sets are not served");
     }
 
     #[test]

@@ -161,6 +161,12 @@ pub struct ServerConfig {
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
     pub set_max_intset_entries: usize,
+    /// `list-max-listpack-size` (alias `list-max-ziplist-size`): a list node's fill, as
+    /// Redis's quicklist reads it (see `augur_store::List`).
+    pub list_max_listpack_size: i64,
+    /// `list-compress-depth`: kept and reported for configs and tools that set it;
+    /// Augur does not compress a list's inner nodes (COMPATIBILITY.md).
+    pub list_compress_depth: i64,
     /// Active defragmentation of the entries (`activedefrag`, Redis's name; see
     /// `augur_store::defrag`): runs while jemalloc's active bytes exceed its allocated
     /// bytes by more than `active-defrag-ignore-bytes` and by more than
@@ -266,6 +272,8 @@ impl Default for ServerConfig {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            list_max_listpack_size: augur_store::DEFAULT_LIST_FILL,
+            list_compress_depth: 0,
             // On by default, unlike Redis: a cache held at maxmemory churns entries of
             // drifting sizes, and the store's promise is RSS within maxmemory + 10 %.
             // Redis's thresholds (100 MB, 10 %) would leave a 256 MB cache 1.25x over;
@@ -295,6 +303,7 @@ impl ServerConfig {
             hash_max_listpack_entries: self.hash_max_listpack_entries,
             hash_max_listpack_value: self.hash_max_listpack_value,
             set_max_intset_entries: self.set_max_intset_entries,
+            list_max_listpack_size: self.list_max_listpack_size,
         }
     }
 }
@@ -353,6 +362,9 @@ pub const PARAMS: &[&str] = &[
     "hash-max-ziplist-entries",
     "hash-max-ziplist-value",
     "set-max-intset-entries",
+    "list-max-listpack-size",
+    "list-max-ziplist-size",
+    "list-compress-depth",
     "latency-tracking",
     "latency-tracking-info-percentiles",
     "activedefrag",
@@ -426,6 +438,9 @@ pub const LIVE_PARAMS: &[&str] = &[
     "hash-max-ziplist-entries",
     "hash-max-ziplist-value",
     "set-max-intset-entries",
+    "list-max-listpack-size",
+    "list-max-ziplist-size",
+    "list-compress-depth",
     "latency-tracking",
     "latency-tracking-info-percentiles",
     "activedefrag",
@@ -745,6 +760,13 @@ impl ServerConfig {
                     .ok_or("argument must be a memory value")?
             }
             "set-max-intset-entries" => self.set_max_intset_entries = parse_int(value)?,
+            "list-max-listpack-size" | "list-max-ziplist-size" => {
+                self.list_max_listpack_size =
+                    parse_int_in(value, i64::from(i32::MIN), i64::from(i32::MAX))?
+            }
+            "list-compress-depth" => {
+                self.list_compress_depth = parse_int_in(value, 0, i64::from(i32::MAX))?
+            }
             "latency-tracking" => self.latency_tracking = parse_bool(value)?,
             "activedefrag" => self.activedefrag = parse_bool(value)?,
             "active-defrag-ignore-bytes" => {
@@ -906,6 +928,10 @@ impl ServerConfig {
                 self.hash_max_listpack_value.to_string()
             }
             "set-max-intset-entries" => self.set_max_intset_entries.to_string(),
+            "list-max-listpack-size" | "list-max-ziplist-size" => {
+                self.list_max_listpack_size.to_string()
+            }
+            "list-compress-depth" => self.list_compress_depth.to_string(),
             "notify-keyspace-events" => {
                 augur_store::notify::flags_to_string(self.notify_keyspace_events)
             }

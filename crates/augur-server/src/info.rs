@@ -169,7 +169,7 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("# Clients");
             line!("connected_clients:{}", shared.connected_clients());
             line!("maxclients:{}", cfg.maxclients);
-            line!("blocked_clients:0");
+            line!("blocked_clients:{}", shared.blocking.blocked_clients());
             line!("tracking_clients:0");
         }
         "memory" => {

@@ -6,6 +6,7 @@
 
 pub mod acl;
 pub mod autopolicy;
+pub mod blocking;
 pub mod cmdtable;
 pub mod commands;
 pub mod config;

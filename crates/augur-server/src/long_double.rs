@@ -23,6 +23,7 @@ extern "C" {
     fn augur_ld_add(acc: *mut LongDouble, incr: *const LongDouble) -> c_int;
     fn augur_ld_format_human(v: *const LongDouble, buf: *mut u8, cap: usize) -> usize;
     fn augur_ld_isinf(v: *const LongDouble) -> c_int;
+    fn augur_ld_seconds_to_ms(v: *const LongDouble) -> i64;
     #[cfg(test)]
     fn augur_ld_size() -> usize;
 }
@@ -46,6 +47,14 @@ impl LongDouble {
     pub const ZERO: LongDouble = LongDouble([0; 16]);
 
     /// Whether it is an infinity (`inf` parses; HINCRBYFLOAT refuses it as an increment).
+    /// A timeout in seconds as milliseconds, rounded up as redis-server's
+    /// getTimeoutFromObjectOrReply behaves (i64::MIN where that does not fit, as on
+    /// x86-64, so Redis's "timeout is negative" follows).
+    pub fn seconds_to_ms(&self) -> i64 {
+        // SAFETY: `self` is a long double this module wrote.
+        unsafe { augur_ld_seconds_to_ms(self) }
+    }
+
     pub fn is_infinite(&self) -> bool {
         // SAFETY: a buffer written by `parse` or `augur_ld_add`.
         unsafe { augur_ld_isinf(self) != 0 }

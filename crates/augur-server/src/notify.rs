@@ -40,6 +40,22 @@ pub fn notify(shared: &Shared, c: &Client, class: u32, event: &str, key: &[u8]) 
     }
 }
 
+/// As [`notify`], for a tenant's logical database named outright (a blocked client
+/// served from another connection).
+#[inline]
+pub fn notify_in(shared: &Shared, tenant: TenantId, db: u8, class: u32, event: &str, key: &[u8]) {
+    if shared.store.notify_flags() & class != 0 {
+        publish(
+            &shared.pubsub,
+            shared.store.notify_flags(),
+            tenant,
+            db,
+            event,
+            key,
+        );
+    }
+}
+
 /// As [`notify`], for logical database `db` (MOVE's and COPY's destination).
 #[inline]
 pub fn notify_db(shared: &Shared, c: &Client, db: u8, class: u32, event: &str, key: &[u8]) {

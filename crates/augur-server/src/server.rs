@@ -698,6 +698,11 @@ async fn serve(
                     }
                     execute(shared, client, args, now);
                     consumed += len;
+                    if client.blocked.is_some() {
+                        // A blocking command found nothing: the rest of the buffer
+                        // waits until it is served (see `blocking`).
+                        break;
+                    }
                 }
                 Ok(Parsed::Incomplete) => break,
                 Err(e) => {
@@ -764,6 +769,14 @@ async fn serve(
         }
         meta.stats.rbp.store(rb_peak as u64, Relaxed);
         publish_stats(meta, client, &rbuf);
+        if let Some(blocked) = client.blocked.take() {
+            if !wait_blocked(sock, shared, meta, client, blocked, &mut rbuf, &mut killed).await? {
+                return Ok(());
+            }
+            // The reply (served, timed out or unblocked) goes out with the replies of
+            // the commands after it.
+            resume = true;
+        }
         if paused {
             wait_pause_end(shared, meta, &mut killed).await;
             if meta.killed.load(Relaxed) {
@@ -772,6 +785,73 @@ async fn serve(
             resume = true;
         }
     }
+}
+
+/// Waits until a blocked client's wait ends: served by another connection, its timeout,
+/// CLIENT UNBLOCK; meanwhile what the client sends is read into `rbuf` (and runs
+/// afterwards). Its reply is left in the output buffer. False if the connection is to
+/// close (killed, or the client went away): the waiter is withdrawn first, so nothing
+/// is served to a connection that is gone.
+async fn wait_blocked<'a>(
+    sock: &mut TcpStream,
+    shared: &Shared,
+    meta: &'a ClientMeta,
+    client: &mut Client,
+    blocked: crate::blocking::Blocked,
+    rbuf: &mut Vec<u8>,
+    killed: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'a>>,
+) -> io::Result<bool> {
+    use crate::blocking::Outcome;
+    let w = &blocked.waiter;
+    let end_wait = |outcome: Outcome| {
+        let mut reg = shared.blocking.lock();
+        shared.blocking.finish(&mut reg, w, outcome);
+    };
+    meta.blocked.store(true, Relaxed);
+    let outcome = loop {
+        let outcome = w.outcome();
+        if outcome != Outcome::Waiting {
+            break outcome;
+        }
+        let sleep = async {
+            match blocked.deadline_ms {
+                Some(at) => {
+                    tokio::time::sleep(Duration::from_millis(at.saturating_sub(now_ms()))).await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
+            rbuf.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            biased;
+            _ = w.wake.notified() => {}
+            _ = sleep => end_wait(Outcome::TimedOut),
+            _ = &mut *killed => {
+                if meta.killed.load(Relaxed) {
+                    end_wait(Outcome::TimedOut);
+                    meta.blocked.store(false, Relaxed);
+                    return Ok(false);
+                }
+                killed.set(meta.kill.notified());
+            }
+            r = sock.read_buf(rbuf) => {
+                if r? == 0 {
+                    end_wait(Outcome::TimedOut);
+                    meta.blocked.store(false, Relaxed);
+                    return Ok(false);
+                }
+            }
+        }
+    };
+    meta.blocked.store(false, Relaxed);
+    match outcome {
+        Outcome::Served(reply) => client.out.buf.extend_from_slice(&reply),
+        Outcome::TimedOut | Outcome::Waiting => client.out.null_array(),
+        Outcome::Failed(e) => client.out.error(&e),
+    }
+    Ok(true)
 }
 
 /// Writes the Pub/Sub messages or MONITOR lines gathered while the client was idle.

@@ -142,6 +142,8 @@ pub struct ClientMeta {
     pub user: Mutex<String>,
     /// CLIENT NO-EVICT on: excluded from `maxmemory-clients` eviction (flag `e`).
     pub no_evict: AtomicBool,
+    /// Blocked on a list (CLIENT LIST's `b` flag).
+    pub blocked: AtomicBool,
     /// The connection's WATCH flag (shared with its `Client`): raised by whoever touches
     /// a watched key, so CLIENT LIST shows `d` at once, as Redis's CLIENT_DIRTY_CAS.
     pub dirty_cas: augur_store::WatchFlag,
@@ -217,6 +219,7 @@ impl ClientMeta {
             fd: -1,
             user: Mutex::new("default".to_string()),
             no_evict: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
             dirty_cas: augur_store::WatchFlag::default(),
             shrink_qbuf: AtomicBool::new(false),
         }
@@ -276,6 +279,8 @@ pub struct Shared {
     pub run_id: String,
     /// Pub/Sub subscriptions, per tenant.
     pub pubsub: Arc<crate::pubsub::Registry>,
+    /// Clients blocked on lists and the keys readied for them.
+    pub blocking: crate::blocking::Blocking,
     /// INFO commandstats / errorstats / latencystats (see `stats`).
     pub stats: crate::stats::CommandStats,
     /// Connections in MONITOR mode.
@@ -397,6 +402,7 @@ impl Shared {
             listen_addrs: Mutex::new(Vec::new()),
             run_id,
             pubsub,
+            blocking: Default::default(),
             stats,
             monitors: Arc::default(),
             pause: Pause::default(),

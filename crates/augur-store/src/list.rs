@@ -692,7 +692,7 @@ mod tests {
             start
         };
         let stop = if stop < 0 { len + stop } else { stop };
-        (start <= stop && start < len && stop >= 0).then(|| (start as usize, stop as usize))
+        (start <= stop && start < len && stop >= 0).then_some((start as usize, stop as usize))
     }
 
     proptest! {

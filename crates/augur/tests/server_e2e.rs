@@ -140,8 +140,8 @@ async fn strings_counters_and_errors() {
         "ERR invalid expire time in 'set' command"
     );
     assert_eq!(
-        err(&mut c, &["LPUSH", "l", "a", "b"]).await,
-        "ERR unknown command 'LPUSH', with args beginning with: 'l' 'a' 'b'"
+        err(&mut c, &["NOSUCHCMD", "l", "a", "b"]).await,
+        "ERR unknown command 'NOSUCHCMD', with args beginning with: 'l' 'a' 'b'"
     );
     assert_eq!(
         err(&mut c, &["SETRANGE", "k", "-1", "x"]).await,

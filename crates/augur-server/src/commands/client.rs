@@ -4,7 +4,7 @@
 //! server.c for MONITOR (see [`crate::monitor`]).
 
 use super::connection::{valid_client_name, ERR_CLIENT_NAME};
-use super::{eq, help_reply, lossy, subcommand, Client, ERR_SYNTAX};
+use super::{eq, help_reply, lossy, subcommand, Client, ERR_NOT_INT, ERR_SYNTAX};
 use crate::cmdtable::{self, Cmd, CommandSpec, ADMIN};
 use crate::monitor::Origin;
 use crate::resp::{parse_i64, Args};
@@ -188,6 +188,7 @@ pub(super) fn client_command(
             }
         }
         "pause" => pause(shared, c, args),
+        "unblock" => unblock(shared, c, args),
         "unpause" => {
             shared.pause.unpause();
             c.out.ok();
@@ -263,6 +264,8 @@ pub(super) fn client_command(
                 "      Return clients of specified type.",
                 "UNPAUSE",
                 "    Stop the current client pause, resuming traffic.",
+                "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+                "    Unblock the specified blocked client.",
                 "PAUSE <timeout> [WRITE|ALL]",
                 "    Suspend all, or just write, clients for <timeout> milliseconds.",
                 "REPLY (ON|OFF|SKIP)",
@@ -510,6 +513,45 @@ fn pause(shared: &Shared, c: &mut Client, args: Args<'_>) {
     c.out.ok();
 }
 
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends a blocked client's wait as its timeout would
+/// (a null reply) or with the UNBLOCKED error; 1 if it was blocked, else 0.
+fn unblock(shared: &Shared, c: &mut Client, args: Args<'_>) {
+    if args.len() > 4 {
+        return c.out.error(
+            "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
+        );
+    }
+    let error = match args.len() {
+        4 if eq(args.get(3), "timeout") => false,
+        4 if eq(args.get(3), "error") => true,
+        4 => {
+            return c
+                .out
+                .error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        }
+        _ => false,
+    };
+    let Some(id) = parse_i64(args.get(2)) else {
+        return c.out.error(ERR_NOT_INT);
+    };
+    let blocking = &shared.blocking;
+    let mut reg = blocking.lock();
+    let done = u64::try_from(id)
+        .ok()
+        .and_then(|id| reg.client(id))
+        .is_some_and(|w| {
+            let outcome = if error {
+                crate::blocking::Outcome::Failed(
+                    "UNBLOCKED client unblocked via CLIENT UNBLOCK".into(),
+                )
+            } else {
+                crate::blocking::Outcome::TimedOut
+            };
+            blocking.finish(&mut reg, &w, outcome)
+        });
+    c.out.int(done as i64);
+}
+
 /// Whether the connection is in Pub/Sub mode (CLIENT_PUBSUB: any subscription).
 fn is_pubsub(m: &ClientMeta) -> bool {
     m.sub.load(Relaxed) + m.psub.load(Relaxed) + m.ssub.load(Relaxed) > 0
@@ -529,6 +571,9 @@ pub(super) fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: 
     }
     if is_pubsub(m) {
         flags.push('P');
+    }
+    if m.blocked.load(Relaxed) {
+        flags.push('b');
     }
     if bits & flag::MULTI != 0 {
         flags.push('x');

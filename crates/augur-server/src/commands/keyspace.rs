@@ -43,6 +43,7 @@ pub(super) fn rename_command(
     if let Ok(Relocated::Done) = r {
         notify(shared, c, GENERIC, "rename_from", key);
         notify(shared, c, GENERIC, "rename_to", newkey);
+        shared.blocking.signal(c.tenant, c.db, newkey);
     }
     match r {
         Ok(Relocated::Done) if nx => c.out.int(1),
@@ -88,6 +89,7 @@ pub(super) fn move_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         Ok(Relocated::Done) => {
             notify(shared, c, GENERIC, "move_from", key);
             notify_db(shared, c, db, GENERIC, "move_to", key);
+            shared.blocking.signal(c.tenant, db, key);
             c.out.int(1)
         }
         Ok(_) => c.out.int(0),
@@ -112,6 +114,10 @@ pub(super) fn swapdb_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
         return c.out.error(ERR_DB_RANGE);
     }
     shared.store.swap_dbs(c.tenant, a as u8, b as u8, now);
+    // Clients blocked in either database may now find their keys (swapdb's
+    // scanDatabaseForReadyKeys).
+    shared.blocking.signal_db(c.tenant, a as u8);
+    shared.blocking.signal_db(c.tenant, b as u8);
     c.out.ok();
 }
 
@@ -154,6 +160,7 @@ pub(super) fn copy_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     ) {
         Ok(Relocated::Done) => {
             notify_db(shared, c, db, GENERIC, "copy_to", newkey);
+            shared.blocking.signal(c.tenant, db, newkey);
             c.out.int(1)
         }
         Ok(_) => c.out.int(0),

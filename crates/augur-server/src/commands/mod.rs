@@ -17,6 +17,7 @@ pub mod eval;
 mod expire;
 mod hash;
 mod keyspace;
+mod list;
 pub mod multi;
 mod pubsub;
 mod scan;
@@ -93,6 +94,11 @@ pub struct Client {
     /// pipelined command costs one clock read, not two (on this project's VMs a read is
     /// ~100 ns under load). The connection loop clears it after each batch.
     pub clock: Option<Instant>,
+    /// Set while a blocking command runs at the connection's top level (see `list`).
+    pub may_block: bool,
+    /// The wait a blocking command left: the connection loop waits on it before it
+    /// runs the next command.
+    pub blocked: Option<crate::blocking::Blocked>,
 }
 
 impl Client {
@@ -116,6 +122,8 @@ impl Client {
             db_map: Arc::new(augur_store::DbMap::identity(0)),
             perms: Arc::new(crate::acl::Perms::new(false)),
             clock: None,
+            may_block: false,
+            blocked: None,
         }
     }
 
@@ -161,6 +169,11 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     execute_command(shared, c, args, now);
     if quiet || c.reply != 0 {
         client::filter_reply(c, mark, args);
+    }
+    // Clients blocked on keys this command readied are served now, before this
+    // connection's next command and before its reply is written (see `blocking`).
+    if shared.blocking.has_ready() {
+        list::serve_ready(shared);
     }
 }
 
@@ -236,7 +249,14 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     // parsing this one, tens of nanoseconds).
     let t0 = prev_end.unwrap_or_else(Instant::now);
     c.out.stats.begin();
+    // Only a blocking command run by the connection itself may block (not one queued
+    // in MULTI or called by a script: CLIENT_DENY_BLOCKING).
+    c.may_block = matches!(
+        spec.cmd,
+        Cmd::BLPop | Cmd::BRPop | Cmd::BLMove | Cmd::BRPopLPush | Cmd::BLMPop
+    );
     run(shared, c, spec, args, now);
+    c.may_block = false;
     let t1 = Instant::now();
     c.clock = Some(t1);
     if sub_arity.is_some() {
@@ -443,6 +463,22 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         | Cmd::SDiff
         | Cmd::SDiffStore => set::setop_command(shared, c, spec, args, now),
         Cmd::SScan => scan::collection_scan_command(shared, c, args, augur_store::Kind::Set, now),
+        Cmd::LPush | Cmd::RPush | Cmd::LPushX | Cmd::RPushX => {
+            list::push_command(shared, c, spec, args, now)
+        }
+        Cmd::LInsert => list::linsert_command(shared, c, args, now),
+        Cmd::LLen | Cmd::LIndex => list::list_read_command(shared, c, spec, args, now),
+        Cmd::LSet => list::lset_command(shared, c, args, now),
+        Cmd::LRange => list::lrange_command(shared, c, args, now),
+        Cmd::LTrim => list::ltrim_command(shared, c, args, now),
+        Cmd::LPop | Cmd::RPop => list::pop_command(shared, c, spec, args, now),
+        Cmd::LRem => list::lrem_command(shared, c, args, now),
+        Cmd::LPos => list::lpos_command(shared, c, args, now),
+        Cmd::LMove | Cmd::RPopLPush => list::lmove_command(shared, c, spec, args, now),
+        Cmd::LMPop => list::lmpop_command(shared, c, args, now),
+        Cmd::BLPop | Cmd::BRPop | Cmd::BLMove | Cmd::BRPopLPush | Cmd::BLMPop => {
+            list::blocking_command(shared, c, spec, args, now)
+        }
         Cmd::Subscribe => pubsub::subscribe_command(shared, c, PsKind::Channel, args),
         Cmd::PSubscribe => pubsub::subscribe_command(shared, c, PsKind::Pattern, args),
         Cmd::SSubscribe => pubsub::subscribe_command(shared, c, PsKind::Shard, args),
