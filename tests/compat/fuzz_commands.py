@@ -50,6 +50,11 @@ SKIP = {
     "acl|deluser", "tenant|set",
 }
 
+# Blocking commands run with a timeout argument forced to a short or a bad value (so a
+# call never waits on the one fuzzing connection): name -> the timeout's position.
+BLOCKING_TIMEOUT = {"blpop": -1, "brpop": -1, "brpoplpush": 3, "blmove": 5, "blmpop": 1}
+SHORT_TIMEOUTS = ["0.001", "0.002", "0.001", "-1", "abc", "inf", "1e400", "", "0x0.004"]
+
 WORDS = [
     "EX", "PX", "EXAT", "PXAT", "NX", "XX", "GT", "LT", "KEEPTTL", "GET", "CH", "INCR",
     "WITHSCORES", "WITHVALUES", "LIMIT", "COUNT", "MATCH", "TYPE", "BYTE", "BIT", "LEN",
@@ -58,6 +63,8 @@ WORDS = [
     "u8", "i64", "u63", "i1", "u0", "i65", "#1", "#-1", "#99999999999", "FILTERBY",
     "MODULE", "ACLCAT", "PATTERN", "ID", "ADDR", "LADDR", "SKIPME", "USER", "MAXAGE",
     "ON", "OFF", "SKIP", "ASYNC", "SYNC", "FLUSH", "LOAD", "NOVALUES", "RANK", "STORE",
+    "LEFT", "RIGHT", "BEFORE", "AFTER", "MAXLEN", "BY", "ALPHA", "ASC", "DESC", "nosort",
+    "w_*", "*->f", "#", "h*->a",
     "BY", "ALPHA", "ASC", "DESC", "WEIGHTS", "AGGREGATE", "NAME", "LIB-NAME", "LIB-VER",
     "NOEVICT", "TRACKING", "maxmemory", "maxmemory-policy", "maxmemory-samples",
     "lhd-samples", "lfu-log-factor", "allkeys-lhd", "auto", "allkeys-s3fifo",
@@ -89,7 +96,7 @@ SCRIPTS = [
 ]
 
 # Short keys, the empty key, and keys at the store's short/long entry boundary (255 bytes).
-KEYS = ["k1", "k2", "h1", "s1", "{k}1", "{k}2", "", "b1", "K" * 255, "L" * 256]
+KEYS = ["k1", "k2", "h1", "s1", "l1", "l2", "{k}l", "{k}1", "{k}2", "", "b1", "K" * 255, "L" * 256]
 
 
 def arg():
@@ -262,6 +269,8 @@ def main():
     control.call("SET", "sentinel:str", big)
     control.call("HSET", "sentinel:hash", "a", "1", "b", "2")
     control.call("SADD", "sentinel:set", "x", "y", "z")
+    control.call("DEL", "sentinel:list")
+    control.call("RPUSH", "sentinel:list", "p", "q", big)
     names = commands(control)
     print("fuzzing %d commands and subcommands, %d calls, seed %d" % (len(names), COMMANDS, SEED))
     docs = grammars(int(os.environ["DOCS_PORT"])) if os.environ.get("DOCS_PORT") else {}
@@ -283,6 +292,9 @@ def main():
             parts += [arg() for _ in range(rng.choice([0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 9]))]
         if unbounded(parts):
             continue
+        at = BLOCKING_TIMEOUT.get(parts[0])
+        if at is not None and len(parts) > 1 and (at < 0 or at < len(parts)):
+            parts[at] = rng.choice(SHORT_TIMEOUTS)
         try:
             r = fuzz.call(*parts)
         except Exception as e:  # noqa: BLE001 - any failure here is the finding
@@ -298,7 +310,8 @@ def main():
     control.call("SELECT", "9")
     ok = (control.call("GET", "sentinel:str") == big.encode()
           and sorted(control.call("HGETALL", "sentinel:hash")) == [b"1", b"2", b"a", b"b"]
-          and sorted(control.call("SMEMBERS", "sentinel:set")) == [b"x", b"y", b"z"])
+          and sorted(control.call("SMEMBERS", "sentinel:set")) == [b"x", b"y", b"z"]
+          and control.call("LRANGE", "sentinel:list", "0", "-1") == [b"p", b"q", big.encode()])
     # NO_SENTINELS=1: a server whose policy may evict any key (allkeys-*, auto).
     if not ok and not reconfigured and not os.environ.get("NO_SENTINELS"):
         print("FAIL: a sentinel key changed")

@@ -84,3 +84,21 @@ long long augur_ld_seconds_to_ms(const long double *value) {
         return (-9223372036854775807LL - 1);
     return (long long)ms;
 }
+
+/* SORT's score of a text (sort.c): strtod over a NUL-terminated copy, refused when it
+ * stops before the NUL, on ERANGE, or for NaN. 1 and *out set if accepted. */
+int augur_sort_strtod(const char *s, size_t len, double *out) {
+    char *buf = malloc(len + 1);
+    char *eptr;
+    double v;
+    int ok;
+    if (buf == NULL) return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    errno = 0;
+    v = strtod(buf, &eptr);
+    ok = eptr[0] == '\0' && errno != ERANGE && !isnan(v);
+    free(buf);
+    if (ok) *out = v;
+    return ok;
+}

@@ -227,6 +227,8 @@ commands! {
     SDiffStore b"SDIFFSTORE" "sdiffstore" -3 [WRITE|DENYOOM] 1 -1 1 "set" "Stores the difference of multiple sets in a key." NONE;
     SMembers b"SMEMBERS" "smembers" 2 [READONLY] 1 1 1 "set" "Returns all members of a set." NONE;
     SScan b"SSCAN" "sscan" -3 [READONLY] 1 1 1 "set" "Iterates over members of a set." NONE;
+    Sort b"SORT" "sort" -2 [WRITE|DENYOOM] 1 1 1 "generic" "Sorts the elements in a list, a set, or a sorted set, optionally storing the result." NONE;
+    SortRo b"SORT_RO" "sort_ro" -2 [READONLY] 1 1 1 "generic" "Returns the sorted elements of a list, a set, or a sorted set." NONE;
     LPush b"LPUSH" "lpush" -3 [WRITE|DENYOOM|FAST] 1 1 1 "list" "Prepends one or more elements to a list. Creates the key if it doesn't exist." NONE;
     RPush b"RPUSH" "rpush" -3 [WRITE|DENYOOM|FAST] 1 1 1 "list" "Appends one or more elements to a list. Creates the key if it doesn't exist." NONE;
     LPushX b"LPUSHX" "lpushx" -3 [WRITE|DENYOOM|FAST] 1 1 1 "list" "Prepends one or more elements to a list only when the list exists." NONE;

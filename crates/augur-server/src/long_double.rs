@@ -24,6 +24,7 @@ extern "C" {
     fn augur_ld_format_human(v: *const LongDouble, buf: *mut u8, cap: usize) -> usize;
     fn augur_ld_isinf(v: *const LongDouble) -> c_int;
     fn augur_ld_seconds_to_ms(v: *const LongDouble) -> i64;
+    fn augur_sort_strtod(s: *const u8, len: usize, out: *mut f64) -> c_int;
     #[cfg(test)]
     fn augur_ld_size() -> usize;
 }
@@ -76,6 +77,15 @@ impl LongDouble {
         let n = unsafe { augur_ld_format_human(self, buf.as_mut_ptr(), buf.len()) };
         buf[..n].to_vec()
     }
+}
+
+/// C's strtod over the whole of `s` as SORT scores its elements (sort.c): the text ends
+/// at a NUL as a C string does, leading spaces are skipped, and trailing text, ERANGE
+/// or NaN refuse it.
+pub fn strtod_whole(s: &[u8]) -> Option<f64> {
+    let mut v = 0f64;
+    // SAFETY: the C side reads `len` bytes of `s` and writes one f64.
+    (unsafe { augur_sort_strtod(s.as_ptr(), s.len(), &mut v) } == 1).then_some(v)
 }
 
 #[cfg(test)]

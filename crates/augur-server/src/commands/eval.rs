@@ -339,7 +339,9 @@ impl ScriptHost for Host<'_> {
         // A command a script runs is a call of its own (script.c's scriptCall -> call()).
         let t0 = Instant::now();
         self.c.out.stats.begin();
+        self.c.in_script = true;
         dispatch(self.shared, self.c, spec, args, self.now);
+        self.c.in_script = false;
         self.c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
         std::mem::swap(&mut self.c.out, &mut self.out);
         self.c.out.stats.absorb(&mut self.out.stats);

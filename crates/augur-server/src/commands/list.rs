@@ -100,7 +100,9 @@ fn parse_range(arg: &[u8], min: i64, max: i64, msg: Option<&str>) -> Result<i64,
 
 /// getPositiveLongFromObjectOrReply.
 fn parse_positive(arg: &[u8], msg: Option<&str>) -> Result<i64, String> {
-    let v = parse_i64(arg).ok_or_else(|| arg_error(msg, ERR_NOT_INT))?;
+    // Redis's getPositiveLongFromObjectOrReply is a range check with a message, which
+    // it also answers for text that is not a number.
+    let v = parse_i64(arg).ok_or_else(|| arg_error(msg, ERR_POSITIVE))?;
     if v < 0 {
         return Err(arg_error(msg, ERR_POSITIVE));
     }
@@ -275,7 +277,8 @@ pub(super) fn lpos_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         let more = j + 1 < args.len();
         let r = if opt.eq_ignore_ascii_case(b"RANK") && more {
             j += 1;
-            parse_range(args.get(j), -i64::MAX, i64::MAX, None).and_then(|r| {
+            // Redis 7.0.15 parses RANK as any long (7.2 bounds it at -LONG_MAX).
+            parse_range(args.get(j), i64::MIN, i64::MAX, None).and_then(|r| {
                 if r == 0 {
                     Err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list".to_string())
                 } else {
@@ -308,7 +311,13 @@ pub(super) fn lpos_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     let ele = args.get(2);
     let len = l.len();
     let from_tail = rank < 0;
-    let rank = rank.unsigned_abs();
+    // Redis negates a negative rank; LONG_MIN stays negative, so every match is at or
+    // past it: the first match from the tail, as RANK -1.
+    let rank = if rank == i64::MIN {
+        1
+    } else {
+        rank.unsigned_abs()
+    };
     let scan = if maxlen == 0 {
         len
     } else {
@@ -412,9 +421,9 @@ pub(super) fn ltrim_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
 
 /// LREM key count element.
 pub(super) fn lrem_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
-    let count = match parse_range(args.get(2), -i64::MAX, i64::MAX, None) {
-        Ok(n) => n,
-        Err(e) => return c.out.error(&e),
+    // Any long, as Redis 7.0.15 parses it (i64::MIN removes every match from the tail).
+    let Some(count) = parse_i64(args.get(2)) else {
+        return c.out.error(ERR_NOT_INT);
     };
     let key = args.get(1);
     let fill = shared.store.encoding_limits().list_max_listpack_size;

@@ -24,6 +24,7 @@ mod scan;
 mod scripting;
 mod server;
 mod set;
+mod sort;
 mod strings;
 mod tenant;
 #[cfg(test)]
@@ -96,6 +97,8 @@ pub struct Client {
     pub clock: Option<Instant>,
     /// Set while a blocking command runs at the connection's top level (see `list`).
     pub may_block: bool,
+    /// Set while a script's command runs (SORT orders a set it would leave unsorted).
+    pub in_script: bool,
     /// The wait a blocking command left: the connection loop waits on it before it
     /// runs the next command.
     pub blocked: Option<crate::blocking::Blocked>,
@@ -123,6 +126,7 @@ impl Client {
             perms: Arc::new(crate::acl::Perms::new(false)),
             clock: None,
             may_block: false,
+            in_script: false,
             blocked: None,
         }
     }
@@ -291,8 +295,9 @@ fn run(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: Args<'
         };
         return call(shared, c, spec, args, now);
     }
-    if spec.cmd == Cmd::SwapDb {
-        // Exchanges two databases' maps for every connection: no command may be running.
+    if matches!(spec.cmd, Cmd::SwapDb | Cmd::Sort | Cmd::SortRo) {
+        // SWAPDB exchanges two databases' maps for every connection; SORT reads keys it
+        // learns as it goes (see `sort`): no other command may be running.
         let Some(_exclusive) = shared.gate.exclusive_unless(busy) else {
             return reject_busy(shared, c, spec);
         };
@@ -467,6 +472,7 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
             list::push_command(shared, c, spec, args, now)
         }
         Cmd::LInsert => list::linsert_command(shared, c, args, now),
+        Cmd::Sort | Cmd::SortRo => sort::sort_command(shared, c, spec, args, now),
         Cmd::LLen | Cmd::LIndex => list::list_read_command(shared, c, spec, args, now),
         Cmd::LSet => list::lset_command(shared, c, args, now),
         Cmd::LRange => list::lrange_command(shared, c, args, now),
