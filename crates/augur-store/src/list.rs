@@ -292,6 +292,12 @@ impl List {
     }
 
     fn push_node(&mut self, at: usize, node: Node) {
+        // Most lists have a node or two: grow the deque one slot at a time while it is
+        // small (a first push would otherwise allocate four slots, 128 bytes), then
+        // by doubling.
+        if self.nodes.len() == self.nodes.capacity() && self.nodes.len() < 4 {
+            self.nodes.reserve_exact(1);
+        }
         self.node_bytes += node.bytes();
         self.len += node.count as usize;
         self.nodes.insert(at, node);

@@ -898,6 +898,23 @@ impl Perms {
         Err(worst)
     }
 
+    /// ACLUserCheckCmdWithUnrestrictedKeyAccess for read access: some selector allows
+    /// the request and may read every key (`allkeys`, `~*` or `%R~*`). SORT's BY and GET
+    /// read keys no key spec names, so Redis lets only such a user use them.
+    pub fn reads_every_key(&self, req: &Request<'_>) -> bool {
+        if self.unrestricted {
+            return true;
+        }
+        let keys = keys_of(req);
+        self.selectors.iter().any(|s| {
+            s.check(req, &keys).is_ok()
+                && (s.flags & ALLKEYS != 0
+                    || s.patterns
+                        .iter()
+                        .any(|p| p.perm & PERM_R != 0 && p.pattern == b"*"))
+        })
+    }
+
     /// Whether the subscriptions of a connection stay allowed (ACLKillPubsubClientsIfNeeded
     /// checks them against the union of every selector's channels).
     pub fn subscription_allowed(&self, name: &[u8], is_pattern: bool) -> bool {

@@ -96,6 +96,11 @@ pub(super) fn sort_command(
     let mut store: Option<&[u8]> = None;
     let mut sortby: Option<&[u8]> = None;
     let mut gets: Vec<&[u8]> = Vec::new();
+    // BY with a pattern and GET read keys that no key spec names: only a user who may
+    // read every key may use them (sort.c, user_has_full_key_access).
+    let full_key_access = c.perms.unrestricted
+        || crate::acl::request_id(spec.name, args)
+            .is_some_and(|id| c.perms.reads_every_key(&crate::acl::Request { id, args }));
     let mut j = 2;
     while j < args.len() {
         let a = args.get(j);
@@ -121,10 +126,19 @@ pub(super) fn sort_command(
             // A pattern without '*' names one key for every element: nothing to sort by.
             if !p.contains(&b'*') {
                 dontsort = true;
+            } else if !full_key_access {
+                return c
+                    .out
+                    .error("ERR BY option of SORT denied due to insufficient ACL permissions.");
             }
             sortby = Some(p);
             j += 1;
         } else if a.eq_ignore_ascii_case(b"get") && left >= 1 {
+            if !full_key_access {
+                return c
+                    .out
+                    .error("ERR GET option of SORT denied due to insufficient ACL permissions.");
+            }
             gets.push(args.get(j + 1));
             j += 1;
         } else {
