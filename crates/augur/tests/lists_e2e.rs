@@ -197,7 +197,7 @@ fn element_pool(rng: &mut SmallRng) -> Vec<Vec<u8>> {
     for len in [63, 64, 127, 128, 4095, 4096] {
         p.push(
             std::iter::once(b'E')
-                .chain(std::iter::repeat(b'e').take(len - 1))
+                .chain(std::iter::repeat_n(b'e', len - 1))
                 .collect(),
         );
     }
@@ -721,7 +721,6 @@ async fn run_model(c: &mut MultiplexedConnection, seed: u64, prefix: &str, steps
         }
     }
     // The sequence did what it is for: long lists (many nodes), and lists emptied.
-    eprintln!("{prefix}: max_len {max_len} emptied {emptied}");
     assert!(
         max_len >= 120,
         "{prefix}: lists reached only {max_len} elements"
@@ -1006,6 +1005,53 @@ async fn a_push_serves_the_blocked_client_before_the_pusher_goes_on(addr: Socket
     );
     let (_, r) = reply_of(h).await;
     assert_eq!(r, Ok(Value::Array(vec![bulk(b"m2"), bulks(&["a", "b"])])));
+    assert_eq!(blocked_clients(&mut c).await, 0);
+}
+
+/// Writers other than pushes serve blocked clients too: a transaction (after its last
+/// command), RENAME, LMOVE's destination, RESTORE.
+async fn other_writers_serve_blocked_clients(addr: SocketAddr) {
+    let mut c = con(addr).await;
+    let h = spawn_q(con(addr).await, &["BLPOP", "k", "0"]);
+    wait_blocked(&mut c, 1).await;
+    assert_eq!(qr(&mut c, &["MULTI"]).await, Ok(Value::Okay));
+    for cmd in [
+        &["RPUSH", "k", "a"][..],
+        &["RPUSH", "k", "b"],
+        &["LPOP", "k"],
+    ] {
+        qr(&mut c, cmd).await.unwrap();
+    }
+    assert_eq!(
+        qr(&mut c, &["EXEC"]).await,
+        Ok(Value::Array(vec![Value::Int(1), Value::Int(2), bulk(b"a")]))
+    );
+    assert_eq!(qr(&mut c, &["EXISTS", "k"]).await, Ok(Value::Int(0)));
+    let (b, r) = reply_of(h).await;
+    assert_eq!(r, Ok(bulks(&["k", "b"])));
+    q::<()>(&mut c, &["RPUSH", "tmp", "x"]).await.unwrap();
+    let h = spawn_q(b, &["BRPOP", "k2", "0"]);
+    wait_blocked(&mut c, 1).await;
+    assert_eq!(qr(&mut c, &["RENAME", "tmp", "k2"]).await, Ok(Value::Okay));
+    assert_eq!(qr(&mut c, &["EXISTS", "k2"]).await, Ok(Value::Int(0)));
+    let (b, r) = reply_of(h).await;
+    assert_eq!(r, Ok(bulks(&["k2", "x"])));
+    q::<()>(&mut c, &["RPUSH", "s", "y", "z"]).await.unwrap();
+    let h = spawn_q(b, &["BLPOP", "k3", "0"]);
+    wait_blocked(&mut c, 1).await;
+    assert_eq!(
+        qr(&mut c, &["LMOVE", "s", "k3", "LEFT", "LEFT"]).await,
+        Ok(bulk(b"y"))
+    );
+    assert_eq!(qr(&mut c, &["EXISTS", "k3"]).await, Ok(Value::Int(0)));
+    let (b, r) = reply_of(h).await;
+    assert_eq!(r, Ok(bulks(&["k3", "y"])));
+    let payload = dump(&mut c, "s").await;
+    let h = spawn_q(b, &["BLPOP", "k4", "0"]);
+    wait_blocked(&mut c, 1).await;
+    assert_eq!(restore(&mut c, "k4", &payload).await, Ok(Value::Okay));
+    assert_eq!(qr(&mut c, &["EXISTS", "k4"]).await, Ok(Value::Int(0)));
+    assert_eq!(reply_of(h).await.1, Ok(bulks(&["k4", "z"])));
     assert_eq!(blocked_clients(&mut c).await, 0);
 }
 
@@ -1529,6 +1575,17 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
         ("del", "w"),
     ]);
     assert_eq!(take(&mut s, want.len()).await, want);
+    // Without class g the deletion is not published.
+    q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEl"])
+        .await
+        .unwrap();
+    run(
+        &mut c,
+        &[&["RPUSH", "z", "1"], &["RPOP", "z"], &["LPUSH", "z2", "m"]],
+    )
+    .await;
+    let want = messages(&[("rpush", "z"), ("rpop", "z"), ("lpush", "z2")]);
+    assert_eq!(take(&mut s, want.len()).await, want);
 }
 
 // ---------------------------------------------------------------------------------
@@ -1562,6 +1619,13 @@ mod on_augur {
     async fn a_push_serves_the_blocked_client_before_the_pusher_goes_on() {
         let srv = TestServer::start(ServerConfig::default()).await;
         super::a_push_serves_the_blocked_client_before_the_pusher_goes_on(srv.addr).await;
+        srv.stop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn other_writers_serve_blocked_clients() {
+        let srv = TestServer::start(ServerConfig::default()).await;
+        super::other_writers_serve_blocked_clients(srv.addr).await;
         srv.stop().await;
     }
 
@@ -1634,73 +1698,4 @@ mod on_augur {
         super::keyspace_notifications_as_redis(srv.addr).await;
         srv.stop().await;
     }
-}
-
-// TEMP-VS-REDIS
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn tmp_vs_redis() {
-    let Ok(a) = std::env::var("LISTS_VS_REDIS") else {
-        return;
-    };
-    let addr: SocketAddr = a.parse().unwrap();
-    let only = std::env::var("LISTS_ONLY").unwrap_or_default();
-    macro_rules! run { ($($f:ident),*) => { $(
-        if only.is_empty() || only == stringify!($f) {
-        let mut c = con(addr).await;
-        q::<()>(&mut c, &["FLUSHALL"]).await.unwrap();
-        q::<()>(&mut c, &["CONFIG", "SET", "list-max-listpack-size", "-2"]).await.unwrap();
-        q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", ""]).await.unwrap();
-        eprintln!("vs redis: {}", stringify!($f));
-        $f(addr).await;
-        }
-    )* } }
-    run!(
-        replies_as_redis,
-        errors_as_redis,
-        a_push_serves_the_blocked_client_before_the_pusher_goes_on,
-        blocked_clients_are_served_first_blocked_first,
-        a_blocking_pop_times_out_with_nil,
-        blmove_moves_the_pushed_element,
-        brpoplpush_to_a_string_fails_and_leaves_the_element,
-        client_unblock,
-        a_closed_blocked_connection_is_no_longer_blocked,
-        blocking_pops_in_multi_do_not_block,
-        many_producers_and_consumers_hand_over_each_element_once,
-        dump_and_restore,
-        keyspace_notifications_as_redis,
-        random_commands_match_a_deque_model
-    );
-}
-
-// TEMP-VS-REDIS
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn tmp_dump_cross() {
-    let Ok(a) = std::env::var("LISTS_VS_REDIS") else { return };
-    let raddr: SocketAddr = a.parse().unwrap();
-    let srv = TestServer::start(ServerConfig::default()).await;
-    let mut c = srv.con().await;
-    let mut r = con(raddr).await;
-    let mut rng = SmallRng::seed_from_u64(99);
-    let pool = element_pool(&mut rng);
-    let elems: Vec<Vec<u8>> = (0..5000).map(|n| element(&mut rng, &pool, n)).collect();
-    for size in ["-2", "4", "1", "-5"] {
-        for x in [&mut c, &mut r] {
-            q::<()>(x, &["DEL", "src", "cp"]).await.unwrap();
-            q::<()>(x, &["CONFIG", "SET", "list-max-listpack-size", size]).await.unwrap();
-            for chunk in elems.chunks(100) {
-                let mut cmd = redis::cmd("RPUSH");
-                cmd.arg("src");
-                for e in chunk { cmd.arg(&e[..]); }
-                let _: i64 = cmd.query_async(x).await.unwrap();
-            }
-        }
-        let ours = dump(&mut c, "src").await;
-        let theirs = dump(&mut r, "src").await;
-        eprintln!("size {size}: ours {} bytes theirs {} equal {}", ours.len(), theirs.len(), ours == theirs);
-        assert_eq!(restore(&mut r, "cp", &ours).await, Ok(Value::Okay));
-        assert!(whole(&mut r, "cp").await == elems);
-        assert_eq!(restore(&mut c, "cp", &theirs).await, Ok(Value::Okay));
-        assert!(whole(&mut c, "cp").await == elems);
-    }
-    srv.stop().await;
 }
