@@ -164,9 +164,9 @@ pub struct ServerConfig {
     /// `list-max-listpack-size` (alias `list-max-ziplist-size`): a list node's fill, as
     /// Redis's quicklist reads it (see `augur_store::List`).
     pub list_max_listpack_size: i64,
-    /// `list-compress-depth`: kept and reported for configs and tools that set it;
-    /// Augur does not compress a list's inner nodes (COMPATIBILITY.md).
-    pub list_compress_depth: i64,
+    /// `list-compress-depth`: a list's nodes more than this many from either end are
+    /// kept compressed (see `augur_store::List`); 0, the default, compresses none.
+    pub list_compress_depth: u32,
     /// Active defragmentation of the entries (`activedefrag`, Redis's name; see
     /// `augur_store::defrag`): runs while jemalloc's active bytes exceed its allocated
     /// bytes by more than `active-defrag-ignore-bytes` and by more than
@@ -304,6 +304,7 @@ impl ServerConfig {
             hash_max_listpack_value: self.hash_max_listpack_value,
             set_max_intset_entries: self.set_max_intset_entries,
             list_max_listpack_size: self.list_max_listpack_size,
+            list_compress_depth: self.list_compress_depth,
         }
     }
 }
@@ -765,7 +766,7 @@ impl ServerConfig {
                     parse_int_in(value, i64::from(i32::MIN), i64::from(i32::MAX))?
             }
             "list-compress-depth" => {
-                self.list_compress_depth = parse_int_in(value, 0, i64::from(i32::MAX))?
+                self.list_compress_depth = parse_int_in(value, 0, i32::MAX as u32)?
             }
             "latency-tracking" => self.latency_tracking = parse_bool(value)?,
             "activedefrag" => self.activedefrag = parse_bool(value)?,

@@ -21,6 +21,15 @@
 //! `SIZE_SAFETY_LIMIT`). An element larger than the bound gets a node of its own.
 //! Default -2 (8 KB), Redis's default.
 //!
+//! # Compression (`list-compress-depth`)
+//!
+//! As quicklist.c does with LZF, the nodes more than `depth` nodes from either end are
+//! kept compressed (LZ4 blocks, liblz4 as the Z-zone uses it), decompressed while an
+//! operation works in them and compressed again after it: a list used as a queue or a
+//! stack only touches its end nodes, which stay raw. As in Redis, a node under 48 bytes
+//! or one that would not shrink by at least 8 bytes stays raw (and is not tried again
+//! until it changes). Depth 0 (the default) compresses nothing.
+//!
 //! # Memory
 //!
 //! [`List::bytes`] is jemalloc's size class of every allocation the list owns (the node
@@ -28,6 +37,7 @@
 //! class they need, so capacity is never more than a class above what they hold.
 
 use crate::object::{alloc_size, get_varint, put_varint, varint_len};
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 /// Redis's default `list-max-listpack-size`: nodes of at most 8 KB.
@@ -38,6 +48,30 @@ const SIZE_SAFETY_LIMIT: usize = 8192;
 
 /// quicklist.c's FILL_MAX: larger count fills act as this.
 const FILL_MAX: i64 = (1 << 15) - 1;
+
+/// quicklist.c's MIN_COMPRESS_BYTES and MIN_COMPRESS_IMPROVE.
+const MIN_COMPRESS_BYTES: usize = 48;
+const MIN_COMPRESS_IMPROVE: usize = 8;
+
+/// A node's `raw_len` when it is raw and compressing it was tried and did not pay.
+const INCOMPRESSIBLE: u32 = u32::MAX;
+
+/// How a list lays out its nodes: `list-max-listpack-size` (the fill) and
+/// `list-compress-depth`. A plain fill converts to a shape without compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListShape {
+    pub fill: i64,
+    pub compress_depth: u32,
+}
+
+impl From<i64> for ListShape {
+    fn from(fill: i64) -> ListShape {
+        ListShape {
+            fill,
+            compress_depth: 0,
+        }
+    }
+}
 
 /// Which end of a list (LEFT / RIGHT in the commands).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,11 +99,14 @@ fn node_bounds(fill: i64) -> (usize, usize) {
     }
 }
 
-/// One packed buffer of elements.
+/// One packed buffer of elements, or its LZ4 block.
 #[derive(Debug, Clone, Default)]
 struct Node {
     buf: Vec<u8>,
     count: u32,
+    /// 0: `buf` holds the records; INCOMPRESSIBLE: it does, and compressing them did not
+    /// pay; otherwise `buf` is their LZ4 block, which expands to this many bytes.
+    raw_len: u32,
 }
 
 /// The bytes of one element's record.
@@ -94,7 +131,64 @@ impl Node {
     fn of(v: &[u8]) -> Node {
         let mut buf = Vec::with_capacity(alloc_size(record_len(v)));
         push_record(&mut buf, v);
-        Node { buf, count: 1 }
+        Node {
+            buf,
+            count: 1,
+            raw_len: 0,
+        }
+    }
+
+    fn is_compressed(&self) -> bool {
+        self.raw_len != 0 && self.raw_len != INCOMPRESSIBLE
+    }
+
+    /// The bytes of its records, compressed or not.
+    fn raw_size(&self) -> usize {
+        if self.is_compressed() {
+            self.raw_len as usize
+        } else {
+            self.buf.len()
+        }
+    }
+
+    /// Its records, decompressed if need be.
+    fn raw(&self) -> std::borrow::Cow<'_, [u8]> {
+        if !self.is_compressed() {
+            return std::borrow::Cow::Borrowed(&self.buf);
+        }
+        let mut out = Vec::with_capacity(self.raw_len as usize);
+        let ok =
+            crate::zzone::lz4c::decompress_append(&self.buf, self.raw_len as usize, &[], &mut out);
+        assert!(ok, "a list node's own LZ4 block decodes");
+        std::borrow::Cow::Owned(out)
+    }
+
+    /// Decompresses in place (before an operation works in the node).
+    fn thaw(&mut self) {
+        if self.is_compressed() {
+            let raw = self.raw().into_owned();
+            let mut buf = Vec::with_capacity(alloc_size(raw.len()));
+            buf.extend_from_slice(&raw);
+            self.buf = buf;
+            self.raw_len = 0;
+        }
+    }
+
+    /// Compresses in place if that pays (quicklist.c's __quicklistCompressNode rules).
+    fn freeze(&mut self) {
+        if self.raw_len != 0 || self.buf.len() < MIN_COMPRESS_BYTES {
+            return;
+        }
+        let mut out = Vec::new();
+        match crate::zzone::lz4c::compress_append(&self.buf, None, &mut out) {
+            Some(n) if n + MIN_COMPRESS_IMPROVE < self.buf.len() => {
+                let mut buf = Vec::with_capacity(alloc_size(n));
+                buf.extend_from_slice(&out);
+                self.raw_len = self.buf.len() as u32;
+                self.buf = buf;
+            }
+            _ => self.raw_len = INCOMPRESSIBLE,
+        }
     }
 
     fn bytes(&self) -> usize {
@@ -102,6 +196,7 @@ impl Node {
     }
 
     fn elems(&self) -> NodeIter<'_> {
+        debug_assert!(!self.is_compressed(), "records are read from a raw node");
         NodeIter {
             buf: &self.buf,
             off: 0,
@@ -110,6 +205,7 @@ impl Node {
 
     /// (start, end) of the `k`-th record.
     fn locate(&self, k: usize) -> (usize, usize) {
+        debug_assert!(!self.is_compressed(), "records are read from a raw node");
         let mut off = 0;
         for _ in 0..k {
             off = record_at(&self.buf, off).1;
@@ -125,7 +221,7 @@ impl Node {
     /// Whether `v` may join this node under `bounds` (an empty node takes anything).
     fn allows(&self, v: &[u8], (max_count, max_bytes): (usize, usize)) -> bool {
         self.count == 0
-            || ((self.count as usize) < max_count && self.buf.len() + record_len(v) <= max_bytes)
+            || ((self.count as usize) < max_count && self.raw_size() + record_len(v) <= max_bytes)
     }
 
     /// Room for `extra` more bytes, growing to exactly the size class needed.
@@ -196,7 +292,11 @@ impl Node {
         self.trim_capacity();
         let mut buf = Vec::with_capacity(alloc_size(tail.len()));
         buf.extend_from_slice(&tail);
-        Node { buf, count: moved }
+        Node {
+            buf,
+            count: moved,
+            raw_len: 0,
+        }
     }
 }
 
@@ -225,33 +325,65 @@ pub struct List {
     len: usize,
     /// Sum of the nodes' buffer size classes.
     node_bytes: usize,
+    /// `list-compress-depth` as of the last operation that named a shape.
+    compress_depth: u32,
 }
 
-/// The elements from the head, or from an index on ([`List::iter_from`]).
+/// The elements from the head, or from an index on ([`List::iter_from`]): borrowed
+/// from raw nodes, copied out of compressed ones.
 pub struct ListIter<'a> {
     nodes: std::collections::vec_deque::Iter<'a, Node>,
     current: Option<NodeIter<'a>>,
+    /// A compressed node, decompressed, and the offset of its next record.
+    owned: Option<(Vec<u8>, usize)>,
     remaining: usize,
 }
 
+impl<'a> ListIter<'a> {
+    fn enter(&mut self, n: &'a Node) {
+        if n.is_compressed() {
+            self.owned = Some((n.raw().into_owned(), 0));
+        } else {
+            self.current = Some(n.elems());
+        }
+    }
+}
+
 impl<'a> Iterator for ListIter<'a> {
-    type Item = &'a [u8];
-    fn next(&mut self) -> Option<&'a [u8]> {
+    type Item = Cow<'a, [u8]>;
+    fn next(&mut self) -> Option<Cow<'a, [u8]>> {
         if self.remaining == 0 {
             return None;
         }
         loop {
             if let Some(v) = self.current.as_mut().and_then(Iterator::next) {
                 self.remaining -= 1;
-                return Some(v);
+                return Some(Cow::Borrowed(v));
             }
-            self.current = Some(self.nodes.next()?.elems());
+            self.current = None;
+            if let Some((buf, off)) = self.owned.as_mut() {
+                if *off < buf.len() {
+                    let (v, next) = record_at(buf, *off);
+                    let v = v.to_vec();
+                    *off = next;
+                    self.remaining -= 1;
+                    return Some(Cow::Owned(v));
+                }
+                self.owned = None;
+            }
+            let n = self.nodes.next()?;
+            self.enter(n);
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.remaining, Some(self.remaining))
     }
+}
+
+/// The records of a raw buffer.
+fn records(buf: &[u8]) -> NodeIter<'_> {
+    NodeIter { buf, off: 0 }
 }
 
 impl List {
@@ -282,13 +414,74 @@ impl List {
         self.nodes.len()
     }
 
-    /// Runs `f` on node `i`, keeping the byte total in step.
+    /// Runs `f` on node `i` (decompressed first), keeping the byte total in step.
     fn with_node<R>(&mut self, i: usize, f: impl FnOnce(&mut Node) -> R) -> R {
         let node = &mut self.nodes[i];
         let before = node.bytes();
+        node.thaw();
         let r = f(node);
+        // Changed: worth a new try at compressing.
+        node.raw_len = 0;
         self.node_bytes = self.node_bytes - before + node.bytes();
         r
+    }
+
+    /// Node `i` raw (`thaw`) or compressed if that pays (`freeze`), the byte total in step.
+    fn set_compressed(&mut self, i: usize, compressed: bool) {
+        let node = &mut self.nodes[i];
+        let before = node.bytes();
+        if compressed {
+            node.freeze();
+        } else {
+            node.thaw();
+        }
+        self.node_bytes = self.node_bytes - before + node.bytes();
+    }
+
+    /// Takes a shape's compression depth; a new depth re-lays every node.
+    fn take_shape(&mut self, shape: ListShape) {
+        if shape.compress_depth != self.compress_depth {
+            self.compress_depth = shape.compress_depth;
+            self.settle(0..self.nodes.len());
+        }
+    }
+
+    /// After an operation: the `depth` nodes at each end raw, the nodes next to them and
+    /// the `touched` ones compressed if they are inner (quicklist.c's __quicklistCompress).
+    /// `touched` is the operation's nodes (one more than it added). O(depth + touched)
+    /// flag checks; a node is (de)compressed only when its state is wrong.
+    fn settle(&mut self, touched: std::ops::Range<usize>) {
+        let d = self.compress_depth as usize;
+        let len = self.nodes.len();
+        if d == 0 || len <= 2 * d {
+            // No inner node: every node raw. Only a depth change (every node touched) or
+            // a list shrunk to within twice the depth can hold compressed ones.
+            let upto = if touched.len() == len {
+                len
+            } else {
+                len.min(2 * d)
+            };
+            for i in 0..upto {
+                if self.nodes[i].is_compressed() {
+                    self.set_compressed(i, false);
+                }
+            }
+            return;
+        }
+        for i in (0..d).chain(len - d..len) {
+            if self.nodes[i].is_compressed() {
+                self.set_compressed(i, false);
+            }
+        }
+        // Nodes that moved inward: the inner ones next to each boundary, as many as the
+        // operation could have added (one for a push; an insertion's splits add more).
+        let moved = touched.len() + 1;
+        let near_ends = (d..d + moved).chain((len - d).saturating_sub(moved)..len - d);
+        for i in near_ends.chain(touched) {
+            if (d..len - d).contains(&i) && self.nodes[i].raw_len == 0 {
+                self.set_compressed(i, true);
+            }
+        }
     }
 
     fn push_node(&mut self, at: usize, node: Node) {
@@ -314,8 +507,10 @@ impl List {
     }
 
     /// LPUSH / RPUSH of one element.
-    pub fn push(&mut self, end: End, v: &[u8], fill: i64) {
-        let bounds = node_bounds(fill);
+    pub fn push(&mut self, end: End, v: &[u8], shape: impl Into<ListShape>) {
+        let shape = shape.into();
+        self.take_shape(shape);
+        let bounds = node_bounds(shape.fill);
         let i = match end {
             End::Head => 0,
             End::Tail => self.nodes.len().wrapping_sub(1),
@@ -338,6 +533,7 @@ impl List {
                 self.push_node(at, Node::of(v));
             }
         }
+        self.settle(0..0);
     }
 
     /// LPOP / RPOP of one element.
@@ -346,10 +542,10 @@ impl List {
             End::Head => 0,
             End::Tail => self.nodes.len().checked_sub(1)?,
         };
-        let node = self.nodes.get(i)?;
-        if node.count == 1 {
-            let v = node.get(0).to_vec();
+        if self.nodes.get(i)?.count == 1 {
+            let v = self.with_node(i, |n| n.get(0).to_vec());
             self.remove_node(i);
+            self.settle(0..0);
             return Some(v);
         }
         let v = self.with_node(i, |n| {
@@ -366,6 +562,7 @@ impl List {
             v
         });
         self.len -= 1;
+        self.settle(0..0);
         Some(v)
     }
 
@@ -399,13 +596,22 @@ impl List {
     }
 
     /// LINDEX.
-    pub fn get(&self, index: i64) -> Option<&[u8]> {
+    pub fn get(&self, index: i64) -> Option<Cow<'_, [u8]>> {
         let (i, k) = self.locate(self.position(index)?);
-        Some(self.nodes[i].get(k))
+        let n = &self.nodes[i];
+        if !n.is_compressed() {
+            return Some(Cow::Borrowed(n.get(k)));
+        }
+        let raw = n.raw();
+        let v = records(&raw).nth(k).expect("k < count").to_vec();
+        Some(Cow::Owned(v))
     }
 
     /// LSET: false if the index is out of range.
-    pub fn set(&mut self, index: i64, v: &[u8], fill: i64) -> bool {
+    pub fn set(&mut self, index: i64, v: &[u8], shape: impl Into<ListShape>) -> bool {
+        let shape = shape.into();
+        self.take_shape(shape);
+        let fill = shape.fill;
         let Some(pos) = self.position(index) else {
             return false;
         };
@@ -414,7 +620,9 @@ impl List {
             let (start, next) = n.locate(k);
             n.splice_record(start..next, v);
         });
+        let before = self.nodes.len();
         self.split_if_over(i, fill);
+        self.settle(i..i + 1 + self.nodes.len() - before);
         true
     }
 
@@ -423,7 +631,7 @@ impl List {
     fn split_if_over(&mut self, i: usize, fill: i64) {
         let (max_count, max_bytes) = node_bounds(fill);
         let n = &self.nodes[i];
-        if n.count > 1 && (n.count as usize > max_count || n.buf.len() > max_bytes) {
+        if n.count > 1 && (n.count as usize > max_count || n.raw_size() > max_bytes) {
             let half = n.count as usize / 2;
             let tail = self.with_node(i, |n| n.split_off(half));
             self.len -= tail.count as usize;
@@ -440,11 +648,12 @@ impl List {
         let (Some(a), Some(b)) = (self.nodes.get(i), self.nodes.get(i + 1)) else {
             return;
         };
-        if (a.count + b.count) as usize > max_count || a.buf.len() + b.buf.len() > max_bytes {
+        if (a.count + b.count) as usize > max_count || a.raw_size() + b.raw_size() > max_bytes {
             return;
         }
-        let b = self.nodes.remove(i + 1).expect("checked above");
+        let mut b = self.nodes.remove(i + 1).expect("checked above");
         self.node_bytes -= b.bytes();
+        b.thaw();
         self.with_node(i, |a| {
             a.reserve(b.buf.len());
             a.buf.extend_from_slice(&b.buf);
@@ -463,37 +672,55 @@ impl List {
             return ListIter {
                 nodes: self.nodes.range(0..0),
                 current: None,
+                owned: None,
                 remaining: 0,
             };
         }
         let (i, k) = self.locate(pos);
-        let mut current = self.nodes[i].elems();
-        for _ in 0..k {
-            current.next();
-        }
-        ListIter {
+        let mut it = ListIter {
             nodes: self.nodes.range(i + 1..),
-            current: Some(current),
-            remaining: self.len - pos,
+            current: None,
+            owned: None,
+            remaining: self.len - pos + k,
+        };
+        it.enter(&self.nodes[i]);
+        for _ in 0..k {
+            it.next();
         }
+        it
     }
 
     /// The elements from the tail.
-    pub fn iter_rev(&self) -> impl Iterator<Item = &[u8]> + '_ {
+    pub fn iter_rev(&self) -> impl Iterator<Item = Cow<'_, [u8]>> + '_ {
         self.nodes.iter().rev().flat_map(|n| {
-            let v: Vec<&[u8]> = n.elems().collect();
+            let v: Vec<Cow<'_, [u8]>> = if n.is_compressed() {
+                let raw = n.raw();
+                records(&raw).map(|e| Cow::Owned(e.to_vec())).collect()
+            } else {
+                n.elems().map(Cow::Borrowed).collect()
+            };
             v.into_iter().rev()
         })
     }
 
     /// LINSERT: inserts `v` before or after the first element equal to `pivot`; false
     /// if there is none.
-    pub fn insert(&mut self, pivot: &[u8], after: bool, v: &[u8], fill: i64) -> bool {
+    pub fn insert(
+        &mut self,
+        pivot: &[u8],
+        after: bool,
+        v: &[u8],
+        shape: impl Into<ListShape>,
+    ) -> bool {
+        let shape = shape.into();
+        self.take_shape(shape);
+        let fill = shape.fill;
         let mut found = None;
         'nodes: for (i, n) in self.nodes.iter().enumerate() {
+            let raw = n.raw();
             let mut off = 0;
-            while off < n.buf.len() {
-                let (e, next) = record_at(&n.buf, off);
+            while off < raw.len() {
+                let (e, next) = record_at(&raw, off);
                 if e == pivot {
                     found = Some((i, if after { next } else { off }));
                     break 'nodes;
@@ -509,13 +736,18 @@ impl List {
             n.count += 1;
         });
         self.len += 1;
+        let before = self.nodes.len();
         self.split_if_over(i, fill);
+        self.settle(i..i + 1 + self.nodes.len() - before);
         true
     }
 
     /// LREM: removes up to |count| elements equal to `v` (all if count is 0), from the
     /// head for count >= 0 and from the tail for count < 0. Returns how many.
-    pub fn remove(&mut self, v: &[u8], count: i64, fill: i64) -> usize {
+    pub fn remove(&mut self, v: &[u8], count: i64, shape: impl Into<ListShape>) -> usize {
+        let shape = shape.into();
+        self.take_shape(shape);
+        let fill = shape.fill;
         let limit = if count == 0 {
             usize::MAX
         } else {
@@ -532,11 +764,14 @@ impl List {
             if removed == limit {
                 break;
             }
-            let n = &self.nodes[i];
+            let raw = self.nodes[i].raw();
+            // A node without the element is left as it is (compressed if it was).
+            if !records(&raw).any(|e| e == v) {
+                continue;
+            }
             let drop_at: Option<Vec<usize>> = if count < 0 {
                 // From the node's tail: the last matches first.
-                let mut hits: Vec<usize> = n
-                    .elems()
+                let mut hits: Vec<usize> = records(&raw)
                     .enumerate()
                     .filter(|(_, e)| *e == v)
                     .map(|(k, _)| k)
@@ -581,6 +816,7 @@ impl List {
                     i += 1;
                 }
             }
+            self.settle(0..self.nodes.len());
         }
         removed
     }
@@ -589,13 +825,17 @@ impl List {
     /// stop or start >= len).
     pub fn trim(&mut self, start: usize, stop: usize) {
         if start > stop || start >= self.len {
-            *self = List::default();
+            *self = List {
+                compress_depth: self.compress_depth,
+                ..List::default()
+            };
             return;
         }
         let stop = stop.min(self.len - 1);
         let from_tail = self.len - 1 - stop;
         self.drop_end(End::Head, start);
         self.drop_end(End::Tail, from_tail);
+        self.settle(0..0);
     }
 
     /// Removes `n` elements at `end`, whole nodes at a time where it can.
@@ -637,22 +877,42 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::VecDeque;
 
-    fn check(list: &List, model: &VecDeque<Vec<u8>>, fill: i64) {
+    fn check(list: &List, model: &VecDeque<Vec<u8>>, shape: ListShape) {
         assert_eq!(list.len(), model.len());
-        let got: Vec<&[u8]> = list.iter().collect();
+        let got: Vec<Cow<[u8]>> = list.iter().collect();
         let want: Vec<&[u8]> = model.iter().map(|v| &v[..]).collect();
         assert_eq!(got, want);
-        let rev: Vec<&[u8]> = list.iter_rev().collect();
+        let rev: Vec<Cow<[u8]>> = list.iter_rev().collect();
         let want_rev: Vec<&[u8]> = model.iter().rev().map(|v| &v[..]).collect();
         assert_eq!(rev, want_rev);
-        let (max_count, max_bytes) = node_bounds(fill);
+        let (max_count, max_bytes) = node_bounds(shape.fill);
         let mut bytes = 0;
+        let d = shape.compress_depth as usize;
+        let len = list.nodes.len();
         for (i, n) in list.nodes.iter().enumerate() {
+            let inner = d > 0 && i >= d && i + d < len;
+            if inner {
+                assert!(
+                    n.is_compressed()
+                        || n.raw_len == INCOMPRESSIBLE
+                        || n.buf.len() < MIN_COMPRESS_BYTES,
+                    "inner node {i} of {len} (depth {d}) left raw"
+                );
+            } else {
+                assert!(
+                    !n.is_compressed(),
+                    "node {i} of {len} within depth {d} compressed"
+                );
+            }
             assert!(n.count > 0, "no empty node");
-            assert_eq!(n.elems().count(), n.count as usize, "node {i}'s count");
+            assert_eq!(
+                records(&n.raw()).count(),
+                n.count as usize,
+                "node {i}'s count"
+            );
             assert!(n.count as usize <= max_count || n.count == 1);
             assert!(
-                n.buf.len() <= max_bytes || n.count == 1,
+                n.raw_size() <= max_bytes || n.count == 1,
                 "node over its bytes"
             );
             bytes += n.bytes();
@@ -704,13 +964,15 @@ mod tests {
     proptest! {
         #[test]
         fn list_matches_a_deque(ops in proptest::collection::vec(op(), 1..120),
-                                fill in prop_oneof![Just(-2i64), Just(-1), Just(1), Just(2), Just(5), Just(0)]) {
+                                fill in prop_oneof![Just(-2i64), Just(-1), Just(1), Just(2), Just(5), Just(0)],
+                                depth in prop_oneof![Just(0u32), Just(0), Just(1), Just(2)]) {
+            let shape = ListShape { fill, compress_depth: depth };
             let mut list = List::new();
             let mut model: VecDeque<Vec<u8>> = VecDeque::new();
             for op in ops {
                 match op {
                     Op::Push(head, v) => {
-                        list.push(if head { End::Head } else { End::Tail }, &v, fill);
+                        list.push(if head { End::Head } else { End::Tail }, &v, shape);
                         if head { model.push_front(v) } else { model.push_back(v) }
                     }
                     Op::Pop(head) => {
@@ -720,13 +982,13 @@ mod tests {
                     }
                     Op::Set(i, v) => {
                         let pos = list.position(i);
-                        prop_assert_eq!(list.set(i, &v, fill), pos.is_some());
+                        prop_assert_eq!(list.set(i, &v, shape), pos.is_some());
                         if let Some(p) = pos { model[p] = v; }
                     }
                     Op::Insert(p, after, v) => {
                         let pivot = vec![b'a' + p];
                         let at = model.iter().position(|e| *e == pivot);
-                        prop_assert_eq!(list.insert(&pivot, after, &v, fill), at.is_some());
+                        prop_assert_eq!(list.insert(&pivot, after, &v, shape), at.is_some());
                         if let Some(at) = at { model.insert(at + after as usize, v); }
                     }
                     Op::Remove(p, count) => {
@@ -745,7 +1007,7 @@ mod tests {
                                 if want < limit && model[i] == v { model.remove(i); want += 1; }
                             }
                         }
-                        prop_assert_eq!(list.remove(&v, count, fill), want);
+                        prop_assert_eq!(list.remove(&v, count, shape), want);
                     }
                     Op::Trim(a, b) => {
                         match resolve(a, b, model.len()) {
@@ -758,15 +1020,17 @@ mod tests {
                         }
                     }
                 }
-                check(&list, &model, fill);
+                check(&list, &model, shape);
                 for (i, want) in model.iter().enumerate() {
-                    prop_assert_eq!(list.get(i as i64), Some(&want[..]));
-                    prop_assert_eq!(list.get(i as i64 - model.len() as i64), Some(&want[..]));
+                    let (a, b) = (list.get(i as i64), list.get(i as i64 - model.len() as i64));
+                    prop_assert_eq!(a.as_deref(), Some(&want[..]));
+                    prop_assert_eq!(b.as_deref(), Some(&want[..]));
                 }
                 prop_assert_eq!(list.get(model.len() as i64), None);
                 let from = model.len() / 3;
-                let tail: Vec<&[u8]> = list.iter_from(from).collect();
-                prop_assert_eq!(tail.len(), model.len() - from);
+                let tail: Vec<Cow<[u8]>> = list.iter_from(from).collect();
+                let want_tail: Vec<&[u8]> = model.iter().skip(from).map(|v| &v[..]).collect();
+                prop_assert_eq!(tail, want_tail);
             }
         }
     }
@@ -789,12 +1053,70 @@ mod tests {
     }
 
     #[test]
+    fn inner_nodes_are_compressed() {
+        let shape = ListShape {
+            fill: 8,
+            compress_depth: 1,
+        };
+        let mut list = List::new();
+        for i in 0..100u32 {
+            list.push(
+                End::Tail,
+                format!("element-{i:04}-{}", "z".repeat(40)).as_bytes(),
+                shape,
+            );
+        }
+        let raw = List::new();
+        let mut plain = raw.clone();
+        for i in 0..100u32 {
+            plain.push(
+                End::Tail,
+                format!("element-{i:04}-{}", "z".repeat(40)).as_bytes(),
+                8,
+            );
+        }
+        let inner = list.nodes.len() - 2;
+        let compressed = list.nodes.iter().filter(|n| n.is_compressed()).count();
+        assert_eq!(compressed, inner, "every inner node compressed");
+        assert!(
+            !list.nodes[0].is_compressed() && !list.nodes[list.nodes.len() - 1].is_compressed()
+        );
+        assert!(
+            list.bytes() * 2 < plain.bytes(),
+            "{} vs {}",
+            list.bytes(),
+            plain.bytes()
+        );
+        let (a, b) = (list.get(50), plain.get(50));
+        assert_eq!(a.as_deref(), b.as_deref());
+        assert!(list.iter().eq(plain.iter()));
+        // Back to depth 0: every node raw again.
+        list.push(End::Head, b"h", 8);
+        assert_eq!(list.nodes.iter().filter(|n| n.is_compressed()).count(), 0);
+        // Incompressible content is left raw (and not retried until it changes).
+        let mut noise = List::new();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..64 {
+            let e: Vec<u8> = (0..64)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            noise.push(End::Tail, &e, shape);
+        }
+        assert!(noise.nodes.iter().all(|n| !n.is_compressed()));
+    }
+
+    #[test]
     fn a_large_element_has_a_node_of_its_own() {
         let mut list = List::new();
         list.push(End::Tail, b"a", -1);
         list.push(End::Tail, &vec![b'b'; 5000], -1);
         list.push(End::Tail, b"c", -1);
         assert_eq!(list.node_count(), 3);
-        assert_eq!(list.get(1).map(<[u8]>::len), Some(5000));
+        assert_eq!(list.get(1).map(|v| v.len()), Some(5000));
     }
 }

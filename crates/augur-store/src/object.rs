@@ -67,6 +67,18 @@ pub struct Limits {
     /// `list-max-listpack-size` (alias `list-max-ziplist-size`): a list node's fill
     /// (see `list`).
     pub list_max_listpack_size: i64,
+    /// `list-compress-depth`: a list's raw nodes at each end (see `list`).
+    pub list_compress_depth: u32,
+}
+
+impl Limits {
+    /// The layout new list nodes get.
+    pub fn list_shape(&self) -> crate::list::ListShape {
+        crate::list::ListShape {
+            fill: self.list_max_listpack_size,
+            compress_depth: self.list_compress_depth,
+        }
+    }
 }
 
 impl Default for Limits {
@@ -76,6 +88,7 @@ impl Default for Limits {
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
             list_max_listpack_size: crate::list::DEFAULT_LIST_FILL,
+            list_compress_depth: 0,
         }
     }
 }
@@ -892,6 +905,7 @@ mod tests {
             hash_max_listpack_value: 16,
             set_max_intset_entries: 8,
             list_max_listpack_size: crate::list::DEFAULT_LIST_FILL,
+            list_compress_depth: 0,
         }
     }
 

@@ -13,6 +13,7 @@ fn lim() -> EncodingLimits {
         hash_max_listpack_value: 32,
         set_max_intset_entries: 16,
         list_max_listpack_size: 4,
+        list_compress_depth: 0,
     }
 }
 

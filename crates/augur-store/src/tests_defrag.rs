@@ -35,6 +35,7 @@ fn defrag_moves_sparse_entries_and_keeps_every_key() {
         hash_max_listpack_value: 32,
         set_max_intset_entries: 16,
         list_max_listpack_size: crate::DEFAULT_LIST_FILL,
+        list_compress_depth: 0,
     };
     for h in 0..200 {
         let k = format!("dfrag-hash:{h}").into_bytes();

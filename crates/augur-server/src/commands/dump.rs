@@ -200,7 +200,7 @@ fn listpack_of(elems: &[&[u8]]) -> Vec<u8> {
 /// node as (PACKED, listpack) of at most 8 KB (one larger element alone), as Redis 7.0
 /// writes a quicklist (rdbSaveObject).
 pub fn dump_list(list: &augur_store::List) -> Vec<u8> {
-    let mut nodes: Vec<Vec<&[u8]>> = Vec::new();
+    let mut nodes: Vec<Vec<std::borrow::Cow<'_, [u8]>>> = Vec::new();
     let mut bytes = 0;
     for e in list.iter() {
         let cost = e.len() + 11;
@@ -219,7 +219,8 @@ pub fn dump_list(list: &augur_store::List) -> Vec<u8> {
     put_len(&mut out, nodes.len() as u64);
     for node in &nodes {
         put_len(&mut out, QUICKLIST_NODE_CONTAINER_PACKED);
-        rdb_put_raw_string(&mut out, &listpack_of(node));
+        let elems: Vec<&[u8]> = node.iter().map(|e| &e[..]).collect();
+        rdb_put_raw_string(&mut out, &listpack_of(&elems));
     }
     rdb_seal_payload(&mut out);
     out
@@ -761,7 +762,7 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
                 Restored::List(elems) => {
                     let l = o.as_list_mut().expect("a list");
                     for e in &elems {
-                        l.push(augur_store::End::Tail, e, lim.list_max_listpack_size);
+                        l.push(augur_store::End::Tail, e, lim.list_shape());
                     }
                 }
                 Restored::String(_) => {}
@@ -999,7 +1000,7 @@ mod tests {
                     Restored::List(elems) => {
                         let mut l = augur_store::List::new();
                         for e in elems {
-                            l.push(augur_store::End::Tail, e, lim.list_max_listpack_size);
+                            l.push(augur_store::End::Tail, e, lim.list_shape());
                         }
                         load_value(&dump_list(&l))
                     }

@@ -136,7 +136,7 @@ pub(super) fn push_command(
         _ => End::Tail,
     };
     let create = matches!(spec.cmd, Cmd::LPush | Cmd::RPush);
-    let fill = shared.store.encoding_limits().list_max_listpack_size;
+    let fill = shared.store.encoding_limits().list_shape();
     let t = Target::of(c);
     let mut shard = shared.store.lock_key(key);
     let r = shard.write_object(t.ns, key, Kind::List, create, now, |o| {
@@ -169,7 +169,7 @@ pub(super) fn linsert_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
     } else {
         return c.out.error(ERR_SYNTAX);
     };
-    let fill = shared.store.encoding_limits().list_max_listpack_size;
+    let fill = shared.store.encoding_limits().list_shape();
     let t = Target::of(c);
     let mut shard = shared.store.lock_key(key);
     let r = shard.write_object_if(t.ns, key, Kind::List, false, now, |o| {
@@ -215,7 +215,7 @@ pub(super) fn list_read_command(
         return c.out.error(ERR_NOT_INT);
     };
     match l.get(index) {
-        Some(v) => c.out.bulk(v),
+        Some(v) => c.out.bulk(&v),
         None => c.out.null(),
     }
 }
@@ -262,7 +262,7 @@ pub(super) fn lrange_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
         Some((from, n)) => {
             c.out.array(n);
             for v in l.iter_from(from).take(n) {
-                c.out.bulk(v);
+                c.out.bulk(&v);
             }
         }
     }
@@ -323,7 +323,7 @@ pub(super) fn lpos_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     } else {
         (maxlen as usize).min(len)
     };
-    let elems: Box<dyn Iterator<Item = &[u8]>> = if from_tail {
+    let elems: Box<dyn Iterator<Item = std::borrow::Cow<'_, [u8]>>> = if from_tail {
         Box::new(l.iter_rev())
     } else {
         Box::new(l.iter())
@@ -331,7 +331,7 @@ pub(super) fn lpos_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
     let mut matches = 0u64;
     let mut found: Vec<i64> = Vec::new();
     for (index, e) in elems.take(scan).enumerate() {
-        if e != ele {
+        if *e != *ele {
             continue;
         }
         matches += 1;
@@ -361,7 +361,7 @@ pub(super) fn lpos_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
 /// LSET key index element.
 pub(super) fn lset_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let key = args.get(1);
-    let fill = shared.store.encoding_limits().list_max_listpack_size;
+    let fill = shared.store.encoding_limits().list_shape();
     let t = Target::of(c);
     let mut shard = shared.store.lock_key(key);
     // The type and existence first, then the index, as lsetCommand.
@@ -426,7 +426,7 @@ pub(super) fn lrem_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         return c.out.error(ERR_NOT_INT);
     };
     let key = args.get(1);
-    let fill = shared.store.encoding_limits().list_max_listpack_size;
+    let fill = shared.store.encoding_limits().list_shape();
     let t = Target::of(c);
     let mut shard = shared.store.lock_key(key);
     let r = shard.write_object_if(t.ns, key, Kind::List, false, now, |o| {
@@ -499,7 +499,7 @@ fn move_element(
     to: End,
     now: u64,
 ) -> Result<Option<Vec<u8>>, WrongType> {
-    let fill = shared.store.encoding_limits().list_max_listpack_size;
+    let fill = shared.store.encoding_limits().list_shape();
     let mut lock = shared.store.lock_keys(&[src, dst]);
     match lock.shard_for(src).kind(t.ns, src, now) {
         None => return Ok(None),

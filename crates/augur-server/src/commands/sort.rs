@@ -161,7 +161,7 @@ pub(super) fn sort_command(
                 let o = shard.read_object(ns, key, Kind::List, now).ok().flatten();
                 let elems = o
                     .and_then(|o| o.as_list())
-                    .map(|l| l.iter().map(<[u8]>::to_vec).collect())
+                    .map(|l| l.iter().map(|e| e.into_owned()).collect())
                     .unwrap_or_default();
                 (Kind::List, elems)
             }
@@ -298,7 +298,7 @@ pub(super) fn sort_command(
                     out.push(lookup_by_pattern(shared, ns, g, &s.elem, now).unwrap_or_default());
                 }
             }
-            let fill = shared.store.encoding_limits().list_max_listpack_size;
+            let fill = shared.store.encoding_limits().list_shape();
             let mut shard = shared.store.lock_key(dst);
             let existed = shard.delete(ns, dst, now);
             if out.is_empty() {
