@@ -8,7 +8,6 @@ mod common;
 
 use augur_server::ServerConfig;
 use common::{encoding, err, info_field, q, TestServer};
-use futures_util::StreamExt;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
@@ -1444,7 +1443,7 @@ async fn dump_and_restore(addr: SocketAddr) {
 // ---------------------------------------------------------------------------------
 // Keyspace notifications.
 
-type Stream = std::pin::Pin<Box<dyn futures_util::Stream<Item = redis::Msg> + Send>>;
+use common::MsgStream as Stream;
 
 /// A connection subscribed to every pattern (`PSUBSCRIBE *`).
 async fn subscriber(addr: SocketAddr) -> Stream {
@@ -1454,21 +1453,8 @@ async fn subscriber(addr: SocketAddr) -> Stream {
     Box::pin(ps.into_on_message())
 }
 
-/// The next `n` messages as "channel payload".
 async fn take(s: &mut Stream, n: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let m = tokio::time::timeout(Duration::from_secs(3), s.next())
-            .await
-            .unwrap_or_else(|_| panic!("message {} of {n} within 3 s; got {out:?}", out.len()))
-            .expect("stream open");
-        out.push(format!(
-            "{} {}",
-            m.get_channel_name(),
-            String::from_utf8_lossy(m.get_payload_bytes())
-        ));
-    }
-    out
+    common::take_messages(s, n).await
 }
 
 /// The keyspace and keyevent messages of `events` (event, key) in db 0, in order.

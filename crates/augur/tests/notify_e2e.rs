@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use redis::aio::MultiplexedConnection;
 use std::time::Duration;
 
-type Stream = std::pin::Pin<Box<dyn futures_util::Stream<Item = redis::Msg> + Send>>;
+use common::MsgStream as Stream;
 
 /// A connection subscribed to every pattern (`PSUBSCRIBE *`) as `user`.
 async fn subscriber(srv: &TestServer, user: Option<(&str, &str)>) -> Stream {
@@ -26,21 +26,8 @@ async fn subscriber(srv: &TestServer, user: Option<(&str, &str)>) -> Stream {
     Box::pin(ps.into_on_message())
 }
 
-/// The next `n` messages as "channel payload".
 async fn take(s: &mut Stream, n: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let m = tokio::time::timeout(Duration::from_secs(3), s.next())
-            .await
-            .unwrap_or_else(|_| panic!("message {} of {n} within 3 s; got {out:?}", out.len()))
-            .expect("stream open");
-        out.push(format!(
-            "{} {}",
-            m.get_channel_name(),
-            String::from_utf8_lossy(m.get_payload_bytes())
-        ));
-    }
-    out
+    common::take_messages(s, n).await
 }
 
 /// No message within 300 ms.

@@ -209,3 +209,24 @@ pub async fn limit_to_keys_then_auto(
     let got: Vec<String> = q(con, &["CONFIG", "GET", name]).await.unwrap();
     assert_eq!(got[1], "auto");
 }
+
+/// A Pub/Sub message stream (a redis crate `PubSub` turned into its messages).
+pub type MsgStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = redis::Msg> + Send>>;
+
+/// The next `n` messages of `s` as "channel payload" (each within 3 s).
+pub async fn take_messages(s: &mut MsgStream, n: usize) -> Vec<String> {
+    use futures_util::StreamExt;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let m = tokio::time::timeout(Duration::from_secs(3), s.next())
+            .await
+            .unwrap_or_else(|_| panic!("message {} of {n} within 3 s; got {out:?}", out.len()))
+            .expect("stream open");
+        out.push(format!(
+            "{} {}",
+            m.get_channel_name(),
+            String::from_utf8_lossy(m.get_payload_bytes())
+        ));
+    }
+    out
+}
