@@ -28,20 +28,11 @@ pub use augur_store::notify::flags;
 /// database, if that class is on (notify.c `notifyKeyspaceEvent`).
 #[inline]
 pub fn notify(shared: &Shared, c: &Client, class: u32, event: &str, key: &[u8]) {
-    if shared.store.notify_flags() & class != 0 {
-        publish(
-            &shared.pubsub,
-            shared.store.notify_flags(),
-            c.tenant,
-            c.db,
-            event,
-            key,
-        );
-    }
+    notify_in(shared, c.tenant, c.db, class, event, key);
 }
 
-/// As [`notify`], for a tenant's logical database named outright (a blocked client
-/// served from another connection).
+/// As [`notify`], for a tenant's logical database named outright (the one [`notify`]
+/// and [`notify_db`] are; a blocked client is served from another connection).
 #[inline]
 pub fn notify_in(shared: &Shared, tenant: TenantId, db: u8, class: u32, event: &str, key: &[u8]) {
     if shared.store.notify_flags() & class != 0 {
@@ -59,16 +50,7 @@ pub fn notify_in(shared: &Shared, tenant: TenantId, db: u8, class: u32, event: &
 /// As [`notify`], for logical database `db` (MOVE's and COPY's destination).
 #[inline]
 pub fn notify_db(shared: &Shared, c: &Client, db: u8, class: u32, event: &str, key: &[u8]) {
-    if shared.store.notify_flags() & class != 0 {
-        publish(
-            &shared.pubsub,
-            shared.store.notify_flags(),
-            c.tenant,
-            db,
-            event,
-            key,
-        );
-    }
+    notify_in(shared, c.tenant, db, class, event, key);
 }
 
 /// The slow path: the `K` and `E` messages.
