@@ -716,6 +716,50 @@ pub(super) fn lmpop_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
 
 // ----- blocking -----
 
+/// The commands that may block (and so run with `Client::may_block` at top level).
+pub(super) fn is_blocking(cmd: Cmd) -> bool {
+    matches!(
+        cmd,
+        Cmd::BLPop | Cmd::BRPop | Cmd::BLMove | Cmd::BRPopLPush | Cmd::BLMPop
+    )
+}
+
+/// A blocking command's operation on `keys` (the first that has an element serves):
+/// its reply written to `out` and true, or false with nothing written if no key has an
+/// element. WRONGTYPE as the command's scan meets it (a source, or BLMOVE's destination).
+fn run_block_op(
+    shared: &Shared,
+    t: Target,
+    op: &BlockOp,
+    keys: &[&[u8]],
+    out: &mut Out,
+    now: u64,
+) -> Result<bool, WrongType> {
+    match op {
+        BlockOp::Pop { end, count } => {
+            let Some((key, elems)) = pop_first(shared, t, keys, *end, count.unwrap_or(1), now)?
+            else {
+                return Ok(false);
+            };
+            match count {
+                Some(_) => reply_key_elements(out, &key, &elems),
+                None => {
+                    out.array(2);
+                    out.bulk(&key);
+                    out.bulk(&elems[0]);
+                }
+            }
+        }
+        BlockOp::Move { dst, from, to } => {
+            let Some(v) = move_element(shared, t, keys[0], dst, *from, *to, now)? else {
+                return Ok(false);
+            };
+            out.bulk(&v);
+        }
+    }
+    Ok(true)
+}
+
 /// Runs a blocked client's operation on the one key that readied (serveClientBlockedOnList):
 /// Ok(None) if the key has nothing for it (missing, empty, or not a list);
 /// Err(WrongType) only for a BLMOVE whose destination holds another type, which ends
@@ -731,36 +775,19 @@ fn serve_one(
         db: w.db,
         ns: shared.store.physical(Ns::new(w.tenant, w.db)),
     };
-    let mut out = Out::new();
-    out.resp3 = w.resp3;
     // A key that holds another type now is not served (the waiter stays blocked).
     if shared.store.lock_key(key).kind(t.ns, key, now) != Some(Kind::List) {
         return Ok(None);
     }
-    match &w.op {
-        BlockOp::Pop { end, count } => {
-            // (A type changed since the check above is not served either.)
-            let popped = pop_elements(shared, t, key, *end, count.unwrap_or(1), now);
-            let Ok(Some(elems)) = popped else {
-                return Ok(None);
-            };
-            match count {
-                Some(_) => reply_key_elements(&mut out, key, &elems),
-                None => {
-                    out.array(2);
-                    out.bulk(key);
-                    out.bulk(&elems[0]);
-                }
-            }
-        }
-        BlockOp::Move { dst, from, to } => {
-            let Some(v) = move_element(shared, t, key, dst, *from, *to, now)? else {
-                return Ok(None);
-            };
-            out.bulk(&v);
-        }
+    let mut out = Out::new();
+    out.resp3 = w.resp3;
+    match run_block_op(shared, t, &w.op, &[key], &mut out, now) {
+        Ok(true) => Ok(Some(out.buf.to_vec())),
+        Ok(false) => Ok(None),
+        // A source whose type changed since the check above is not served either.
+        Err(_) if matches!(w.op, BlockOp::Pop { .. }) => Ok(None),
+        Err(e) => Err(e),
     }
-    Ok(Some(out.buf.to_vec()))
 }
 
 /// handleClientsBlockedOnKeys: serves the waiters of every key signalled ready, first
@@ -862,43 +889,13 @@ pub(super) fn blocking_command(
     let blocking = &shared.blocking;
     let mut reg = blocking.lock();
     blocking.begin_check();
-    let served = match &op {
-        BlockOp::Pop { end, count } => pop_first(shared, t, &keys, *end, count.unwrap_or(1), now)
-            .map(|r| {
-                r.map(|(key, elems)| {
-                    let mut out = Out::new();
-                    out.resp3 = c.out.resp3;
-                    match count {
-                        Some(_) => reply_key_elements(&mut out, &key, &elems),
-                        None => {
-                            out.array(2);
-                            out.bulk(&key);
-                            out.bulk(&elems[0]);
-                        }
-                    }
-                    out.buf.to_vec()
-                })
-            }),
-        BlockOp::Move { dst, from, to } => move_element(shared, t, keys[0], dst, *from, *to, now)
-            .map(|r| {
-                r.map(|v| {
-                    let mut out = Out::new();
-                    out.resp3 = c.out.resp3;
-                    out.bulk(&v);
-                    out.buf.to_vec()
-                })
-            }),
-    };
-    match served {
+    match run_block_op(shared, t, &op, &keys, &mut c.out, now) {
         Err(_) => {
             blocking.end_check();
             c.out.error(ERR_WRONGTYPE)
         }
-        Ok(Some(reply)) => {
-            blocking.end_check();
-            c.out.buf.extend_from_slice(&reply)
-        }
-        Ok(None) if !c.may_block => {
+        Ok(true) => blocking.end_check(),
+        Ok(false) if !c.may_block => {
             blocking.end_check();
             // blmoveGenericCommand answers a null bulk, the pops a null array.
             match op {
@@ -906,7 +903,7 @@ pub(super) fn blocking_command(
                 BlockOp::Pop { .. } => c.out.null_array(),
             }
         }
-        Ok(None) => {
+        Ok(false) => {
             let keys = keys.iter().map(|k| k.to_vec()).collect();
             let w = Waiter::new(c.meta.id, c.tenant, c.db, keys, op, c.out.resp3);
             blocking.block(&mut reg, w.clone());

@@ -255,10 +255,7 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     c.out.stats.begin();
     // Only a blocking command run by the connection itself may block (not one queued
     // in MULTI or called by a script: CLIENT_DENY_BLOCKING).
-    c.may_block = matches!(
-        spec.cmd,
-        Cmd::BLPop | Cmd::BRPop | Cmd::BLMove | Cmd::BRPopLPush | Cmd::BLMPop
-    );
+    c.may_block = list::is_blocking(spec.cmd);
     run(shared, c, spec, args, now);
     c.may_block = false;
     let t1 = Instant::now();
