@@ -125,7 +125,7 @@ impl Registry {
 
     /// Ends a wait: the waiter leaves every queue with `outcome` (if it was still
     /// waiting) and its connection is woken. False if it had already ended.
-    pub fn finish(&mut self, w: &Arc<Waiter>, outcome: Outcome, count: &AtomicUsize) -> bool {
+    pub fn finish(&mut self, w: &Arc<Waiter>, outcome: Outcome) -> bool {
         {
             let mut o = w.outcome.lock().unwrap();
             if *o != Outcome::Waiting {
@@ -149,7 +149,6 @@ impl Registry {
         {
             self.by_client.remove(&w.client_id);
         }
-        count.fetch_sub(1, SeqCst);
         w.wake.notify_one();
         true
     }
@@ -183,8 +182,6 @@ pub struct Blocking {
     /// Blocked clients plus blocking commands checking their keys (see the module
     /// documentation): zero, the common case, makes a signal one atomic load.
     pending: AtomicUsize,
-    /// Clients blocked (INFO's blocked_clients).
-    blocked: AtomicUsize,
     ready: Mutex<Vec<BlockedKey>>,
     any_ready: AtomicBool,
 }
@@ -208,22 +205,21 @@ impl Blocking {
     /// The check found nothing: the waiter is registered (its `pending` count stays
     /// until it is finished).
     pub fn block(&self, reg: &mut Registry, w: Arc<Waiter>) {
-        self.blocked.fetch_add(1, SeqCst);
         reg.add(w);
     }
 
     /// Ends a wait (timeout, CLIENT UNBLOCK, a served reply). False if already ended.
     pub fn finish(&self, reg: &mut Registry, w: &Arc<Waiter>, outcome: Outcome) -> bool {
-        let done = reg.finish(w, outcome, &self.pending);
+        let done = reg.finish(w, outcome);
         if done {
-            self.blocked.fetch_sub(1, SeqCst);
+            self.pending.fetch_sub(1, SeqCst);
         }
         done
     }
 
-    /// Clients blocked now.
+    /// Clients blocked now (INFO's blocked_clients): one waiter each.
     pub fn blocked_clients(&self) -> usize {
-        self.blocked.load(SeqCst)
+        self.lock().by_client.len()
     }
 
     /// Redis's signalKeyAsReady: a list may have appeared at `key`.
