@@ -808,44 +808,53 @@ async fn wait_blocked<'a>(
         shared.blocking.finish(&mut reg, w, outcome);
     };
     meta.blocked.store(true, Relaxed);
-    let outcome = loop {
-        let outcome = w.outcome();
-        if outcome != Outcome::Waiting {
-            break outcome;
+    // Some(outcome) when the wait ended; None (or a read error) when the connection is
+    // to close.
+    let ended: io::Result<Option<Outcome>> = async {
+        loop {
+            let outcome = w.outcome();
+            if outcome != Outcome::Waiting {
+                return Ok(Some(outcome));
+            }
+            let sleep = async {
+                match blocked.deadline_ms {
+                    Some(at) => {
+                        tokio::time::sleep(Duration::from_millis(at.saturating_sub(now_ms()))).await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
+                rbuf.reserve(READ_CHUNK);
+            }
+            tokio::select! {
+                biased;
+                _ = w.wake.notified() => {}
+                _ = sleep => end_wait(Outcome::TimedOut),
+                _ = &mut *killed => {
+                    if meta.killed.load(Relaxed) {
+                        return Ok(None);
+                    }
+                    killed.set(meta.kill.notified());
+                }
+                r = sock.read_buf(rbuf) => {
+                    if r? == 0 {
+                        return Ok(None);
+                    }
+                }
+            }
         }
-        let sleep = async {
-            match blocked.deadline_ms {
-                Some(at) => {
-                    tokio::time::sleep(Duration::from_millis(at.saturating_sub(now_ms()))).await
-                }
-                None => std::future::pending().await,
-            }
-        };
-        if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
-            rbuf.reserve(READ_CHUNK);
-        }
-        tokio::select! {
-            biased;
-            _ = w.wake.notified() => {}
-            _ = sleep => end_wait(Outcome::TimedOut),
-            _ = &mut *killed => {
-                if meta.killed.load(Relaxed) {
-                    end_wait(Outcome::TimedOut);
-                    meta.blocked.store(false, Relaxed);
-                    return Ok(false);
-                }
-                killed.set(meta.kill.notified());
-            }
-            r = sock.read_buf(rbuf) => {
-                if r? == 0 {
-                    end_wait(Outcome::TimedOut);
-                    meta.blocked.store(false, Relaxed);
-                    return Ok(false);
-                }
-            }
+    }
+    .await;
+    meta.blocked.store(false, Relaxed);
+    let outcome = match ended {
+        Ok(Some(outcome)) => outcome,
+        closing => {
+            // Withdrawn before the connection goes, so nothing is served to it.
+            end_wait(Outcome::TimedOut);
+            return closing.map(|_| false);
         }
     };
-    meta.blocked.store(false, Relaxed);
     match outcome {
         Outcome::Served(reply) => client.out.buf.extend_from_slice(&reply),
         Outcome::TimedOut | Outcome::Waiting => client.out.null_array(),
