@@ -142,4 +142,19 @@ mod tests {
         assert_eq!(big.len(), 4901);
         assert!(big.starts_with("1000000000000000000027083122306903498332"));
     }
+
+    #[test]
+    fn scores_parse_as_strtod() {
+        assert_eq!(strtod_whole(b"1.5"), Some(1.5));
+        assert_eq!(strtod_whole(b" 2"), Some(2.0));
+        assert_eq!(strtod_whole(b"0x10"), Some(16.0));
+        assert_eq!(strtod_whole(b"-inf"), Some(f64::NEG_INFINITY));
+        // strtod of "" consumes nothing and stops at the NUL: 0, as sort.c accepts it.
+        assert_eq!(strtod_whole(b""), Some(0.0));
+        assert_eq!(strtod_whole(b"1\x002"), Some(1.0));
+        assert_eq!(strtod_whole(b"abc"), None);
+        assert_eq!(strtod_whole(b"1 "), None);
+        assert_eq!(strtod_whole(b"nan"), None);
+        assert_eq!(strtod_whole(b"1e400"), None);
+    }
 }

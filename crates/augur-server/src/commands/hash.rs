@@ -265,19 +265,9 @@ pub(super) fn hgetall_command(
 /// Parses the count of HRANDFIELD / SRANDMEMBER (`-LONG_MAX..=LONG_MAX`, t_hash.c's
 /// getRangeLongFromObjectOrReply).
 pub(super) fn parse_random_count(out: &mut Out, arg: &[u8]) -> Option<i64> {
-    match parse_i64(arg) {
-        None => {
-            out.error(ERR_NOT_INT);
-            None
-        }
-        Some(i64::MIN) => {
-            out.error(
-                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-            );
-            None
-        }
-        Some(n) => Some(n),
-    }
+    super::parse_long_in(arg, -i64::MAX, i64::MAX, None)
+        .map_err(|e| out.error(&e))
+        .ok()
 }
 
 /// `count` distinct indices of `0..n` (count < n), uniformly: a partial Fisher-Yates

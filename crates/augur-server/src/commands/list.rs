@@ -8,7 +8,7 @@
 //! namespace), so that a blocked client is served by exactly the code its command would
 //! have run, from the connection whose push readied the key.
 
-use super::{Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
+use super::{parse_long_in, Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::blocking::{BlockOp, Outcome, Waiter};
 use crate::cmdtable::{Cmd, CommandSpec};
 use crate::notify::flags::{GENERIC, LIST};
@@ -26,7 +26,7 @@ fn list_mut(o: &mut Object) -> &mut List {
     o.as_list_mut().expect("Kind::List lookups return lists")
 }
 
-const ERR_POSITIVE: &str = "ERR value is out of range, must be positive";
+const POSITIVE: &str = "value is out of range, must be positive";
 
 /// Where a list operation happens and whom its notifications name: the tenant, the
 /// logical database (keyspace events, blocked keys) and the namespace it maps to.
@@ -80,33 +80,10 @@ fn push_event(end: End) -> &'static str {
     }
 }
 
-/// The error of a failed argument: `msg` if the command gives one (Redis uses it for
-/// text that is not a number too), else `default`.
-fn arg_error(msg: Option<&str>, default: &str) -> String {
-    msg.map_or(default.to_string(), |m| format!("ERR {m}"))
-}
-
-/// getRangeLongFromObjectOrReply.
-fn parse_range(arg: &[u8], min: i64, max: i64, msg: Option<&str>) -> Result<i64, String> {
-    let v = parse_i64(arg).ok_or_else(|| arg_error(msg, ERR_NOT_INT))?;
-    if v < min || v > max {
-        return Err(match msg {
-            Some(m) => format!("ERR {m}"),
-            None => format!("ERR value is out of range, value must between {min} and {max}"),
-        });
-    }
-    Ok(v)
-}
-
-/// getPositiveLongFromObjectOrReply.
+/// getPositiveLongFromObjectOrReply: a range check whose message (Redis's default one
+/// unless the command gives its own) also answers text that is not a number.
 fn parse_positive(arg: &[u8], msg: Option<&str>) -> Result<i64, String> {
-    // Redis's getPositiveLongFromObjectOrReply is a range check with a message, which
-    // it also answers for text that is not a number.
-    let v = parse_i64(arg).ok_or_else(|| arg_error(msg, ERR_POSITIVE))?;
-    if v < 0 {
-        return Err(arg_error(msg, ERR_POSITIVE));
-    }
-    Ok(v)
+    parse_long_in(arg, 0, i64::MAX, Some(msg.unwrap_or(POSITIVE)))
 }
 
 /// getTimeoutFromObjectOrReply in seconds: the timeout in ms (0: forever), or the error.
@@ -278,7 +255,7 @@ pub(super) fn lpos_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         let r = if opt.eq_ignore_ascii_case(b"RANK") && more {
             j += 1;
             // Redis 7.0.15 parses RANK as any long (7.2 bounds it at -LONG_MAX).
-            parse_range(args.get(j), i64::MIN, i64::MAX, None).and_then(|r| {
+            parse_long_in(args.get(j), i64::MIN, i64::MAX, None).and_then(|r| {
                 if r == 0 {
                     Err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list".to_string())
                 } else {
@@ -638,7 +615,7 @@ pub(super) fn lmove_command(
 
 /// LMPOP's and BLMPOP's arguments from `numkeys_idx`: (keys, end, count).
 fn parse_mpop(args: Args<'_>, numkeys_idx: usize) -> Result<(Vec<&[u8]>, End, usize), String> {
-    let numkeys = parse_range(
+    let numkeys = parse_long_in(
         args.get(numkeys_idx),
         1,
         i64::MAX,
@@ -655,7 +632,7 @@ fn parse_mpop(args: Args<'_>, numkeys_idx: usize) -> Result<(Vec<&[u8]>, End, us
     while j < args.len() {
         if count.is_none() && args.get(j).eq_ignore_ascii_case(b"COUNT") && j + 1 < args.len() {
             j += 1;
-            count = Some(parse_range(
+            count = Some(parse_long_in(
                 args.get(j),
                 1,
                 i64::MAX,

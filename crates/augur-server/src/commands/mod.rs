@@ -57,6 +57,25 @@ const ERR_NOAUTH: &str = "NOAUTH Authentication required.";
 const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
+/// getRangeLongFromObjectOrReply: an integer argument within `min..=max`. With a
+/// message, Redis answers it (`ERR <msg>`) for text that is not a number as well as for
+/// a number out of range; without one, its two default texts.
+pub(super) fn parse_long_in(
+    arg: &[u8],
+    min: i64,
+    max: i64,
+    msg: Option<&str>,
+) -> Result<i64, String> {
+    let error = |default: String| msg.map_or(default, |m| format!("ERR {m}"));
+    let v = crate::resp::parse_i64(arg).ok_or_else(|| error(ERR_NOT_INT.to_string()))?;
+    if v < min || v > max {
+        return Err(error(format!(
+            "ERR value is out of range, value must between {min} and {max}"
+        )));
+    }
+    Ok(v)
+}
+
 /// One connection's command-level state.
 pub struct Client {
     pub meta: Arc<ClientMeta>,

@@ -30,12 +30,6 @@ struct Sortable {
     by: Option<Vec<u8>>,
 }
 
-/// strtod over the whole text, as sort.c checks it (`eptr[0] != '\0'`, ERANGE, NaN are
-/// errors; like C, the text ends at a NUL and leading spaces are skipped).
-fn sort_score(s: &[u8]) -> Option<f64> {
-    crate::long_double::strtod_whole(s)
-}
-
 /// lookupKeyByPattern: `#` is the element; otherwise the first `*` of the pattern is
 /// replaced by the element, and `->field` after it names a hash field. None where
 /// Redis answers nothing (no `*`, no key, another type, no field).
@@ -231,7 +225,7 @@ pub(super) fn sort_command(
                 }
             } else {
                 let text = byval.as_deref().unwrap_or(&s.elem);
-                match sort_score(text) {
+                match crate::long_double::strtod_whole(text) {
                     Some(v) => s.score = v,
                     None => conversion_error = true,
                 }
@@ -319,25 +313,5 @@ pub(super) fn sort_command(
             }
             c.out.int(out.len() as i64);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scores_parse_as_strtod() {
-        assert_eq!(sort_score(b"1.5"), Some(1.5));
-        assert_eq!(sort_score(b" 2"), Some(2.0));
-        assert_eq!(sort_score(b"0x10"), Some(16.0));
-        assert_eq!(sort_score(b"-inf"), Some(f64::NEG_INFINITY));
-        // strtod of "" consumes nothing and stops at the NUL: 0, as sort.c accepts it.
-        assert_eq!(sort_score(b""), Some(0.0));
-        assert_eq!(sort_score(b"1\x002"), Some(1.0));
-        assert_eq!(sort_score(b"abc"), None);
-        assert_eq!(sort_score(b"1 "), None);
-        assert_eq!(sort_score(b"nan"), None);
-        assert_eq!(sort_score(b"1e400"), None);
     }
 }
