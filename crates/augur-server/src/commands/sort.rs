@@ -16,7 +16,8 @@ use crate::notify::flags::{GENERIC, LIST};
 use crate::notify::notify;
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
-use augur_store::{End, Kind, Ns};
+use augur_store::{End, Kind, Ns, Object};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 const ERR_SCORES: &str = "ERR One or more scores can't be converted into double";
@@ -151,21 +152,13 @@ pub(super) fn sort_command(
                 let _ = shard.get(ns, key, now);
                 (Kind::List, Vec::new())
             }
-            Some(Kind::List) => {
-                let o = shard.read_object(ns, key, Kind::List, now).ok().flatten();
-                let elems = o
-                    .and_then(|o| o.as_list())
-                    .map(|l| l.iter().map(|e| e.into_owned()).collect())
-                    .unwrap_or_default();
-                (Kind::List, elems)
-            }
-            Some(Kind::Set) => {
-                let o = shard.read_object(ns, key, Kind::Set, now).ok().flatten();
-                let elems = o
-                    .and_then(|o| o.as_set())
-                    .map(|s| s.iter().map(|m| m.into_owned()).collect())
-                    .unwrap_or_default();
-                (Kind::Set, elems)
+            Some(kind @ (Kind::List | Kind::Set)) => {
+                let elems = match shard.read_object(ns, key, kind, now) {
+                    Ok(Some(Object::List(l))) => l.iter().map(Cow::into_owned).collect(),
+                    Ok(Some(Object::Set(s))) => s.iter().map(Cow::into_owned).collect(),
+                    _ => Vec::new(),
+                };
+                (kind, elems)
             }
             Some(_) => return c.out.error(ERR_WRONGTYPE),
         }
@@ -195,7 +188,7 @@ pub(super) fn sort_command(
     }
 
     if kind == Kind::List && dontsort {
-        // The list's own order, reversed by DESC, and only the LIMIT's range.
+        // The list's own order, reversed by DESC (LIMIT's range is cut below).
         if desc {
             elems.reverse();
         }
