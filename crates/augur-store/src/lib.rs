@@ -23,6 +23,7 @@ mod store;
 mod tenant;
 mod watch;
 mod zone;
+mod zset;
 pub mod zzone;
 
 /// Bytes of index tables held as page mappings outside jemalloc (INFO's allocator
@@ -52,6 +53,7 @@ pub use tenant::{
 };
 pub use watch::WatchFlag;
 pub use zone::{ZoneConfig, ZoneStats};
+pub use zset::{LexBound, LexRange, ScoreRange, ZSet, ZSetIter};
 
 #[cfg(test)]
 mod object_tests;

@@ -31,6 +31,7 @@
 //! `varint(field length) field value`.
 
 use crate::list::List;
+use crate::zset::ZSet;
 use crate::store::key_hash;
 use hashbrown17::HashTable;
 use rand::Rng;
@@ -43,6 +44,7 @@ pub enum Kind {
     Hash,
     Set,
     List,
+    ZSet,
 }
 
 impl Kind {
@@ -53,6 +55,7 @@ impl Kind {
             Kind::Hash => "hash",
             Kind::Set => "set",
             Kind::List => "list",
+            Kind::ZSet => "zset",
         }
     }
 }
@@ -69,6 +72,10 @@ pub struct Limits {
     pub list_max_listpack_size: i64,
     /// `list-compress-depth`: a list's raw nodes at each end (see `list`).
     pub list_compress_depth: u32,
+    /// `zset-max-listpack-entries` (alias `zset-max-ziplist-entries`; see `zset`).
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`).
+    pub zset_max_listpack_value: usize,
 }
 
 impl Limits {
@@ -89,6 +96,8 @@ impl Default for Limits {
             set_max_intset_entries: 512,
             list_max_listpack_size: crate::list::DEFAULT_LIST_FILL,
             list_compress_depth: 0,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
         }
     }
 }
@@ -104,12 +113,13 @@ pub(crate) fn alloc_size(n: usize) -> usize {
     }
 }
 
-/// A hash, a set or a list.
+/// A hash, a set, a list or a sorted set.
 #[derive(Debug, Clone)]
 pub enum Object {
     Hash(Hash),
     Set(Set),
     List(List),
+    ZSet(ZSet),
 }
 
 impl Object {
@@ -121,12 +131,13 @@ impl Object {
         Object::Set(Set::new())
     }
 
-    /// An empty object of `kind` (Hash, Set or List); None for String.
+    /// An empty object of `kind` (every kind but String); None for String.
     pub fn new_of(kind: Kind) -> Option<Object> {
         match kind {
             Kind::Hash => Some(Object::new_hash()),
             Kind::Set => Some(Object::new_set()),
             Kind::List => Some(Object::List(List::new())),
+            Kind::ZSet => Some(Object::ZSet(ZSet::new())),
             Kind::String => None,
         }
     }
@@ -136,6 +147,7 @@ impl Object {
             Object::Hash(_) => Kind::Hash,
             Object::Set(_) => Kind::Set,
             Object::List(_) => Kind::List,
+            Object::ZSet(_) => Kind::ZSet,
         }
     }
 
@@ -145,6 +157,7 @@ impl Object {
             Object::Hash(h) => h.len(),
             Object::Set(s) => s.len(),
             Object::List(l) => l.len(),
+            Object::ZSet(z) => z.len(),
         }
     }
 
@@ -158,6 +171,7 @@ impl Object {
             Object::Hash(h) => h.encoding(),
             Object::Set(s) => s.encoding(),
             Object::List(l) => l.encoding(),
+            Object::ZSet(z) => z.encoding(),
         }
     }
 
@@ -169,6 +183,7 @@ impl Object {
                 Object::Hash(h) => h.bytes(),
                 Object::Set(s) => s.bytes(),
                 Object::List(l) => l.bytes(),
+                Object::ZSet(z) => z.bytes(),
             }
     }
 
@@ -210,6 +225,20 @@ impl Object {
     pub fn as_list_mut(&mut self) -> Option<&mut List> {
         match self {
             Object::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn as_zset(&self) -> Option<&ZSet> {
+        match self {
+            Object::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    pub fn as_zset_mut(&mut self) -> Option<&mut ZSet> {
+        match self {
+            Object::ZSet(z) => Some(z),
             _ => None,
         }
     }
@@ -906,6 +935,7 @@ mod tests {
             set_max_intset_entries: 8,
             list_max_listpack_size: crate::list::DEFAULT_LIST_FILL,
             list_compress_depth: 0,
+            ..Limits::default()
         }
     }
 
@@ -926,8 +956,9 @@ mod tests {
                         + t.table.iter().map(|e| alloc_size(e.len())).sum::<usize>()
                 }
             },
-            // list.rs's own tests recount its nodes.
+            // list.rs's and zset.rs's own tests check their structures.
             Object::List(l) => l.bytes(),
+            Object::ZSet(z) => z.bytes(),
         };
         alloc_size(std::mem::size_of::<Object>()) + inner
     }

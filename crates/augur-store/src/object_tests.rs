@@ -14,6 +14,8 @@ fn lim() -> EncodingLimits {
         set_max_intset_entries: 16,
         list_max_listpack_size: 4,
         list_compress_depth: 0,
+        zset_max_listpack_entries: 8,
+        zset_max_listpack_value: 32,
     }
 }
 
@@ -40,6 +42,8 @@ enum Op {
     SRem(u8, u8, u8),
     LPush(u8, u8, bool, usize),
     LPop(u8, u8, bool),
+    ZAdd(u8, u8, u8, i8),
+    ZPop(u8, u8, bool),
     Del(u8, u8),
     Get(u8, u8),
     Expire(u8, u8),
@@ -58,6 +62,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (t.clone(), k.clone(), 0u8..60).prop_map(|(t, k, m)| Op::SRem(t, k, m)),
         4 => (t.clone(), k.clone(), any::<bool>(), 0usize..300).prop_map(|(t, k, h, n)| Op::LPush(t, k, h, n)),
         2 => (t.clone(), k.clone(), any::<bool>()).prop_map(|(t, k, h)| Op::LPop(t, k, h)),
+        4 => (t.clone(), k.clone(), 0u8..60, any::<i8>()).prop_map(|(t, k, m, sc)| Op::ZAdd(t, k, m, sc)),
+        2 => (t.clone(), k.clone(), any::<bool>()).prop_map(|(t, k, max)| Op::ZPop(t, k, max)),
         1 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Del(t, k)),
         2 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Get(t, k)),
         1 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Expire(t, k)),
@@ -73,6 +79,8 @@ enum M {
     Hash(HashMap<Vec<u8>, Vec<u8>>),
     Set(HashSet<Vec<u8>>),
     List(std::collections::VecDeque<Vec<u8>>),
+    /// member -> score.
+    ZSet(std::collections::BTreeMap<Vec<u8>, i8>),
 }
 
 fn member(m: u8) -> Vec<u8> {
@@ -222,6 +230,54 @@ fn run(ops: &[Op], maxmemory: u64, policy: EvictionPolicy) -> (Store, HashMap<(u
                     }
                 }
             }
+            Op::ZAdd(t, k, m, sc) => {
+                // Long members cross zset-max-listpack-value.
+                let m = if m % 7 == 0 { vec![b'z'; 40 + m as usize] } else { member(m) };
+                let r = s.lock_key(&key(k)).write_object(
+                    Ns::new(t as u16, 0),
+                    &key(k),
+                    Kind::ZSet,
+                    true,
+                    0,
+                    |o| o.as_zset_mut().unwrap().insert(&m, f64::from(sc), &lim()),
+                );
+                if r.is_ok() {
+                    let e = model
+                        .entry((t, key(k)))
+                        .or_insert_with(|| M::ZSet(Default::default()));
+                    if !matches!(e, M::ZSet(_)) {
+                        *e = M::ZSet(Default::default());
+                    }
+                    if let M::ZSet(z) = e {
+                        z.insert(m, sc);
+                    }
+                }
+            }
+            Op::ZPop(t, k, max) => {
+                let r = s.lock_key(&key(k)).write_object(
+                    Ns::new(t as u16, 0),
+                    &key(k),
+                    Kind::ZSet,
+                    false,
+                    0,
+                    |o| o.as_zset_mut().unwrap().pop(1, max),
+                );
+                if let (Ok(Some(got)), Some(M::ZSet(z))) = (r, model.get_mut(&(t, key(k)))) {
+                    let mut order: Vec<_> = z.iter().map(|(m, &s)| (s, m.clone())).collect();
+                    order.sort();
+                    let want = if max { order.last() } else { order.first() }.cloned();
+                    if maxmemory == 0 {
+                        let want = want.clone().map(|(s, m)| (m, f64::from(s)));
+                        assert_eq!(got.first().cloned(), want);
+                    }
+                    if let Some((_, m)) = want {
+                        z.remove(&m);
+                    }
+                    if z.is_empty() {
+                        model.remove(&(t, key(k)));
+                    }
+                }
+            }
             Op::Del(t, k) => {
                 s.lock_key(&key(k)).delete(Ns::new(t as u16, 0), &key(k), 0);
                 model.remove(&(t, key(k)));
@@ -279,6 +335,8 @@ proptest! {
                     .as_set().unwrap().iter().map(|m| m.into_owned()).collect()),
                 Some(Kind::List) => M::List(g.peek_object(ns, k, Kind::List, 0).unwrap().unwrap()
                     .as_list().unwrap().iter().map(|m| m.to_vec()).collect()),
+                Some(Kind::ZSet) => M::ZSet(g.peek_object(ns, k, Kind::ZSet, 0).unwrap().unwrap()
+                    .as_zset().unwrap().iter().map(|(m, s)| (m.to_vec(), s as i8)).collect()),
                 None => panic!("{k:?} missing"),
             };
             prop_assert_eq!(&got, want);

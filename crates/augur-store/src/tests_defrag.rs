@@ -36,6 +36,7 @@ fn defrag_moves_sparse_entries_and_keeps_every_key() {
         set_max_intset_entries: 16,
         list_max_listpack_size: crate::DEFAULT_LIST_FILL,
         list_compress_depth: 0,
+        ..EncodingLimits::default()
     };
     for h in 0..200 {
         let k = format!("dfrag-hash:{h}").into_bytes();
