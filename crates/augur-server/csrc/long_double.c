@@ -102,3 +102,44 @@ int augur_sort_strtod(const char *s, size_t len, double *out) {
     if (ok) *out = v;
     return ok;
 }
+
+/* string2d (util.c), which getDoubleFromObject uses for ZADD's scores, ZINCRBY's
+ * increment and ZUNIONSTORE's weights: strtod over the whole text, refused when empty,
+ * when it starts with a space, when it stops before the end (an embedded NUL too), on
+ * an ERANGE overflow or underflow to zero, or for NaN. 1 and *out set if accepted. */
+int augur_string2d(const char *s, size_t len, double *out) {
+    char *buf, *eptr;
+    double v;
+    int ok;
+    if (len == 0 || isspace((unsigned char)s[0])) return 0;
+    buf = malloc(len + 1);
+    if (buf == NULL) return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    errno = 0;
+    v = strtod(buf, &eptr);
+    ok = (size_t)(eptr - buf) == len &&
+         !(errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || fpclassify(v) == FP_ZERO)) &&
+         !isnan(v);
+    free(buf);
+    if (ok) *out = v;
+    return ok;
+}
+
+/* One bound of zslParseRange (t_zset.c), after its '(' if any: strtod over the text
+ * as a C string, accepted when it stops at the string's end (the first NUL) and is not
+ * NaN. So "" is 0 and an out-of-range value its ERANGE result (inf or 0), as in Redis. */
+int augur_range_strtod(const char *s, size_t len, double *out) {
+    char *buf, *eptr;
+    double v;
+    int ok;
+    buf = malloc(len + 1);
+    if (buf == NULL) return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    v = strtod(buf, &eptr);
+    ok = eptr[0] == '\0' && !isnan(v);
+    free(buf);
+    if (ok) *out = v;
+    return ok;
+}

@@ -1,5 +1,5 @@
-//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP), as Redis 7.0's
-//! blocked.c serves them.
+//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) and sorted sets
+//! (BZPOPMIN, BZPOPMAX, BZMPOP), as Redis 7.0's blocked.c serves them.
 //!
 //! # The model, and why it is Redis's
 //!
@@ -42,6 +42,20 @@ pub enum BlockOp {
     Pop { end: End, count: Option<usize> },
     /// BLMOVE / BRPOPLPUSH: the element is pushed to `dst` and replied alone.
     Move { dst: Vec<u8>, from: End, to: End },
+    /// BZPOPMIN / BZPOPMAX (`count` None: a [key, member, score] reply) or BZMPOP
+    /// (`count` Some: [key, [[member, score], ...]]), from the low end or with `max` the
+    /// high end of a sorted set.
+    ZPop { max: bool, count: Option<usize> },
+}
+
+impl BlockOp {
+    /// The type of key that can serve this operation.
+    pub fn kind(&self) -> augur_store::Kind {
+        match self {
+            BlockOp::ZPop { .. } => augur_store::Kind::ZSet,
+            _ => augur_store::Kind::List,
+        }
+    }
 }
 
 /// How a wait ended.

@@ -251,6 +251,41 @@ commands! {
     BLMove b"BLMOVE" "blmove" 6 [WRITE|DENYOOM|NOSCRIPT] 1 2 1 "list" "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved." NONE;
     BRPopLPush b"BRPOPLPUSH" "brpoplpush" 4 [WRITE|DENYOOM|NOSCRIPT] 1 2 1 "list" "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped." NONE;
     BLMPop b"BLMPOP" "blmpop" -5 [WRITE] 0 0 0 "list" "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped." NONE;
+    ZAdd b"ZADD" "zadd" -4 [WRITE|DENYOOM|FAST] 1 1 1 "sorted-set" "Add one or more members to a sorted set, or update its score if it already exists" NONE;
+    ZIncrBy b"ZINCRBY" "zincrby" 4 [WRITE|DENYOOM|FAST] 1 1 1 "sorted-set" "Increment the score of a member in a sorted set" NONE;
+    ZRem b"ZREM" "zrem" -3 [WRITE|FAST] 1 1 1 "sorted-set" "Remove one or more members from a sorted set" NONE;
+    ZCard b"ZCARD" "zcard" 2 [READONLY|FAST] 1 1 1 "sorted-set" "Get the number of members in a sorted set" NONE;
+    ZScore b"ZSCORE" "zscore" 3 [READONLY|FAST] 1 1 1 "sorted-set" "Get the score associated with the given member in a sorted set" NONE;
+    ZMScore b"ZMSCORE" "zmscore" -3 [READONLY|FAST] 1 1 1 "sorted-set" "Get the score associated with the given members in a sorted set" NONE;
+    ZCount b"ZCOUNT" "zcount" 4 [READONLY|FAST] 1 1 1 "sorted-set" "Count the members in a sorted set with scores within the given values" NONE;
+    ZLexCount b"ZLEXCOUNT" "zlexcount" 4 [READONLY|FAST] 1 1 1 "sorted-set" "Count the number of members in a sorted set between a given lexicographical range" NONE;
+    ZRank b"ZRANK" "zrank" 3 [READONLY|FAST] 1 1 1 "sorted-set" "Determine the index of a member in a sorted set" NONE;
+    ZRevRank b"ZREVRANK" "zrevrank" 3 [READONLY|FAST] 1 1 1 "sorted-set" "Determine the index of a member in a sorted set, with scores ordered from high to low" NONE;
+    ZRange b"ZRANGE" "zrange" -4 [READONLY] 1 1 1 "sorted-set" "Return a range of members in a sorted set" NONE;
+    ZRangeStore b"ZRANGESTORE" "zrangestore" -5 [WRITE|DENYOOM] 1 2 1 "sorted-set" "Store a range of members from sorted set into another key" NONE;
+    ZRevRange b"ZREVRANGE" "zrevrange" -4 [READONLY] 1 1 1 "sorted-set" "Return a range of members in a sorted set, by index, with scores ordered from high to low" NONE;
+    ZRangeByScore b"ZRANGEBYSCORE" "zrangebyscore" -4 [READONLY] 1 1 1 "sorted-set" "Return a range of members in a sorted set, by score" NONE;
+    ZRevRangeByScore b"ZREVRANGEBYSCORE" "zrevrangebyscore" -4 [READONLY] 1 1 1 "sorted-set" "Return a range of members in a sorted set, by score, with scores ordered from high to low" NONE;
+    ZRangeByLex b"ZRANGEBYLEX" "zrangebylex" -4 [READONLY] 1 1 1 "sorted-set" "Return a range of members in a sorted set, by lexicographical range" NONE;
+    ZRevRangeByLex b"ZREVRANGEBYLEX" "zrevrangebylex" -4 [READONLY] 1 1 1 "sorted-set" "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings." NONE;
+    ZRemRangeByRank b"ZREMRANGEBYRANK" "zremrangebyrank" 4 [WRITE] 1 1 1 "sorted-set" "Remove all members in a sorted set within the given indexes" NONE;
+    ZRemRangeByScore b"ZREMRANGEBYSCORE" "zremrangebyscore" 4 [WRITE] 1 1 1 "sorted-set" "Remove all members in a sorted set within the given scores" NONE;
+    ZRemRangeByLex b"ZREMRANGEBYLEX" "zremrangebylex" 4 [WRITE] 1 1 1 "sorted-set" "Remove all members in a sorted set between the given lexicographical range" NONE;
+    ZPopMin b"ZPOPMIN" "zpopmin" -2 [WRITE|FAST] 1 1 1 "sorted-set" "Remove and return members with the lowest scores in a sorted set" NONE;
+    ZPopMax b"ZPOPMAX" "zpopmax" -2 [WRITE|FAST] 1 1 1 "sorted-set" "Remove and return members with the highest scores in a sorted set" NONE;
+    BZPopMin b"BZPOPMIN" "bzpopmin" -3 [WRITE|NOSCRIPT|FAST] 1 -2 1 "sorted-set" "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available" NONE;
+    BZPopMax b"BZPOPMAX" "bzpopmax" -3 [WRITE|NOSCRIPT|FAST] 1 -2 1 "sorted-set" "Remove and return the member with the highest score from one or more sorted sets, or block until one is available" NONE;
+    ZMPop b"ZMPOP" "zmpop" -4 [WRITE] 0 0 0 "sorted-set" "Remove and return members with scores in a sorted set" NONE;
+    BZMPop b"BZMPOP" "bzmpop" -5 [WRITE] 0 0 0 "sorted-set" "Remove and return members with scores in a sorted set or block until one is available" NONE;
+    ZRandMember b"ZRANDMEMBER" "zrandmember" -2 [READONLY] 1 1 1 "sorted-set" "Get one or multiple random elements from a sorted set" NONE;
+    ZScan b"ZSCAN" "zscan" -3 [READONLY] 1 1 1 "sorted-set" "Incrementally iterate sorted sets elements and associated scores" NONE;
+    ZUnion b"ZUNION" "zunion" -3 [READONLY] 0 0 0 "sorted-set" "Add multiple sorted sets" NONE;
+    ZInter b"ZINTER" "zinter" -3 [READONLY] 0 0 0 "sorted-set" "Intersect multiple sorted sets" NONE;
+    ZDiff b"ZDIFF" "zdiff" -3 [READONLY] 0 0 0 "sorted-set" "Subtract multiple sorted sets" NONE;
+    ZUnionStore b"ZUNIONSTORE" "zunionstore" -4 [WRITE|DENYOOM] 1 1 1 "sorted-set" "Add multiple sorted sets and store the resulting sorted set in a new key" NONE;
+    ZInterStore b"ZINTERSTORE" "zinterstore" -4 [WRITE|DENYOOM] 1 1 1 "sorted-set" "Intersect multiple sorted sets and store the resulting sorted set in a new key" NONE;
+    ZDiffStore b"ZDIFFSTORE" "zdiffstore" -4 [WRITE|DENYOOM] 1 1 1 "sorted-set" "Subtract multiple sorted sets and store the resulting sorted set in a new key" NONE;
+    ZInterCard b"ZINTERCARD" "zintercard" -3 [READONLY] 0 0 0 "sorted-set" "Intersect multiple sorted sets and return the cardinality of the result" NONE;
     Subscribe b"SUBSCRIBE" "subscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels." NONE;
     Unsubscribe b"UNSUBSCRIBE" "unsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Stops listening to messages posted to channels." NONE;
     PSubscribe b"PSUBSCRIBE" "psubscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels that match one or more patterns." NONE;
@@ -1347,7 +1382,6 @@ mod tests {
             }
         }
         assert!(lookup(b"get").is_none(), "lookup expects upper case");
-        assert!(lookup(b"ZADD").is_none(), "sorted sets are not served");
     }
 
     #[test]

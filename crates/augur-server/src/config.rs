@@ -167,6 +167,11 @@ pub struct ServerConfig {
     /// `list-compress-depth`: a list's nodes more than this many from either end are
     /// kept compressed (see `augur_store::List`); 0, the default, compresses none.
     pub list_compress_depth: u32,
+    /// `zset-max-listpack-entries` (alias `zset-max-ziplist-entries`) and
+    /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`): a sorted set's
+    /// listpack limits (see `augur_store::ZSet`).
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
     /// Active defragmentation of the entries (`activedefrag`, Redis's name; see
     /// `augur_store::defrag`): runs while jemalloc's active bytes exceed its allocated
     /// bytes by more than `active-defrag-ignore-bytes` and by more than
@@ -274,6 +279,8 @@ impl Default for ServerConfig {
             set_max_intset_entries: 512,
             list_max_listpack_size: augur_store::DEFAULT_LIST_FILL,
             list_compress_depth: 0,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
             // On by default, unlike Redis: a cache held at maxmemory churns entries of
             // drifting sizes, and the store's promise is RSS within maxmemory + 10 %.
             // Redis's thresholds (100 MB, 10 %) would leave a 256 MB cache 1.25x over;
@@ -305,6 +312,8 @@ impl ServerConfig {
             set_max_intset_entries: self.set_max_intset_entries,
             list_max_listpack_size: self.list_max_listpack_size,
             list_compress_depth: self.list_compress_depth,
+            zset_max_listpack_entries: self.zset_max_listpack_entries,
+            zset_max_listpack_value: self.zset_max_listpack_value,
         }
     }
 }
@@ -366,6 +375,10 @@ pub const PARAMS: &[&str] = &[
     "list-max-listpack-size",
     "list-max-ziplist-size",
     "list-compress-depth",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+    "zset-max-ziplist-entries",
+    "zset-max-ziplist-value",
     "latency-tracking",
     "latency-tracking-info-percentiles",
     "activedefrag",
@@ -442,6 +455,10 @@ pub const LIVE_PARAMS: &[&str] = &[
     "list-max-listpack-size",
     "list-max-ziplist-size",
     "list-compress-depth",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+    "zset-max-ziplist-entries",
+    "zset-max-ziplist-value",
     "latency-tracking",
     "latency-tracking-info-percentiles",
     "activedefrag",
@@ -768,6 +785,14 @@ impl ServerConfig {
             "list-compress-depth" => {
                 self.list_compress_depth = parse_int_in(value, 0, i32::MAX as u32)?
             }
+            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
+                self.zset_max_listpack_entries = parse_int(value)?
+            }
+            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
+                self.zset_max_listpack_value = parse_memory(value)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or("argument must be a memory value")?
+            }
             "latency-tracking" => self.latency_tracking = parse_bool(value)?,
             "activedefrag" => self.activedefrag = parse_bool(value)?,
             "active-defrag-ignore-bytes" => {
@@ -933,6 +958,12 @@ impl ServerConfig {
                 self.list_max_listpack_size.to_string()
             }
             "list-compress-depth" => self.list_compress_depth.to_string(),
+            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
+                self.zset_max_listpack_entries.to_string()
+            }
+            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
+                self.zset_max_listpack_value.to_string()
+            }
             "notify-keyspace-events" => {
                 augur_store::notify::flags_to_string(self.notify_keyspace_events)
             }

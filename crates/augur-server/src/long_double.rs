@@ -25,6 +25,8 @@ extern "C" {
     fn augur_ld_isinf(v: *const LongDouble) -> c_int;
     fn augur_ld_seconds_to_ms(v: *const LongDouble) -> i64;
     fn augur_sort_strtod(s: *const u8, len: usize, out: *mut f64) -> c_int;
+    fn augur_string2d(s: *const u8, len: usize, out: *mut f64) -> c_int;
+    fn augur_range_strtod(s: *const u8, len: usize, out: *mut f64) -> c_int;
     #[cfg(test)]
     fn augur_ld_size() -> usize;
 }
@@ -88,6 +90,23 @@ pub fn strtod_whole(s: &[u8]) -> Option<f64> {
     (unsafe { augur_sort_strtod(s.as_ptr(), s.len(), &mut v) } == 1).then_some(v)
 }
 
+/// Redis's string2d (getDoubleFromObject): a sorted set's score, increment or weight.
+/// The whole text must be a number C's strtod reads (so `inf`, `-Infinity`, `0x1p3`
+/// and `1e400`'s refusal are glibc's); no leading space, no NaN.
+pub fn string2d(s: &[u8]) -> Option<f64> {
+    let mut v = 0f64;
+    // SAFETY: the C side reads `len` bytes of `s` and writes one f64.
+    (unsafe { augur_string2d(s.as_ptr(), s.len(), &mut v) } == 1).then_some(v)
+}
+
+/// One bound of a ZRANGEBYSCORE range after its `(` (zslParseRange): strtod up to the
+/// first NUL, NaN refused.
+pub fn range_strtod(s: &[u8]) -> Option<f64> {
+    let mut v = 0f64;
+    // SAFETY: as above.
+    (unsafe { augur_range_strtod(s.as_ptr(), s.len(), &mut v) } == 1).then_some(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +115,32 @@ mod tests {
         let a = LongDouble::parse(a.as_bytes())?;
         let b = LongDouble::parse(b.as_bytes())?;
         Some(String::from_utf8(a.checked_add(&b)?.to_human()).unwrap())
+    }
+
+    #[test]
+    fn zset_scores_parse_as_redis() {
+        assert_eq!(string2d(b"1.5"), Some(1.5));
+        assert_eq!(string2d(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(string2d(b"+inf"), Some(f64::INFINITY));
+        assert_eq!(string2d(b"0x10"), Some(16.0));
+        for bad in [
+            &b""[..],
+            b" 1",
+            b"1 ",
+            b"nan",
+            b"1e400",
+            b"1e-400",
+            b"abc",
+            b"1\01",
+        ] {
+            assert_eq!(string2d(bad), None, "{bad:?}");
+        }
+        assert_eq!(range_strtod(b""), Some(0.0));
+        assert_eq!(range_strtod(b" 2"), Some(2.0));
+        assert_eq!(range_strtod(b"1e400"), Some(f64::INFINITY));
+        assert_eq!(range_strtod(b"3\0x"), Some(3.0));
+        assert_eq!(range_strtod(b"nan"), None);
+        assert_eq!(range_strtod(b"1x"), None);
     }
 
     #[test]

@@ -697,9 +697,10 @@ impl Out {
         }
     }
 
-    /// A double: `,x` in RESP3, a bulk string in RESP2 (Redis's addReplyDouble, %.17g).
+    /// A double: `,x` in RESP3, a bulk string in RESP2, formatted as Redis 7.0's
+    /// addReplyDouble does (`%.17g`, so 1.1 is `1.1000000000000001`; `inf`, `-inf`).
     pub fn double(&mut self, d: f64) {
-        let s = format_double(d);
+        let s = crate::scripting::fmt::fmt_g(d, 17);
         if self.resp3 {
             self.buf.put_u8(b',');
             self.buf.put_slice(s.as_bytes());

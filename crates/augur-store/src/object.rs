@@ -31,8 +31,8 @@
 //! `varint(field length) field value`.
 
 use crate::list::List;
-use crate::zset::ZSet;
 use crate::store::key_hash;
+use crate::zset::ZSet;
 use hashbrown17::HashTable;
 use rand::Rng;
 use std::borrow::Cow;

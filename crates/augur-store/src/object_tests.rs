@@ -232,7 +232,11 @@ fn run(ops: &[Op], maxmemory: u64, policy: EvictionPolicy) -> (Store, HashMap<(u
             }
             Op::ZAdd(t, k, m, sc) => {
                 // Long members cross zset-max-listpack-value.
-                let m = if m % 7 == 0 { vec![b'z'; 40 + m as usize] } else { member(m) };
+                let m = if m % 7 == 0 {
+                    vec![b'z'; 40 + m as usize]
+                } else {
+                    member(m)
+                };
                 let r = s.lock_key(&key(k)).write_object(
                     Ns::new(t as u16, 0),
                     &key(k),

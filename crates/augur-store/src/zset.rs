@@ -700,8 +700,7 @@ impl ZSet {
                 }
                 return Some(old);
             }
-            if p.len + 1 > lim.zset_max_listpack_entries || m.len() > lim.zset_max_listpack_value
-            {
+            if p.len + 1 > lim.zset_max_listpack_entries || m.len() > lim.zset_max_listpack_value {
                 self.convert();
             } else {
                 p.insert_new(m, score);
@@ -826,7 +825,11 @@ impl ZSet {
             ZEnc::Pack(p) => {
                 let mut it = p.iter().skip(ranks.start);
                 let s = it.next().map(|r| r.2).expect("rank in range");
-                let e = p.iter().nth(ranks.end - 1).map(|r| r.3).expect("rank in range");
+                let e = p
+                    .iter()
+                    .nth(ranks.end - 1)
+                    .map(|r| r.3)
+                    .expect("rank in range");
                 p.remove_span(s, e, n);
             }
             ZEnc::Skip(s) => s.remove_ranks(ranks),
@@ -852,7 +855,7 @@ impl ZSet {
     /// ZSCAN: a listpack is returned whole with cursor 0 (as Redis does); a skiplist's
     /// table from the cursor's bucket on, with SCAN's guarantee (a cursor from before a
     /// rehash restarts: duplicates, never misses).
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> u64 {
+    pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(&'a [u8], f64)) -> u64 {
         let s = match &self.enc {
             ZEnc::Pack(p) => {
                 for r in p.iter() {
@@ -1094,7 +1097,10 @@ mod tests {
     fn lex_ranges_over_equal_scores() {
         let lim = Limits::default();
         for entries in [0, 128] {
-            let lim = Limits { zset_max_listpack_entries: entries, ..lim };
+            let lim = Limits {
+                zset_max_listpack_entries: entries,
+                ..lim
+            };
             let mut z = ZSet::new();
             for m in ["a", "b", "c", "d", "e"] {
                 z.insert(m.as_bytes(), 0.0, &lim);
@@ -1165,6 +1171,9 @@ mod tests {
         z.insert(b"b", 0.0, &lim);
         z.insert(b"a", -0.0, &lim);
         let v: Vec<_> = z.iter().map(|(m, s)| (m.to_vec(), s.to_bits())).collect();
-        assert_eq!(v, vec![(b"a".to_vec(), (-0.0f64).to_bits()), (b"b".to_vec(), 0)]);
+        assert_eq!(
+            v,
+            vec![(b"a".to_vec(), (-0.0f64).to_bits()), (b"b".to_vec(), 0)]
+        );
     }
 }

@@ -32,13 +32,13 @@ const POSITIVE: &str = "value is out of range, must be positive";
 /// logical database (keyspace events, blocked keys) and the namespace it maps to.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Target {
-    tenant: TenantId,
-    db: u8,
-    ns: Ns,
+    pub(super) tenant: TenantId,
+    pub(super) db: u8,
+    pub(super) ns: Ns,
 }
 
 impl Target {
-    fn of(c: &Client) -> Target {
+    pub(super) fn of(c: &Client) -> Target {
         Target {
             tenant: c.tenant,
             db: c.db,
@@ -46,12 +46,12 @@ impl Target {
         }
     }
 
-    fn notify(&self, shared: &Shared, class: u32, event: &str, key: &[u8]) {
+    pub(super) fn notify(&self, shared: &Shared, class: u32, event: &str, key: &[u8]) {
         notify_in(shared, self.tenant, self.db, class, event, key);
     }
 
     /// A list may have appeared at `key`: blocked clients are served after the command.
-    fn signal(&self, shared: &Shared, key: &[u8]) {
+    pub(super) fn signal(&self, shared: &Shared, key: &[u8]) {
         shared.blocking.signal(self.tenant, self.db, key);
     }
 }
@@ -697,7 +697,14 @@ pub(super) fn lmpop_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
 pub(super) fn is_blocking(cmd: Cmd) -> bool {
     matches!(
         cmd,
-        Cmd::BLPop | Cmd::BRPop | Cmd::BLMove | Cmd::BRPopLPush | Cmd::BLMPop
+        Cmd::BLPop
+            | Cmd::BRPop
+            | Cmd::BLMove
+            | Cmd::BRPopLPush
+            | Cmd::BLMPop
+            | Cmd::BZPopMin
+            | Cmd::BZPopMax
+            | Cmd::BZMPop
     )
 }
 
@@ -733,6 +740,18 @@ fn run_block_op(
             };
             out.bulk(&v);
         }
+        BlockOp::ZPop { max, count } => {
+            let Some((key, items)) =
+                super::zset::pop_first(shared, t, keys, *max, count.unwrap_or(1), now)?
+            else {
+                return Ok(false);
+            };
+            let shape = match count {
+                Some(_) => super::zset::PopReply::KeyPairs,
+                None => super::zset::PopReply::KeyMemberScore,
+            };
+            super::zset::reply_pop(out, shape, &key, &items);
+        }
     }
     Ok(true)
 }
@@ -753,7 +772,7 @@ fn serve_one(
         ns: shared.store.physical(Ns::new(w.tenant, w.db)),
     };
     // A key that holds another type now is not served (the waiter stays blocked).
-    if shared.store.lock_key(key).kind(t.ns, key, now) != Some(Kind::List) {
+    if shared.store.lock_key(key).kind(t.ns, key, now) != Some(w.op.kind()) {
         return Ok(None);
     }
     let mut out = Out::new();
@@ -762,7 +781,7 @@ fn serve_one(
         Ok(true) => Ok(Some(out.buf.to_vec())),
         Ok(false) => Ok(None),
         // A source whose type changed since the check above is not served either.
-        Err(_) if matches!(w.op, BlockOp::Pop { .. }) => Ok(None),
+        Err(_) if !matches!(w.op, BlockOp::Move { .. }) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -845,6 +864,26 @@ pub(super) fn blocking_command(
             };
             (vec![args.get(1)], op, timeout)
         }
+        Cmd::BZPopMin | Cmd::BZPopMax => {
+            let keys = (1..args.len() - 1).map(|i| args.get(i)).collect();
+            let op = BlockOp::ZPop {
+                max: spec.cmd == Cmd::BZPopMax,
+                count: None,
+            };
+            (keys, op, args.get(args.len() - 1))
+        }
+        Cmd::BZMPop => {
+            // BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
+            let (keys, max, count) = match super::zset::parse_zmpop(args, 2) {
+                Ok(p) => p,
+                Err(e) => return c.out.error(&e),
+            };
+            let op = BlockOp::ZPop {
+                max,
+                count: Some(count),
+            };
+            (keys, op, args.get(1))
+        }
         _ => {
             // BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
             let (keys, end, count) = match parse_mpop(args, 2) {
@@ -877,7 +916,7 @@ pub(super) fn blocking_command(
             // blmoveGenericCommand answers a null bulk, the pops a null array.
             match op {
                 BlockOp::Move { .. } => c.out.null(),
-                BlockOp::Pop { .. } => c.out.null_array(),
+                BlockOp::Pop { .. } | BlockOp::ZPop { .. } => c.out.null_array(),
             }
         }
         Ok(false) => {

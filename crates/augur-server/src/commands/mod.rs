@@ -31,6 +31,7 @@ mod tenant;
 mod tests;
 #[cfg(test)]
 mod tests_strcmds;
+mod zset;
 
 use crate::cmdtable::{self, Cmd, CommandSpec, DENYOOM, NO_AUTH, NO_MULTI};
 use crate::pubsub::Kind as PsKind;
@@ -498,9 +499,44 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::LPos => list::lpos_command(shared, c, args, now),
         Cmd::LMove | Cmd::RPopLPush => list::lmove_command(shared, c, spec, args, now),
         Cmd::LMPop => list::lmpop_command(shared, c, args, now),
-        Cmd::BLPop | Cmd::BRPop | Cmd::BLMove | Cmd::BRPopLPush | Cmd::BLMPop => {
-            list::blocking_command(shared, c, spec, args, now)
+        Cmd::BLPop
+        | Cmd::BRPop
+        | Cmd::BLMove
+        | Cmd::BRPopLPush
+        | Cmd::BLMPop
+        | Cmd::BZPopMin
+        | Cmd::BZPopMax
+        | Cmd::BZMPop => list::blocking_command(shared, c, spec, args, now),
+        Cmd::ZAdd | Cmd::ZIncrBy => zset::zadd_command(shared, c, spec, args, now),
+        Cmd::ZRem => zset::zrem_command(shared, c, args, now),
+        Cmd::ZCard
+        | Cmd::ZScore
+        | Cmd::ZMScore
+        | Cmd::ZRank
+        | Cmd::ZRevRank
+        | Cmd::ZCount
+        | Cmd::ZLexCount => zset::zset_query_command(shared, c, spec, args, now),
+        Cmd::ZRange
+        | Cmd::ZRangeStore
+        | Cmd::ZRevRange
+        | Cmd::ZRangeByScore
+        | Cmd::ZRevRangeByScore
+        | Cmd::ZRangeByLex
+        | Cmd::ZRevRangeByLex => zset::zrange_command(shared, c, spec, args, now),
+        Cmd::ZRemRangeByRank | Cmd::ZRemRangeByScore | Cmd::ZRemRangeByLex => {
+            zset::zremrange_command(shared, c, spec, args, now)
         }
+        Cmd::ZPopMin | Cmd::ZPopMax => zset::zpop_command(shared, c, spec, args, now),
+        Cmd::ZMPop => zset::zmpop_command(shared, c, args, now),
+        Cmd::ZRandMember => zset::zrandmember_command(shared, c, args, now),
+        Cmd::ZUnion
+        | Cmd::ZInter
+        | Cmd::ZDiff
+        | Cmd::ZUnionStore
+        | Cmd::ZInterStore
+        | Cmd::ZDiffStore
+        | Cmd::ZInterCard => zset::zsetop_command(shared, c, spec, args, now),
+        Cmd::ZScan => scan::collection_scan_command(shared, c, args, augur_store::Kind::ZSet, now),
         Cmd::Subscribe => pubsub::subscribe_command(shared, c, PsKind::Channel, args),
         Cmd::PSubscribe => pubsub::subscribe_command(shared, c, PsKind::Pattern, args),
         Cmd::SSubscribe => pubsub::subscribe_command(shared, c, PsKind::Shard, args),

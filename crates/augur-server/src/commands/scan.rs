@@ -136,14 +136,24 @@ pub(super) fn collection_scan_command(
         return;
     };
     let mut items: Vec<Cow<'_, [u8]>> = Vec::new();
-    let next = match o.as_hash() {
-        Some(h) => h.scan(cursor, opts.count, |f, v| {
+    let next = match (o.as_hash(), o.as_zset()) {
+        (Some(h), _) => h.scan(cursor, opts.count, |f, v| {
             if opts.matches(f) {
                 items.push(Cow::Borrowed(f));
                 items.push(Cow::Borrowed(v));
             }
         }),
-        None => {
+        // Scores as Redis's scan gives them: the listpack's text or `%.17Lg`, which for
+        // a double are both `%.17g`.
+        (_, Some(z)) => z.scan(cursor, opts.count, |m, score| {
+            if opts.matches(m) {
+                items.push(Cow::Borrowed(m));
+                items.push(Cow::Owned(
+                    crate::scripting::fmt::fmt_g(score, 17).into_bytes(),
+                ));
+            }
+        }),
+        _ => {
             let s = o.as_set().expect("Kind::Set lookups return sets");
             s.scan(cursor, opts.count, |m| {
                 if opts.matches(&m) {
