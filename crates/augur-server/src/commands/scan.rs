@@ -24,13 +24,37 @@ impl ScanOptions<'_> {
 
 /// Parses a cursor (db.c parseScanCursorOrReply).
 fn parse_cursor(out: &mut Out, arg: &[u8]) -> Option<u64> {
-    let c = std::str::from_utf8(arg)
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok());
+    let c = strtoul_cursor(arg);
     if c.is_none() {
         out.error("ERR invalid cursor");
     }
     c
+}
+
+/// parseScanCursorOrReply: C's `strtoul(s, &end, 10)` over the text as a C string (up
+/// to a NUL), refused if it starts with a space, stops before the end or overflows. So
+/// "" is 0, "+5" is 5 and "-1" is 2^64 - 1 (strtoul negates), as in Redis.
+fn strtoul_cursor(arg: &[u8]) -> Option<u64> {
+    let s = arg.split(|&b| b == 0).next().unwrap_or_default();
+    if s.first().is_some_and(|b| b" \t\n\x0b\x0c\r".contains(b)) {
+        return None;
+    }
+    if s.is_empty() {
+        return Some(0);
+    }
+    let (neg, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 /// Parses the options from `args[from..]`; TYPE only where `with_type` (SCAN: Redis
@@ -163,4 +187,31 @@ pub(super) fn collection_scan_command(
         }
     };
     scan_reply(&mut c.out, next, &items);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strtoul_cursor;
+
+    #[test]
+    fn cursors_parse_as_strtoul() {
+        assert_eq!(strtoul_cursor(b"0"), Some(0));
+        assert_eq!(strtoul_cursor(b""), Some(0));
+        assert_eq!(strtoul_cursor(b"-0"), Some(0));
+        assert_eq!(strtoul_cursor(b"+7"), Some(7));
+        assert_eq!(strtoul_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(strtoul_cursor(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(strtoul_cursor(b"3\x001"), Some(3));
+        for bad in [
+            &b" 1"[..],
+            b"1 ",
+            b"-",
+            b"+",
+            b"0x1",
+            b"18446744073709551616",
+            b"a",
+        ] {
+            assert_eq!(strtoul_cursor(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -151,6 +151,14 @@ pub(super) fn zadd_command(
     // (added, updated, processed, last new score, NaN met)
     let r = shard.write_object_if(t.ns, key, Kind::ZSet, !xx, now, |o| {
         let z = zset_mut(o);
+        // zaddGenericCommand: a new set is created in the encoding the command's pair
+        // count and first member call for (zsetTypeCreate); an existing listpack is
+        // converted first if the pair count exceeds its limit (zsetTypeMaybeConvert).
+        if z.is_empty() {
+            *z = ZSet::with_hint(pairs.len(), pairs[0].1.len(), &lim);
+        } else {
+            z.maybe_convert(pairs.len(), &lim);
+        }
         let (mut added, mut updated, mut processed) = (0usize, 0usize, 0usize);
         let mut newscore = 0.0;
         let mut nan = false;
@@ -1030,8 +1038,10 @@ pub(super) fn zsetop_command(
                 let mut score = weighted(*s, weights[order[0]]);
                 let mut all = true;
                 for &i in &order[1..] {
+                    // Only the first source's product has NaN (0 * inf) made 0; the
+                    // others' goes into the aggregate (a NaN sum is then 0), as in Redis.
                     match sources[i].get(m) {
-                        Some(v) => aggregate(&mut score, weighted(v, weights[i]), how),
+                        Some(v) => aggregate(&mut score, v * weights[i], how),
                         None => {
                             all = false;
                             break;
