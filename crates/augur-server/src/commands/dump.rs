@@ -12,13 +12,24 @@
 //!   all-integer sets);
 //! - lists: DUMP writes Redis 7.0's own RDB_TYPE_LIST_QUICKLIST_2 (packed listpack
 //!   nodes of at most 8 KB); RESTORE reads it (plain and packed nodes), and the older
-//!   RDB_TYPE_LIST, RDB_TYPE_LIST_ZIPLIST and RDB_TYPE_LIST_QUICKLIST (ziplist nodes).
+//!   RDB_TYPE_LIST, RDB_TYPE_LIST_ZIPLIST and RDB_TYPE_LIST_QUICKLIST (ziplist nodes);
+//! - sorted sets: DUMP writes what Redis 7.0 writes for the set's encoding: a listpack
+//!   one as RDB_TYPE_ZSET_LISTPACK (member, score, ... in order, scores as zzlInsertAt
+//!   stores them), a skiplist one as RDB_TYPE_ZSET_2 (from the highest element down,
+//!   binary scores); RESTORE reads those, RDB_TYPE_ZSET (text scores) and
+//!   RDB_TYPE_ZSET_ZIPLIST (up to 6.2), and gives the set the encoding Redis's
+//!   rdbLoadObject gives it ([`zset_of`]).
+//!
+//! Ziplists and listpacks are checked as Redis checks them when it converts or
+//! sanitizes them (ziplistValidateIntegrity and lpValidateIntegrity, deep): every
+//! entry's prevlen or backlen, the tail offset, the element count.
 //!
 //! A value type added later needs its own RDB encoding here (its DUMP must not fall
 //! through to another type's).
 
 use super::{eq, write_error, Client, ERR_NOT_INT, ERR_SYNTAX};
 use crate::resp::{parse_i64, Args};
+use crate::scripting::fmt::fmt_g;
 use crate::state::Shared;
 use augur_store::{Kind, SetTtl};
 
@@ -39,6 +50,12 @@ const RDB_TYPE_HASH: u8 = 4;
 const RDB_TYPE_SET_INTSET: u8 = 11;
 const RDB_TYPE_HASH_ZIPLIST: u8 = 13;
 const RDB_TYPE_HASH_LISTPACK: u8 = 16;
+/// Sorted sets: scores as text (rdbSaveDoubleValue, before RDB 8), as binary doubles,
+/// and the packed forms of 6.2 and 7.0.
+const RDB_TYPE_ZSET: u8 = 3;
+const RDB_TYPE_ZSET_2: u8 = 5;
+const RDB_TYPE_ZSET_ZIPLIST: u8 = 12;
+const RDB_TYPE_ZSET_LISTPACK: u8 = 17;
 const ERR_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 const ERR_BAD_FORMAT: &str = "ERR Bad data format";
 
@@ -169,30 +186,82 @@ fn listpack_backlen(out: &mut Vec<u8>, l: usize) {
     }
 }
 
-/// One listpack (listpack.c's format, strings in their 6, 12 or 32-bit length
-/// encodings) of `elems`.
-fn listpack_of(elems: &[&[u8]]) -> Vec<u8> {
-    let mut lp = vec![0u8; 6];
-    for e in elems {
-        let start = lp.len();
-        let n = e.len();
-        if n < 64 {
-            lp.push(0x80 | n as u8);
-        } else if n < 4096 {
-            lp.extend_from_slice(&[0xE0 | (n >> 8) as u8, n as u8]);
-        } else {
-            lp.push(0xF0);
-            lp.extend_from_slice(&(n as u32).to_le_bytes());
-        }
-        lp.extend_from_slice(e);
-        let l = lp.len() - start;
-        listpack_backlen(&mut lp, l);
+/// Appends a listpack string entry (lpEncodeString: 6, 12 or 32-bit length) and its
+/// backlen.
+fn listpack_push_str(lp: &mut Vec<u8>, e: &[u8]) {
+    let start = lp.len();
+    let n = e.len();
+    if n < 64 {
+        lp.push(0x80 | n as u8);
+    } else if n < 4096 {
+        lp.extend_from_slice(&[0xE0 | (n >> 8) as u8, n as u8]);
+    } else {
+        lp.push(0xF0);
+        lp.extend_from_slice(&(n as u32).to_le_bytes());
     }
+    lp.extend_from_slice(e);
+    let l = lp.len() - start;
+    listpack_backlen(lp, l);
+}
+
+/// Appends a listpack integer entry in the smallest encoding that holds `v`
+/// (lpEncodeIntegerGetType: 7-bit unsigned, 13, 16, 24, 32 or 64-bit) and its backlen.
+fn listpack_push_int(lp: &mut Vec<u8>, v: i64) {
+    let start = lp.len();
+    if (0..=127).contains(&v) {
+        lp.push(v as u8);
+    } else if (-4096..=4095).contains(&v) {
+        let u = (v & 0x1FFF) as u16;
+        lp.extend_from_slice(&[0xC0 | (u >> 8) as u8, u as u8]);
+    } else {
+        let (tag, n) = if (-32768..=32767).contains(&v) {
+            (0xF1, 2)
+        } else if (-8_388_608..=8_388_607).contains(&v) {
+            (0xF2, 3)
+        } else if i32::try_from(v).is_ok() {
+            (0xF3, 4)
+        } else {
+            (0xF4, 8)
+        };
+        lp.push(tag);
+        lp.extend_from_slice(&v.to_le_bytes()[..n]);
+    }
+    let l = lp.len() - start;
+    listpack_backlen(lp, l);
+}
+
+/// Appends an entry as lpAppend stores a string: a canonical integer's text (lpStringToInt64)
+/// as that integer, anything else as a string.
+fn listpack_push(lp: &mut Vec<u8>, e: &[u8]) {
+    match augur_store::parse_canonical_i64(e) {
+        Some(v) => listpack_push_int(lp, v),
+        None => listpack_push_str(lp, e),
+    }
+}
+
+/// An empty listpack's header (filled in by [`listpack_finish`]).
+fn listpack_new() -> Vec<u8> {
+    vec![0u8; 6]
+}
+
+/// Ends a listpack of `count` entries: its terminator, total bytes and element count
+/// (65535, "unknown", from 65535 elements on, as lpSetNumElements leaves it).
+fn listpack_finish(lp: &mut Vec<u8>, count: usize) {
     lp.push(0xFF);
     let total = lp.len() as u32;
     lp[..4].copy_from_slice(&total.to_le_bytes());
-    let count = u16::try_from(elems.len()).unwrap_or(u16::MAX);
+    let count = u16::try_from(count).unwrap_or(u16::MAX);
     lp[4..6].copy_from_slice(&count.to_le_bytes());
+}
+
+/// One listpack (listpack.c's format, strings in their 6, 12 or 32-bit length
+/// encodings) of `elems`.
+fn listpack_of(elems: &[&[u8]]) -> Vec<u8> {
+    let mut lp = listpack_new();
+    for e in elems {
+        listpack_push_str(&mut lp, e);
+    }
+    listpack_finish(&mut lp, elems.len());
     lp
 }
 
@@ -226,8 +295,52 @@ pub fn dump_list(list: &augur_store::List) -> Vec<u8> {
     out
 }
 
+/// double2ll (util.c), as zzlInsertAt uses it: a score that is a whole number within
+/// ±2^62 is stored in a listpack as that integer (-0 as 0).
+fn score_as_int(d: f64) -> Option<i64> {
+    let lim = (i64::MAX / 2) as f64;
+    if !(-lim..=lim).contains(&d) {
+        return None;
+    }
+    let v = d as i64;
+    (v as f64 == d).then_some(v)
+}
+
+/// The DUMP payload of a sorted set, in the form Redis 7.0's rdbSaveObject writes for
+/// its encoding: a listpack-encoded set as RDB_TYPE_ZSET_LISTPACK, one listpack of
+/// member, score, member, score ... in ascending order, each stored as zzlInsertAt
+/// stores it (a canonical integer member or a whole score within ±2^62 as an integer,
+/// other scores as their d2string text, `%.17g`, `inf`, `-inf`); a skiplist-encoded set
+/// as RDB_TYPE_ZSET_2, the length then each member and its score (8 bytes,
+/// little-endian) from the tail, the highest element, down.
+pub fn dump_zset(z: &augur_store::ZSet) -> Vec<u8> {
+    let mut out;
+    if z.encoding() == "listpack" {
+        out = vec![RDB_TYPE_ZSET_LISTPACK];
+        let mut lp = listpack_new();
+        for (m, score) in z.iter() {
+            listpack_push(&mut lp, m);
+            match score_as_int(score) {
+                Some(v) => listpack_push_int(&mut lp, v),
+                None => listpack_push_str(&mut lp, fmt_g(score, 17).as_bytes()),
+            }
+        }
+        listpack_finish(&mut lp, 2 * z.len());
+        rdb_put_raw_string(&mut out, &lp);
+    } else {
+        out = vec![RDB_TYPE_ZSET_2];
+        put_len(&mut out, z.len() as u64);
+        z.visit_ranks(0..z.len(), true, |m, score| {
+            put_string(&mut out, m);
+            out.extend_from_slice(&score.to_le_bytes());
+        });
+    }
+    rdb_seal_payload(&mut out);
+    out
+}
+
 /// A value read from a RESTORE payload.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub enum Restored {
     String(Vec<u8>),
     /// Field, value pairs in payload order (no field twice).
@@ -236,6 +349,13 @@ pub enum Restored {
     Set(Vec<Vec<u8>>),
     /// Elements from the head.
     List(Vec<Vec<u8>>),
+    /// Members and their scores in payload order (no member twice, no NaN score), and
+    /// whether the payload held them packed (a listpack or ziplist), which decides the
+    /// encoding RESTORE gives the set ([`zset_of`]).
+    ZSet {
+        elems: Vec<(Vec<u8>, f64)>,
+        packed: bool,
+    },
 }
 
 /// verifyDumpPayload then rdbLoadObject: the value, or the error text. A collection that
@@ -287,6 +407,16 @@ pub fn load_value(p: &[u8]) -> Result<Restored, &'static str> {
             .map(Restored::List),
         Some(RDB_TYPE_LIST_QUICKLIST) => r.list_nodes(false).map(Restored::List),
         Some(RDB_TYPE_LIST_QUICKLIST_2) => r.list_nodes(true).map(Restored::List),
+        Some(RDB_TYPE_ZSET) => r.zset(false),
+        Some(RDB_TYPE_ZSET_2) => r.zset(true),
+        Some(RDB_TYPE_ZSET_ZIPLIST) => r
+            .string()
+            .and_then(|b| ziplist_entries(&b))
+            .and_then(zset_pairs),
+        Some(RDB_TYPE_ZSET_LISTPACK) => r
+            .string()
+            .and_then(|b| listpack_entries(&b))
+            .and_then(zset_pairs),
         _ => None,
     };
     match v {
@@ -303,7 +433,88 @@ fn valid(v: &Restored) -> bool {
         Restored::Set(ms) => !ms.is_empty() && ms.iter().all(|m| seen.insert(m.as_slice())),
         Restored::Hash(fv) => !fv.is_empty() && fv.iter().all(|(f, _)| seen.insert(f.as_slice())),
         Restored::List(elems) => !elems.is_empty(),
+        Restored::ZSet { elems, .. } => {
+            !elems.is_empty() && elems.iter().all(|(m, _)| seen.insert(m.as_slice()))
+        }
     }
+}
+
+/// C's strtod of `text` read as a C string (up to a NUL) without its error checks: the
+/// value of the longest prefix that is a number, None if there is none or it is NaN.
+/// (The longest prefix C's strtod reads whole is the one its greedy parse takes.)
+fn strtod_prefix(text: &[u8]) -> Option<f64> {
+    let text = &text[..text.iter().position(|&b| b == 0).unwrap_or(text.len())];
+    (1..=text.len())
+        .rev()
+        .find_map(|end| crate::long_double::range_strtod(&text[..end]))
+}
+
+/// Whether C's strtod reads `text` as NaN: after C spaces and a sign, `nan` in any case.
+fn is_nan_text(text: &[u8]) -> bool {
+    let t = text
+        .iter()
+        .position(|b| !b" \t\n\x0B\x0C\r".contains(b))
+        .map_or(&[][..], |i| &text[i..]);
+    let t = t
+        .strip_prefix(b"-")
+        .or_else(|| t.strip_prefix(b"+"))
+        .unwrap_or(t);
+    t.len() >= 3 && t[..3].eq_ignore_ascii_case(b"nan")
+}
+
+/// A packed sorted set's flat member, score, member, score ... entries (an odd count is
+/// corrupt). A score entry is an integer or the text of a double, read as zzlGetScore
+/// reads it (zzlStrtod: strtod of its first 127 bytes, unchecked, so text that is no
+/// number scores 0), except that NaN, which a sorted set cannot hold, is refused.
+fn zset_pairs(flat: Vec<Vec<u8>>) -> Option<Restored> {
+    if !flat.len().is_multiple_of(2) {
+        return None;
+    }
+    let mut it = flat.into_iter();
+    let mut elems = Vec::with_capacity(it.len() / 2);
+    while let (Some(m), Some(score)) = (it.next(), it.next()) {
+        let text = &score[..score.len().min(127)];
+        if is_nan_text(text) {
+            return None;
+        }
+        elems.push((m, strtod_prefix(text).unwrap_or(0.0)));
+    }
+    Some(Restored::ZSet {
+        elems,
+        packed: true,
+    })
+}
+
+/// The sorted set RESTORE makes of a payload's elements, in the encoding rdbLoadObject
+/// gives it: a packed payload (listpack or ziplist) stays a listpack unless it has more
+/// than `zset-max-listpack-entries` members (its members' lengths are not checked, so a
+/// listpack DUMPed under a larger `zset-max-listpack-value` stays one); a RDB_TYPE_ZSET
+/// or ZSET_2 payload is loaded as a skiplist, then converted to a listpack if it is
+/// within both limits.
+pub fn zset_of(
+    elems: &[(Vec<u8>, f64)],
+    packed: bool,
+    lim: &augur_store::EncodingLimits,
+) -> augur_store::ZSet {
+    // Built as a skiplist (no limit to cross), then fitted in one pass.
+    let skip = augur_store::EncodingLimits {
+        zset_max_listpack_entries: 0,
+        ..*lim
+    };
+    let mut z = augur_store::ZSet::with_hint(1, 0, &skip);
+    for (m, score) in elems {
+        z.insert(m, *score, &skip);
+    }
+    let fit = if packed {
+        augur_store::EncodingLimits {
+            zset_max_listpack_value: usize::MAX,
+            ..*lim
+        }
+    } else {
+        *lim
+    };
+    z.fit_encoding(&fit);
+    z
 }
 
 /// A flat field, value, field, value ... list as a hash (an odd count is corrupt).
@@ -345,20 +556,40 @@ fn intset_members(b: &[u8]) -> Option<Vec<Vec<u8>>> {
 /// ziplist.c (Redis up to 6.2): zlbytes (u32), zltail (u32), zllen (u16), entries, 0xFF.
 /// An entry is its previous entry's length (1 byte, or 0xFE and a u32), an encoding
 /// byte (strings of 6, 14 or 32-bit length; integers of 8, 16, 24, 32 or 64 bits, or
-/// 0 to 12 in the encoding byte itself), then its data.
+/// 0 to 12 in the encoding byte itself), then its data. Checked as
+/// ziplistValidateIntegrity's deep check (which Redis runs on every ziplist it loads, as
+/// it converts them): each prevlen is the previous entry's size, zltail is the last
+/// entry's offset, zllen the entry count (unless 65535, "unknown").
 fn ziplist_entries(b: &[u8]) -> Option<Vec<Vec<u8>>> {
     let total = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
-    if total != b.len() || b.len() < 11 {
+    let tail = u32::from_le_bytes(b.get(4..8)?.try_into().ok()?) as usize;
+    let count = u16::from_le_bytes(b.get(8..10)?.try_into().ok()?);
+    if total != b.len() || b.len() < 11 || tail > b.len() - 1 {
         return None;
     }
     let mut at = 10;
+    let (mut last, mut prev_size) = (None, 0);
     let mut out = Vec::new();
     loop {
+        let start = at;
         let first = *b.get(at)?;
         if first == 0xFF {
-            return (at + 1 == b.len()).then_some(out);
+            let ok = at + 1 == b.len()
+                && last.is_none_or(|l| l == tail)
+                && (count == u16::MAX || count as usize == out.len());
+            return ok.then_some(out);
         }
-        at += if first == 0xFE { 5 } else { 1 };
+        let prevlen = if first == 0xFE {
+            let v = u32::from_le_bytes(b.get(at + 1..at + 5)?.try_into().ok()?) as usize;
+            at += 5;
+            v
+        } else {
+            at += 1;
+            first as usize
+        };
+        if prevlen != prev_size {
+            return None;
+        }
         let enc = *b.get(at)?;
         at += 1;
         let int = |at: &mut usize, n: usize| -> Option<i64> {
@@ -390,6 +621,7 @@ fn ziplist_entries(b: &[u8]) -> Option<Vec<Vec<u8>>> {
             0xF1..=0xFD => num((enc & 0x0F) as i64 - 1),
             _ => return None,
         };
+        (last, prev_size) = (Some(start), at - start);
         out.push(entry);
     }
 }
@@ -397,19 +629,23 @@ fn ziplist_entries(b: &[u8]) -> Option<Vec<Vec<u8>>> {
 /// listpack.c (Redis 7.0): total bytes (u32), element count (u16), entries, 0xFF. An
 /// entry is an encoding byte (7-bit unsigned, 13-bit, 16, 24, 32 or 64-bit integers;
 /// strings of 6, 12 or 32-bit length), its data, then its own length backwards in 1 to
-/// 5 bytes.
+/// 5 bytes. Checked as lpValidateIntegrity's deep check: every backlen, and the element
+/// count (unless 65535, "unknown").
 fn listpack_entries(b: &[u8]) -> Option<Vec<Vec<u8>>> {
     let total = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
+    let count = u16::from_le_bytes(b.get(4..6)?.try_into().ok()?);
     if total != b.len() || b.len() < 7 {
         return None;
     }
     let mut at = 6;
     let mut out = Vec::new();
+    let mut backlen = Vec::with_capacity(5);
     loop {
         let start = at;
         let enc = *b.get(at)?;
         if enc == 0xFF {
-            return (at + 1 == b.len()).then_some(out);
+            let ok = at + 1 == b.len() && (count == u16::MAX || count as usize == out.len());
+            return ok.then_some(out);
         }
         at += 1;
         let int = |at: &mut usize, n: usize| -> Option<i64> {
@@ -446,18 +682,14 @@ fn listpack_entries(b: &[u8]) -> Option<Vec<Vec<u8>>> {
                 _ => return None,
             }
         };
-        // The backlen: the entry's length (encoding and data) in 7-bit groups.
-        let len = at - start;
-        at += match len {
-            0..=127 => 1,
-            128..=16_383 => 2,
-            16_384..=2_097_151 => 3,
-            2_097_152..=268_435_455 => 4,
-            _ => 5,
-        };
-        if at > b.len() {
+        // The backlen: the entry's length (encoding and data) in 7-bit groups, exactly
+        // as lpEncodeBacklen writes it.
+        backlen.clear();
+        listpack_backlen(&mut backlen, at - start);
+        if b.get(at..at + backlen.len())? != &backlen[..] {
             return None;
         }
+        at += backlen.len();
         out.push(entry);
     }
 }
@@ -523,6 +755,52 @@ impl<'a> Reader<'a> {
             items.push(item);
         }
         Some(items)
+    }
+
+    /// RDB_TYPE_ZSET (`binary` false: rdbLoadDoubleValue's text scores) and ZSET_2
+    /// (binary doubles, little-endian): the length, then each member and its score. A
+    /// NaN score is refused ("Zset with NAN score detected").
+    fn zset(&mut self, binary: bool) -> Option<Restored> {
+        let (n, encoded) = self.len()?;
+        if encoded {
+            return None;
+        }
+        let mut elems = Vec::new();
+        for _ in 0..n {
+            let m = self.string()?;
+            let score = if binary {
+                f64::from_le_bytes(self.take(8)?.try_into().ok()?)
+            } else {
+                self.text_double()?
+            };
+            if score.is_nan() {
+                return None;
+            }
+            elems.push((m, score));
+        }
+        Some(Restored::ZSet {
+            elems,
+            packed: false,
+        })
+    }
+
+    /// rdbLoadDoubleValue: a length byte, 255 for -inf, 254 for +inf, 253 for NaN,
+    /// otherwise that many bytes of text read by sscanf's `%lg` (refused if no number
+    /// starts it; NaN text comes back as NaN, for the caller to refuse).
+    fn text_double(&mut self) -> Option<f64> {
+        match self.byte()? {
+            255 => Some(f64::NEG_INFINITY),
+            254 => Some(f64::INFINITY),
+            253 => Some(f64::NAN),
+            n => {
+                let text = self.take(n as usize)?;
+                if is_nan_text(text) {
+                    Some(f64::NAN)
+                } else {
+                    strtod_prefix(text)
+                }
+            }
+        }
     }
 
     /// A quicklist's nodes (rdbLoadObject for RDB_TYPE_LIST_QUICKLIST and _2): the node
@@ -654,11 +932,12 @@ pub(super) fn dump_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         Ok(Some(v)) => dump_string(v),
         Ok(None) => return c.out.null(),
         Err(_) => match shard.kind(c.ns(), key, now) {
-            Some(kind @ (Kind::Hash | Kind::Set | Kind::List)) => {
+            Some(kind @ (Kind::Hash | Kind::Set | Kind::List | Kind::ZSet)) => {
                 match shard.peek_object(c.ns(), key, kind, now) {
                     Ok(Some(augur_store::Object::Hash(h))) => dump_hash(h),
                     Ok(Some(augur_store::Object::Set(s))) => dump_set(s),
                     Ok(Some(augur_store::Object::List(l))) => dump_list(l),
+                    Ok(Some(augur_store::Object::ZSet(z))) => dump_zset(z),
                     _ => return c.out.null(),
                 }
             }
@@ -736,7 +1015,7 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
     let ns = c.ns();
     let written = match value {
         Restored::String(v) => shard.set(ns, key, &v, at.map_or(SetTtl::Clear, SetTtl::At), now),
-        Restored::Hash(_) | Restored::Set(_) | Restored::List(_) => {
+        Restored::Hash(_) | Restored::Set(_) | Restored::List(_) | Restored::ZSet { .. } => {
             // REPLACE: the old value goes first (whatever its type), without a "del"
             // event, as restoreCommand's dbDelete.
             shard.delete(ns, key, now);
@@ -744,6 +1023,7 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
             let kind = match value {
                 Restored::Hash(_) => Kind::Hash,
                 Restored::List(_) => Kind::List,
+                Restored::ZSet { .. } => Kind::ZSet,
                 _ => Kind::Set,
             };
             let made = shard.write_object(ns, key, kind, true, now, |o| match value {
@@ -764,6 +1044,9 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
                     for e in &elems {
                         l.push(augur_store::End::Tail, e, lim.list_shape());
                     }
+                }
+                Restored::ZSet { elems, packed } => {
+                    *o = augur_store::Object::ZSet(zset_of(&elems, packed, &lim));
                 }
                 Restored::String(_) => {}
             });
@@ -787,6 +1070,7 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     fn load_string(p: &[u8]) -> Result<Vec<u8>, &'static str> {
         match load_value(p)? {
@@ -852,59 +1136,78 @@ mod tests {
         );
     }
 
-    /// A ziplist (Redis 6.2's small-hash form) built by ziplist.c's rules: every integer
-    /// encoding, and strings of 6-bit and 14-bit length.
-    #[test]
-    fn reads_ziplist_hashes() {
-        let long = "y".repeat(100);
-        let mut entries: Vec<Vec<u8>> = Vec::new();
-        let str_entry = |s: &[u8]| {
-            let mut e = vec![0u8]; // prevlen (not checked by the reader)
-            if s.len() < 64 {
-                e.push(s.len() as u8);
-            } else {
-                e.push(0x40 | (s.len() >> 8) as u8);
-                e.push(s.len() as u8);
-            }
-            e.extend_from_slice(s);
-            e
-        };
-        let (f1, f2, f3, f4, f5, f6) = (
-            str_entry(b"i8"),
-            str_entry(b"i16"),
-            str_entry(b"i24"),
-            str_entry(b"imm"),
-            str_entry(b"i64"),
-            str_entry(long.as_bytes()),
-        );
-        entries.push(f1);
-        entries.push(vec![0, 0xFE, 0x9C]); // int8 -100
-        entries.push(f2);
-        entries.push(vec![0, 0xC0, 0x30, 0x75]); // int16 30000
-        entries.push(f3);
-        entries.push(vec![0, 0xF0, 0x00, 0x00, 0x80]); // int24 -8388608
-        entries.push(f4);
-        entries.push(vec![0, 0xFD]); // immediate 12
-        entries.push(f5);
-        let mut i64e = vec![0, 0xE0];
-        i64e.extend_from_slice(&(-5_000_000_000i64).to_le_bytes());
-        entries.push(i64e);
-        entries.push(f6);
-        entries.push(vec![0, 0xD0, 0x01, 0x00, 0x00, 0x80]); // int32 -2147483647
+    /// A ziplist entry's encoding and data (ziplist.c's zipStoreEntryEncoding) for a
+    /// string of 6 or 14-bit length.
+    fn zl_str(s: &[u8]) -> Vec<u8> {
+        let mut e = Vec::new();
+        if s.len() < 64 {
+            e.push(s.len() as u8);
+        } else {
+            e.push(0x40 | (s.len() >> 8) as u8);
+            e.push(s.len() as u8);
+        }
+        e.extend_from_slice(s);
+        e
+    }
+
+    /// A ziplist of entries (encoding and data each), with what ziplist.c writes around
+    /// them: every prevlen (1 byte, or 0xFE and a u32 from 254 on), zlbytes, zltail and
+    /// zllen.
+    fn ziplist_of(entries: &[Vec<u8>]) -> Vec<u8> {
         let mut zl = vec![0u8; 10];
-        for e in &entries {
+        let (mut prev, mut tail) = (0usize, 10usize);
+        for e in entries {
+            tail = zl.len();
+            let start = zl.len();
+            if prev < 254 {
+                zl.push(prev as u8);
+            } else {
+                zl.push(0xFE);
+                zl.extend_from_slice(&(prev as u32).to_le_bytes());
+            }
             zl.extend_from_slice(e);
+            prev = zl.len() - start;
         }
         zl.push(0xFF);
         let total = zl.len() as u32;
         zl[0..4].copy_from_slice(&total.to_le_bytes());
+        zl[4..8].copy_from_slice(&(tail as u32).to_le_bytes());
         zl[8..10].copy_from_slice(&(entries.len() as u16).to_le_bytes());
-        let mut p = vec![RDB_TYPE_HASH_ZIPLIST];
-        put_len(&mut p, zl.len() as u64);
-        p.extend_from_slice(&zl);
+        zl
+    }
+
+    /// A payload of `ty` holding `blob` as one raw RDB string, sealed.
+    fn blob_payload(ty: u8, blob: &[u8]) -> Vec<u8> {
+        let mut p = vec![ty];
+        rdb_put_raw_string(&mut p, blob);
         rdb_seal_payload(&mut p);
+        p
+    }
+
+    /// A ziplist (Redis 6.2's small-hash form) built by ziplist.c's rules: every integer
+    /// encoding, and strings of 6-bit and 14-bit length.
+    #[test]
+    fn reads_ziplist_hashes() {
+        let long = "y".repeat(300);
+        let mut i64e = vec![0xE0];
+        i64e.extend_from_slice(&(-5_000_000_000i64).to_le_bytes());
+        let entries = vec![
+            zl_str(b"i8"),
+            vec![0xFE, 0x9C], // int8 -100
+            zl_str(b"i16"),
+            vec![0xC0, 0x30, 0x75], // int16 30000
+            zl_str(b"i24"),
+            vec![0xF0, 0x00, 0x00, 0x80], // int24 -8388608
+            zl_str(b"imm"),
+            vec![0xFD], // immediate 12
+            zl_str(b"i64"),
+            i64e,
+            zl_str(long.as_bytes()),            // a 5-byte prevlen follows it
+            vec![0xD0, 0x01, 0x00, 0x00, 0x80], // int32 -2147483647
+        ];
+        let zl = ziplist_of(&entries);
         assert_eq!(
-            load_value(&p),
+            load_value(&blob_payload(RDB_TYPE_HASH_ZIPLIST, &zl)),
             Ok(hash_of(&[
                 ("i8", "-100"),
                 ("i16", "30000"),
@@ -916,12 +1219,22 @@ mod tests {
         );
         // Cut anywhere inside, the ziplist is refused, never read past its end.
         for cut in 1..zl.len() {
-            let mut q = vec![RDB_TYPE_HASH_ZIPLIST];
-            put_len(&mut q, cut as u64);
-            q.extend_from_slice(&zl[..cut]);
-            rdb_seal_payload(&mut q);
+            let q = blob_payload(RDB_TYPE_HASH_ZIPLIST, &zl[..cut]);
             assert_eq!(load_value(&q), Err(ERR_BAD_FORMAT), "cut at {cut}");
         }
+        // ziplistValidateIntegrity's deep checks: a prevlen, zltail or zllen that does
+        // not match the entries is refused (zllen 65535 is "unknown").
+        let corrupt = |at: usize, v: u8| {
+            let mut z = zl.clone();
+            z[at] = v;
+            load_value(&blob_payload(RDB_TYPE_HASH_ZIPLIST, &z))
+        };
+        assert_eq!(corrupt(10 + 4, 3), Err(ERR_BAD_FORMAT)); // 2nd entry's prevlen
+        assert_eq!(corrupt(4, zl[4].wrapping_sub(1)), Err(ERR_BAD_FORMAT));
+        assert_eq!(corrupt(8, 11), Err(ERR_BAD_FORMAT));
+        let mut unknown = zl.clone();
+        unknown[8..10].copy_from_slice(&[0xFF, 0xFF]);
+        assert!(load_value(&blob_payload(RDB_TYPE_HASH_ZIPLIST, &unknown)).is_ok());
     }
 
     #[test]
@@ -973,7 +1286,7 @@ mod tests {
         /// target fuzz/fuzz_targets/restore_payload.rs does the same, unbounded).
         #[test]
         fn any_payload_is_refused_or_round_trips(
-            ty in proptest::sample::select(vec![0u8, 1, 2, 4, 10, 11, 13, 14, 16, 18, 99]),
+            ty in proptest::sample::select(vec![0u8, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 16, 17, 18, 99]),
             body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
         ) {
             let mut p = vec![ty];
@@ -1004,6 +1317,9 @@ mod tests {
                         }
                         load_value(&dump_list(&l))
                     }
+                    Restored::ZSet { elems, packed } => {
+                        load_value(&dump_zset(&zset_of(elems, *packed, &lim)))
+                    }
                 };
                 let norm = |v: Restored| -> Vec<(Vec<u8>, Vec<u8>)> {
                     let mut x = match v {
@@ -1015,6 +1331,11 @@ mod tests {
                             .into_iter()
                             .enumerate()
                             .map(|(i, e)| ((i as u64).to_be_bytes().to_vec(), e))
+                            .collect(),
+                        // A member and its score (-0 as 0, which a listpack stores).
+                        Restored::ZSet { elems, .. } => elems
+                            .into_iter()
+                            .map(|(m, s)| (m, fmt_g(s + 0.0, 17).into_bytes()))
                             .collect(),
                     };
                     x.sort();
@@ -1057,6 +1378,499 @@ mod tests {
         let mut empty = vec![RDB_TYPE_LIST, 0];
         rdb_seal_payload(&mut empty);
         assert_eq!(load_value(&empty), Err(ERR_BAD_FORMAT));
+    }
+
+    fn zset_from(pairs: &[(&[u8], f64)], lim: &augur_store::EncodingLimits) -> augur_store::ZSet {
+        let mut z = augur_store::ZSet::new();
+        for (m, s) in pairs {
+            z.insert(m, *s, lim);
+        }
+        z
+    }
+
+    fn zset_elems(z: &augur_store::ZSet) -> ZElems {
+        z.iter().map(|(m, s)| (m.to_vec(), s)).collect()
+    }
+
+    /// A sorted set's members and scores, in order.
+    type ZElems = Vec<(Vec<u8>, f64)>;
+
+    /// A restored sorted set as RESTORE builds it under `lim`: its elements in order
+    /// and its encoding.
+    fn restore_zset(
+        p: &[u8],
+        lim: &augur_store::EncodingLimits,
+    ) -> Result<(ZElems, &'static str), &'static str> {
+        match load_value(p)? {
+            Restored::ZSet { elems, packed } => {
+                let z = zset_of(&elems, packed, lim);
+                Ok((zset_elems(&z), z.encoding()))
+            }
+            other => panic!("not a sorted set: {other:?}"),
+        }
+    }
+
+    fn zs(v: &[(&str, f64)]) -> ZElems {
+        v.iter().map(|(m, s)| (m.as_bytes().to_vec(), *s)).collect()
+    }
+
+    #[test]
+    fn zsets_restore_from_redis_7_0_payloads_and_dump_as_it_does() {
+        let lim = augur_store::EncodingLimits::default();
+        let inf = f64::INFINITY;
+        // DUMP replies of redis-server 7.0.15 (Debian), after
+        //   ZADD t1 1 a                                            (listpack)
+        //   ZADD t2 1.5 a -2 b 0 c 300 d 70000 e 5000000000 f      (listpack, integers)
+        //   ZADD t4 1 10 2 -3 3 hello                              (integer members)
+        //   ZADD s1 1 a 2.5 b -inf c, zset-max-listpack-entries 2  (skiplist: ZSET_2)
+        let t1 = unhex("110c0c00000002008161020101ff0a00a805ceb8d7a93302");
+        let t2 = unhex("1135350000000c00816202dffe02816302000181610283312e3504816402c12c02816502f270110104816602f400f2052a0100000009ff0a00f0e24b8868264d3d");
+        let t4 =
+            unhex("11191900000006000a010101dffd0202018568656c6c6f060301ff0a0064794f939b297c9b");
+        let s1 = unhex(
+            "0503016200000000000004400161000000000000f03f0163000000000000f0ff0a009a24ca8fdcb1d08c",
+        );
+        let want_t2 = zs(&[
+            ("b", -2.0),
+            ("c", 0.0),
+            ("a", 1.5),
+            ("d", 300.0),
+            ("e", 70000.0),
+            ("f", 5e9),
+        ]);
+        let want_s1 = zs(&[("c", -inf), ("a", 1.0), ("b", 2.5)]);
+        assert_eq!(restore_zset(&t1, &lim), Ok((zs(&[("a", 1.0)]), "listpack")));
+        assert_eq!(restore_zset(&t2, &lim), Ok((want_t2.clone(), "listpack")));
+        let want_t4 = zs(&[("10", 1.0), ("-3", 2.0), ("hello", 3.0)]);
+        assert_eq!(restore_zset(&t4, &lim), Ok((want_t4.clone(), "listpack")));
+        // A skiplist payload within the limits becomes a listpack, as rdbLoadObject
+        // converts it; under Redis's smaller limit it stays a skiplist.
+        assert_eq!(restore_zset(&s1, &lim), Ok((want_s1.clone(), "listpack")));
+        let two = augur_store::EncodingLimits {
+            zset_max_listpack_entries: 2,
+            ..lim
+        };
+        assert_eq!(restore_zset(&s1, &two), Ok((want_s1.clone(), "skiplist")));
+        // Augur's DUMP of the same sets is Redis's, byte for byte (Redis compresses
+        // only blobs LZF makes smaller; these it writes plain).
+        let dump_of = |v: &[(Vec<u8>, f64)], lim| {
+            let pairs: Vec<(&[u8], f64)> = v.iter().map(|(m, s)| (&m[..], *s)).collect();
+            dump_zset(&zset_from(&pairs, lim))
+        };
+        assert_eq!(dump_of(&zs(&[("a", 1.0)]), &lim), t1);
+        assert_eq!(dump_of(&want_t2, &lim), t2);
+        assert_eq!(dump_of(&want_t4, &lim), t4);
+        assert_eq!(dump_of(&want_s1, &two), s1);
+
+        // LZF-compressed ones: ZADD t3 inf p -inf m 1e20 x -0 z 0.1 y (listpack: -0 is
+        // stored as the integer 0, 1e20 and 0.1 as %.17g text); ZADD t5 0.1 x inf y
+        // -inf z 2^62 w 2^63 v (2^62 an integer, 2^63 text); ZADD s2 1 <70 x> 2 b
+        // (skiplist, its long member compressed).
+        let t3 = unhex("11c3363f1b3f0000000a00816d02842d696e6605817a02000181790293302e3130e005000f31148178028531652b32300681700283202e0104ff0a00e5fe9436ced5e670");
+        let t5 = unhex("11c3404e405816580000000a00817a02842d696e660581780293302e3130e00500053114817702f4202940001f400981760296392e32323333373230333638353437373538652b313817817902008320470104ff0a00c67b5fce3d280caf");
+        let s2 = unhex("050201620000000000000040c3094046017878e03900017878000000000000f03f0a0062197e7f1e53d643");
+        assert_eq!(
+            restore_zset(&t3, &lim),
+            Ok((
+                zs(&[("m", -inf), ("z", 0.0), ("y", 0.1), ("x", 1e20), ("p", inf)]),
+                "listpack"
+            ))
+        );
+        assert_eq!(
+            restore_zset(&t5, &lim),
+            Ok((
+                zs(&[
+                    ("z", -inf),
+                    ("x", 0.1),
+                    ("w", 2f64.powi(62)),
+                    ("v", 2f64.powi(63)),
+                    ("y", inf)
+                ]),
+                "listpack"
+            ))
+        );
+        let long = "x".repeat(70);
+        assert_eq!(
+            restore_zset(&s2, &lim),
+            Ok((zs(&[(&long, 1.0), ("b", 2.0)]), "skiplist"))
+        );
+    }
+
+    /// zzlInsertAt's score forms: double2ll's whole numbers within ±2^62 as integers
+    /// (-0 as 0), everything else as d2string's text; members that are canonical
+    /// integers as integers.
+    #[test]
+    fn listpack_zset_scores_are_stored_as_redis_stores_them() {
+        assert_eq!(score_as_int(-0.0), Some(0));
+        assert_eq!(score_as_int(2f64.powi(62)), Some(1 << 62));
+        assert_eq!(score_as_int(-(2f64.powi(62))), Some(-(1 << 62)));
+        assert_eq!(score_as_int(2f64.powi(62) + 1024.0), None);
+        assert_eq!(score_as_int(1.5), None);
+        assert_eq!(score_as_int(f64::INFINITY), None);
+        assert_eq!(score_as_int(f64::NAN), None);
+        let lim = augur_store::EncodingLimits::default();
+        let z = zset_from(
+            &[
+                (b"007", 2f64.powi(62) * 2.0),
+                (b"-4096", 0.1),
+                (b"4096", 1e-300),
+                (b"", f64::NEG_INFINITY),
+            ],
+            &lim,
+        );
+        let p = dump_zset(&z);
+        let lp = Reader { b: &p[1..], at: 0 }.string().expect("a blob");
+        let got = listpack_entries(&lp).unwrap();
+        let text = |s: &str| s.as_bytes().to_vec();
+        assert_eq!(
+            got,
+            vec![
+                text(""),
+                text("-inf"),
+                text("4096"),
+                text("1e-300"),
+                text("-4096"),
+                text("0.10000000000000001"),
+                text("007"),
+                text("9.2233720368547758e+18"),
+            ]
+        );
+        // "-4096" and "4096" went in as 13 and 16-bit integers, "007" as a string.
+        assert!(lp.windows(3).any(|w| w == [0xD0, 0x00, 0x02]));
+        assert!(lp.windows(4).any(|w| w == [0xF1, 0x00, 0x10, 0x03]));
+        assert!(lp.windows(5).any(|w| w == [0x83, b'0', b'0', b'7', 0x04]));
+    }
+
+    /// Every listpack integer width, and entries whose backlen changes width (the
+    /// boundaries lpEncodeBacklen draws at 127 / 16383 bytes), read back.
+    #[test]
+    fn listpack_entries_of_every_width_read_back() {
+        let ints = [
+            0i64,
+            127,
+            128,
+            -1,
+            4095,
+            -4096,
+            4096,
+            -4097,
+            32767,
+            -32768,
+            32768,
+            8_388_607,
+            -8_388_608,
+            8_388_608,
+            i32::MAX as i64,
+            i32::MIN as i64,
+            i32::MAX as i64 + 1,
+            i64::MAX,
+            i64::MIN,
+        ];
+        let widths = [1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 9, 9, 9];
+        let mut lp = listpack_new();
+        for (&v, &w) in ints.iter().zip(&widths) {
+            let before = lp.len();
+            listpack_push_int(&mut lp, v);
+            assert_eq!(lp.len() - before, w + 1, "{v}");
+        }
+        let strs: Vec<Vec<u8>> = [1usize, 63, 64, 122, 123, 4095, 4096, 16_378, 16_379]
+            .iter()
+            .map(|&n| vec![b's'; n])
+            .collect();
+        for e in &strs {
+            listpack_push_str(&mut lp, e);
+        }
+        listpack_finish(&mut lp, ints.len() + strs.len());
+        let mut want: Vec<Vec<u8>> = ints.iter().map(|v| num(*v)).collect();
+        want.extend(strs.iter().cloned());
+        assert_eq!(listpack_entries(&lp), Some(want));
+        // A wrong element count is refused; 65535 is "unknown".
+        let mut bad = lp.clone();
+        bad[4] ^= 1;
+        assert_eq!(listpack_entries(&bad), None);
+        bad[4..6].copy_from_slice(&[0xFF, 0xFF]);
+        assert!(listpack_entries(&bad).is_some());
+        // A backlen that is not the entry's length is refused.
+        let mut bad = lp.clone();
+        bad[7] ^= 1; // the backlen of the first entry (0: 1 byte, then its backlen)
+        assert_eq!(listpack_entries(&bad), None);
+    }
+
+    #[test]
+    fn zset_dumps_round_trip_in_both_encodings() {
+        let lim = augur_store::EncodingLimits::default();
+        let long = vec![b'L'; 300];
+        let mut pairs: Vec<(Vec<u8>, f64)> = vec![
+            (b"a".to_vec(), 1.0),
+            (b"b".to_vec(), -2.5),
+            (b"c".to_vec(), f64::INFINITY),
+            (b"d".to_vec(), f64::NEG_INFINITY),
+            (b"e".to_vec(), 1.0 / 3.0),
+            (b"f".to_vec(), 5e-324),
+            (b"g".to_vec(), 2f64.powi(62)),
+            (b"h".to_vec(), 2f64.powi(62) + 1024.0),
+            (b"i".to_vec(), -1e300),
+            (b"-17".to_vec(), 4.0),
+            (b"".to_vec(), 0.0),
+        ];
+        let small: Vec<(&[u8], f64)> = pairs.iter().map(|(m, s)| (&m[..], *s)).collect();
+        let z = zset_from(&small, &lim);
+        assert_eq!(z.encoding(), "listpack");
+        let p = dump_zset(&z);
+        assert_eq!(p[0], RDB_TYPE_ZSET_LISTPACK);
+        assert_eq!(restore_zset(&p, &lim), Ok((zset_elems(&z), "listpack")));
+        // A long member and 200 more: a skiplist, DUMPed as RDB_TYPE_ZSET_2 from the
+        // highest element down.
+        pairs.push((long.clone(), 7.0));
+        for i in 0..200 {
+            pairs.push((format!("m{i}").into_bytes(), (i % 13) as f64 * 0.7));
+        }
+        let big: Vec<(&[u8], f64)> = pairs.iter().map(|(m, s)| (&m[..], *s)).collect();
+        let z = zset_from(&big, &lim);
+        assert_eq!(z.encoding(), "skiplist");
+        let p = dump_zset(&z);
+        assert_eq!(p[0], RDB_TYPE_ZSET_2);
+        assert_eq!(&p[1..3], &[0x40, 212]);
+        assert_eq!(&p[3..5], &[1, b'c']); // +inf's member first
+        assert_eq!(restore_zset(&p, &lim), Ok((zset_elems(&z), "skiplist")));
+    }
+
+    /// rdbLoadObject's encodings: a packed payload stays a listpack whatever its
+    /// members' lengths, unless it has more than zset-max-listpack-entries members; a
+    /// ZSET / ZSET_2 payload becomes a listpack only within both limits.
+    #[test]
+    fn restored_zsets_get_the_encoding_redis_gives_them() {
+        let lim = augur_store::EncodingLimits::default();
+        let wide = augur_store::EncodingLimits {
+            zset_max_listpack_value: 500,
+            zset_max_listpack_entries: 1000,
+            ..lim
+        };
+        let long = [b'L'; 100];
+        let pairs: Vec<(&[u8], f64)> = vec![(&long[..], 1.0), (b"b", 2.0)];
+        let packed = dump_zset(&zset_from(&pairs, &wide));
+        assert_eq!(packed[0], RDB_TYPE_ZSET_LISTPACK);
+        assert_eq!(restore_zset(&packed, &lim).unwrap().1, "listpack");
+        let skip = dump_zset(&zset_from(&pairs, &lim));
+        assert_eq!(skip[0], RDB_TYPE_ZSET_2);
+        assert_eq!(restore_zset(&skip, &lim).unwrap().1, "skiplist");
+        assert_eq!(restore_zset(&skip, &wide).unwrap().1, "listpack");
+        let names: Vec<Vec<u8>> = (0..300).map(|i| format!("k{i}").into_bytes()).collect();
+        let many: Vec<(&[u8], f64)> = names.iter().map(|m| (&m[..], 1.0)).collect();
+        let packed = dump_zset(&zset_from(&many, &wide));
+        assert_eq!(packed[0], RDB_TYPE_ZSET_LISTPACK);
+        assert_eq!(restore_zset(&packed, &lim).unwrap().1, "skiplist");
+        assert_eq!(restore_zset(&packed, &wide).unwrap().1, "listpack");
+        let at_limit = augur_store::EncodingLimits {
+            zset_max_listpack_entries: 300,
+            ..lim
+        };
+        assert_eq!(restore_zset(&packed, &at_limit).unwrap().1, "listpack");
+        let skip = dump_zset(&zset_from(&many, &lim));
+        assert_eq!(skip[0], RDB_TYPE_ZSET_2);
+        assert_eq!(restore_zset(&skip, &at_limit).unwrap().1, "listpack");
+    }
+
+    /// RDB_TYPE_ZSET (RDB before version 8): scores as rdbSaveDoubleValue text, read
+    /// as rdbLoadDoubleValue's sscanf reads it, and a ZSET_ZIPLIST (Redis 6.2).
+    #[test]
+    fn reads_text_score_and_ziplist_zsets() {
+        let lim = augur_store::EncodingLimits::default();
+        let t3 = |elems: &[(&[u8], &[u8])]| {
+            let mut p = vec![RDB_TYPE_ZSET];
+            put_len(&mut p, elems.len() as u64);
+            for (m, s) in elems {
+                put_string(&mut p, m);
+                p.extend_from_slice(s);
+            }
+            rdb_seal_payload(&mut p);
+            p
+        };
+        assert_eq!(
+            restore_zset(
+                &t3(&[
+                    (b"a", b"\x031.5"),
+                    (b"b", b"\xFE"),
+                    (b"c", b"\xFF"),
+                    (b"d", b"\x02-3"),
+                    (b"e", b"\x0a 2.5 trail"),
+                    (b"f", b"\x051e400"),
+                    (b"g", b"\x037\x00x"),
+                ]),
+                &lim
+            ),
+            Ok((
+                zs(&[
+                    ("c", f64::NEG_INFINITY),
+                    ("d", -3.0),
+                    ("a", 1.5),
+                    ("e", 2.5),
+                    ("g", 7.0),
+                    ("b", f64::INFINITY),
+                    ("f", f64::INFINITY),
+                ]),
+                "listpack"
+            ))
+        );
+        // NaN (253, or as text), no number, a duplicate member: refused.
+        for bad in [
+            t3(&[(b"a", b"\xFD")]),
+            t3(&[(b"a", b"\x03nan")]),
+            t3(&[(b"a", b"\x04 NaN")]),
+            t3(&[(b"a", b"\x00")]),
+            t3(&[(b"a", b"\x02x1")]),
+            t3(&[(b"a", b"\x02\x001")]),
+            t3(&[(b"a", b"\x011"), (b"a", b"\x012")]),
+            t3(&[]),
+        ] {
+            assert_eq!(load_value(&bad), Err(ERR_BAD_FORMAT), "{bad:?}");
+        }
+        // ZSET_ZIPLIST: member, score pairs, integer or text scores.
+        let mut i64e = vec![0xE0];
+        i64e.extend_from_slice(&5_000_000_000i64.to_le_bytes());
+        let zl = ziplist_of(&[
+            zl_str(b"a"),
+            vec![0xF2], // immediate 1
+            zl_str(b"b"),
+            zl_str(b"2.5"),
+            zl_str(&[b'L'; 300]),
+            i64e,
+            vec![0xFE, 0x07], // member 7 (an int8)
+            zl_str(b"junk"),  // zzlStrtod reads 0
+        ]);
+        let p = blob_payload(RDB_TYPE_ZSET_ZIPLIST, &zl);
+        let long = "L".repeat(300);
+        assert_eq!(
+            restore_zset(&p, &lim),
+            Ok((
+                zs(&[("7", 0.0), ("a", 1.0), ("b", 2.5), (&long, 5e9)]),
+                "listpack"
+            ))
+        );
+        for cut in 1..zl.len() {
+            let q = blob_payload(RDB_TYPE_ZSET_ZIPLIST, &zl[..cut]);
+            assert_eq!(load_value(&q), Err(ERR_BAD_FORMAT), "cut at {cut}");
+        }
+    }
+
+    /// Corrupt sorted-set payloads from Redis 7.0.15's tests/integration/corrupt-dump.tcl
+    /// (their bodies, sealed with a valid trailer: the tests skip checksum validation),
+    /// and our own: every one refused with "Bad data format", none a panic.
+    #[test]
+    fn corrupt_zset_payloads_are_refused() {
+        let seal = |body: &[u8]| {
+            let mut p = body.to_vec();
+            rdb_seal_payload(&mut p);
+            p
+        };
+        let redis_bodies: [&[u8]; 5] = [
+            // "zset ziplist entry lensize is 0"
+            b"\x0C\x3D\x3D\x00\x00\x00\x3A\x00\x00\x00\x14\x00\x00\xF1\x02\xF1\x02\x02\x5F\x31\x04\xF2\x02\xF3\x02\xF3\x02\x02\x5F\x33\x04\xF4\x02\xEE\x02\xF5\x02\x02\x5F\x35\x04\xF6\x02\xF7\x02\xF7\x02\x02\x5F\x37\x04\xF8\x02\xF9\x02\xF9\x02\x02\x5F\x39\x04\xFA\xFF",
+            // "zset ziplist invalid tail offset"
+            b"\x0C\x19\x19\x00\x00\x00\x02\x00\x00\x00\x06\x00\x00\xF1\x02\xF1\x02\x02\x5F\x31\x04\xF2\x02\xF3\x02\xF3\xFF",
+            // "empty zset"
+            b"\x05\xC0\x01",
+            // "zset zslInsert with a NAN score"
+            b"\x05\x0A\x02\x5F\x39\x00\x00\x00\x00\x00\x00\x22\x40\xC0\x08\x00\x00\x00\x00\x00\x00\x20\x40\x02\x5F\x37\x00\x00\x00\x00\x00\x00\x1C\x40\xC0\x06\x00\x00\x00\x00\x00\x00\x18\x40\x02\x5F\x35\x00\x00\x00\x00\x00\x00\x14\x40\xC0\x04\x00\x00\x00\x00\x00\x00\x10\x40\x02\x5F\x33\x00\x00\x00\x00\x00\x00\x08\x40\xC0\x02\x00\x00\x00\x00\x00\x00\x00\x40\x02\x5F\x31\x00\x00\x00\x00\x00\x55\xF0\x7F\xC0\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+            // "valgrind invalid read": member _3 twice
+            b"\x05\x0A\x02\x5F\x39\x00\x00\x00\x00\x00\x00\x22\x40\xC0\x08\x00\x00\x00\x00\x00\x00\x20\x40\x02\x5F\x37\x00\x00\x00\x00\x00\x00\x1C\x40\xC0\x06\x00\x00\x00\x00\x00\x00\x18\x40\x02\x5F\x33\x00\x00\x00\x00\x00\x00\x14\x40\xC0\x04\x00\x00\x00\x00\x00\x00\x10\x40\x02\x5F\x33\x00\x00\x00\x00\x00\x00\x08\x40\xC0\x02\x00\x00\x00\x00\x00\x00\x00\x40\x02\x5F\x31\x00\x00\x00\x00\x00\x00\xF0\x3F\xC0\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+        ];
+        for body in redis_bodies {
+            assert_eq!(load_value(&seal(body)), Err(ERR_BAD_FORMAT), "{body:?}");
+        }
+        // The last one with its duplicate renamed is a valid ZSET_2 of ten members.
+        let mut fixed = redis_bodies[4].to_vec();
+        fixed[2 + 3 + 8 + 2 + 8 + 3 + 8 + 2 + 8 + 3 + 8 + 2 + 8 + 2] = b'5';
+        let lim = augur_store::EncodingLimits::default();
+        assert_eq!(restore_zset(&seal(&fixed), &lim).unwrap().0.len(), 10);
+
+        let mut lp = listpack_new();
+        for e in [&b"a"[..], b"1", b"b", b"2", b"a", b"3"] {
+            listpack_push(&mut lp, e);
+        }
+        let mut odd = listpack_new();
+        listpack_push(&mut odd, b"a");
+        listpack_finish(&mut odd, 1);
+        let mut nan = listpack_new();
+        listpack_push(&mut nan, b"a");
+        listpack_push(&mut nan, b"-nan");
+        listpack_finish(&mut nan, 2);
+        let mut empty = listpack_new();
+        listpack_finish(&mut empty, 0);
+        let mut dup = lp.clone();
+        listpack_finish(&mut dup, 6);
+        for p in [
+            blob_payload(RDB_TYPE_ZSET_LISTPACK, &dup),
+            blob_payload(RDB_TYPE_ZSET_LISTPACK, &odd),
+            blob_payload(RDB_TYPE_ZSET_LISTPACK, &nan),
+            blob_payload(RDB_TYPE_ZSET_LISTPACK, &empty),
+            blob_payload(RDB_TYPE_ZSET_ZIPLIST, &ziplist_of(&[zl_str(b"a")])),
+            blob_payload(RDB_TYPE_ZSET_ZIPLIST, &ziplist_of(&[])),
+            seal(&[RDB_TYPE_ZSET_2, 1, 1, b'a', 0, 0, 0, 0, 0, 0, 0xF8, 0x7F]), // NaN
+            seal(&[RDB_TYPE_ZSET_2, 2, 1, b'a', 0, 0, 0, 0, 0, 0, 0xF0, 0x3F]), // short
+        ] {
+            assert_eq!(load_value(&p), Err(ERR_BAD_FORMAT), "{p:?}");
+        }
+        // A good payload of each form, cut short anywhere, is refused.
+        let names: Vec<Vec<u8>> = (0..20).map(|i| format!("m{i}").into_bytes()).collect();
+        let pairs: Vec<(&[u8], f64)> = names.iter().map(|m| (&m[..], 0.5)).collect();
+        let two = augur_store::EncodingLimits {
+            zset_max_listpack_entries: 2,
+            ..lim
+        };
+        for p in [
+            dump_zset(&zset_from(&pairs, &lim)),
+            dump_zset(&zset_from(&pairs, &two)),
+        ] {
+            let body = &p[..p.len() - 10];
+            for cut in 1..body.len() {
+                assert_eq!(load_value(&seal(&body[..cut])), Err(ERR_BAD_FORMAT));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any sorted set, built under any limits, DUMPs to a payload that RESTOREs
+        /// to the same members and scores, with the encoding rdbLoadObject would give
+        /// it under the restoring side's limits.
+        #[test]
+        fn any_zset_round_trips(
+            elems in proptest::collection::btree_map(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+                proptest::prelude::prop_oneof![
+                    (-300i64..300).prop_map(|v| v as f64),
+                    proptest::prelude::any::<f64>().prop_filter("no NaN", |v| !v.is_nan()),
+                    proptest::sample::select(vec![f64::INFINITY, f64::NEG_INFINITY, -0.0, 2f64.powi(62), -(2f64.powi(62)), 2f64.powi(62) + 1024.0]),
+                ],
+                1..60,
+            ),
+            built in (0usize..70, 0usize..90),
+            restored in (0usize..70, 0usize..90),
+        ) {
+            let limits = |(e, v): (usize, usize)| augur_store::EncodingLimits {
+                zset_max_listpack_entries: e,
+                zset_max_listpack_value: v,
+                ..augur_store::EncodingLimits::default()
+            };
+            let (bl, rl) = (limits(built), limits(restored));
+            let pairs: Vec<(&[u8], f64)> = elems.iter().map(|(m, s)| (&m[..], *s)).collect();
+            let z = zset_from(&pairs, &bl);
+            let (got, enc) = restore_zset(&dump_zset(&z), &rl).unwrap();
+            let norm = |v: Vec<(Vec<u8>, f64)>| -> Vec<(Vec<u8>, u64)> {
+                v.into_iter().map(|(m, s)| (m, (s + 0.0).to_bits())).collect()
+            };
+            proptest::prop_assert_eq!(norm(got), norm(zset_elems(&z)));
+            let max = elems.keys().map(Vec::len).max().unwrap_or(0);
+            let within = elems.len() <= rl.zset_max_listpack_entries;
+            let want = if z.encoding() == "listpack" {
+                if within { "listpack" } else { "skiplist" }
+            } else if within && max <= rl.zset_max_listpack_value {
+                "listpack"
+            } else {
+                "skiplist"
+            };
+            proptest::prop_assert_eq!(enc, want);
+        }
     }
 
     #[test]
