@@ -1,6 +1,8 @@
-//! SORT and SORT_RO over lists and sets, as Redis 7.0's sort.c: BY (a key pattern, a
-//! hash field `pattern->field`, or a pattern without `*` for no sorting), LIMIT, GET
-//! (`#` is the element itself), ASC/DESC, ALPHA and (SORT only) STORE.
+//! SORT and SORT_RO over lists, sets and sorted sets, as Redis 7.0's sort.c: BY (a key
+//! pattern, a hash field `pattern->field`, or a pattern without `*` for no sorting),
+//! LIMIT, GET (`#` is the element itself), ASC/DESC, ALPHA and (SORT only) STORE. A
+//! sorted set's elements are its members (its scores are not used), except that with no
+//! sorting they come in score order.
 //!
 //! # Atomicity
 //!
@@ -75,6 +77,30 @@ fn lookup_by_pattern(
             _ => None,
         },
     }
+}
+
+/// sort.c's "destructively convert encoded sorted sets for SORT": the sorted set at
+/// `key` becomes skiplist-encoded if it is a listpack, whether SORT or SORT_RO, and
+/// before the command can fail (OBJECT ENCODING shows it). Not a change of the value:
+/// WATCH is not told.
+fn to_skiplist(shard: &mut augur_store::Shard, ns: Ns, key: &[u8], now: u64) {
+    let _ = shard.write_object_if(ns, key, Kind::ZSet, false, now, |o| {
+        if let Some(z) = o.as_zset_mut() {
+            if z.encoding() == "listpack" {
+                // Limits no set fits: the copy is created as a skiplist and stays one.
+                let lim = augur_store::EncodingLimits {
+                    zset_max_listpack_entries: 0,
+                    ..augur_store::EncodingLimits::default()
+                };
+                let mut s = augur_store::ZSet::with_hint(1, 0, &lim);
+                for (m, score) in z.iter() {
+                    s.insert(m, score, &lim);
+                }
+                *z = s;
+            }
+        }
+        ((), false)
+    });
 }
 
 /// SORT / SORT_RO.
@@ -152,12 +178,16 @@ pub(super) fn sort_command(
                 let _ = shard.get(ns, key, now);
                 (Kind::List, Vec::new())
             }
-            Some(kind @ (Kind::List | Kind::Set)) => {
+            Some(kind @ (Kind::List | Kind::Set | Kind::ZSet)) => {
                 let elems = match shard.read_object(ns, key, kind, now) {
                     Ok(Some(Object::List(l))) => l.iter().map(Cow::into_owned).collect(),
                     Ok(Some(Object::Set(s))) => s.iter().map(Cow::into_owned).collect(),
+                    Ok(Some(Object::ZSet(z))) => z.iter().map(|(m, _)| m.to_vec()).collect(),
                     _ => Vec::new(),
                 };
+                if kind == Kind::ZSet {
+                    to_skiplist(&mut shard, ns, key, now);
+                }
                 (kind, elems)
             }
             Some(_) => return c.out.error(ERR_WRONGTYPE),
@@ -187,8 +217,10 @@ pub(super) fn sort_command(
         end = len - 1;
     }
 
-    if kind == Kind::List && dontsort {
-        // The list's own order, reversed by DESC (LIMIT's range is cut below).
+    if (kind == Kind::List || kind == Kind::ZSet) && dontsort {
+        // The list's own order, or the sorted set's by score, reversed by DESC (LIMIT's
+        // range is cut below: sort.c reads the range from the head, or with DESC from
+        // the tail, which is the same elements).
         if desc {
             elems.reverse();
         }
