@@ -131,7 +131,7 @@ mod tests {
             b"1e400",
             b"1e-400",
             b"abc",
-            b"1\01",
+            b"1\x001",
         ] {
             assert_eq!(string2d(bad), None, "{bad:?}");
         }

@@ -232,7 +232,7 @@ fn run(ops: &[Op], maxmemory: u64, policy: EvictionPolicy) -> (Store, HashMap<(u
             }
             Op::ZAdd(t, k, m, sc) => {
                 // Long members cross zset-max-listpack-value.
-                let m = if m % 7 == 0 {
+                let m = if m.is_multiple_of(7) {
                     vec![b'z'; 40 + m as usize]
                 } else {
                     member(m)

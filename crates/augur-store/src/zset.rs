@@ -200,12 +200,56 @@ struct Level {
     span: u32,
 }
 
+/// Levels kept inside the node: with p = 1/4, 15 nodes in 16 have at most two, so a
+/// walk's hop reads one cache line (a 64-byte node), as Redis's node with its level
+/// array inline does; taller nodes keep the rest in `high`.
+const INLINE_LEVELS: usize = 2;
+
 #[derive(Debug, Clone)]
 struct Node {
     score: f64,
     backward: u32,
+    height: u8,
     member: Box<[u8]>,
-    levels: Box<[Level]>,
+    low: [Level; INLINE_LEVELS],
+    high: Box<[Level]>,
+}
+
+impl Node {
+    fn new(score: f64, member: Box<[u8]>, height: usize) -> Node {
+        let empty = Level { next: NIL, span: 0 };
+        Node {
+            score,
+            backward: NIL,
+            height: height as u8,
+            member,
+            low: [empty; INLINE_LEVELS],
+            high: vec![empty; height.saturating_sub(INLINE_LEVELS)].into_boxed_slice(),
+        }
+    }
+
+    #[inline]
+    fn level(&self, i: usize) -> Level {
+        if i < INLINE_LEVELS {
+            self.low[i]
+        } else {
+            self.high[i - INLINE_LEVELS]
+        }
+    }
+
+    #[inline]
+    fn level_mut(&mut self, i: usize) -> &mut Level {
+        if i < INLINE_LEVELS {
+            &mut self.low[i]
+        } else {
+            &mut self.high[i - INLINE_LEVELS]
+        }
+    }
+
+    /// Heap bytes outside the arena slot.
+    fn heap(&self) -> usize {
+        alloc_size(self.member.len()) + alloc_size(self.high.len() * std::mem::size_of::<Level>())
+    }
 }
 
 /// zskiplist + its dict, in an arena. Slot 0 is the header.
@@ -238,12 +282,7 @@ fn random_level() -> usize {
 
 impl SkipSet {
     fn new() -> SkipSet {
-        let head = Node {
-            score: 0.0,
-            backward: NIL,
-            member: Box::default(),
-            levels: vec![Level { next: NIL, span: 0 }; MAX_LEVEL].into_boxed_slice(),
-        };
+        let head = Node::new(0.0, Box::default(), MAX_LEVEL);
         SkipSet {
             nodes: vec![head],
             free: Vec::new(),
@@ -258,7 +297,7 @@ impl SkipSet {
 
     fn bytes(&self) -> usize {
         alloc_size(self.nodes.capacity() * std::mem::size_of::<Node>())
-            + alloc_size(MAX_LEVEL * std::mem::size_of::<Level>())
+            + alloc_size((MAX_LEVEL - INLINE_LEVELS) * std::mem::size_of::<Level>())
             + alloc_size(self.free.capacity() * 4)
             + alloc_size(self.dict.allocation_size())
             + self.heap
@@ -271,12 +310,12 @@ impl SkipSet {
 
     #[inline]
     fn lv(&self, x: u32, i: usize) -> Level {
-        self.nodes[x as usize].levels[i]
+        self.nodes[x as usize].level(i)
     }
 
     #[inline]
     fn lv_mut(&mut self, x: u32, i: usize) -> &mut Level {
-        &mut self.nodes[x as usize].levels[i]
+        self.nodes[x as usize].level_mut(i)
     }
 
     fn find(&self, m: &[u8]) -> Option<u32> {
@@ -295,21 +334,29 @@ impl SkipSet {
     fn link(&mut self, x: u32) {
         let mut update = [HEAD; MAX_LEVEL];
         let mut rank = [0u32; MAX_LEVEL];
-        let mut n = HEAD;
-        for i in (0..self.level).rev() {
-            rank[i] = if i == self.level - 1 { 0 } else { rank[i + 1] };
-            loop {
-                let l = self.lv(n, i);
-                if l.next != NIL && self.node_less(l.next, x) {
-                    rank[i] += l.span;
-                    n = l.next;
-                } else {
-                    break;
+        {
+            let xn = self.node(x);
+            let (xs, xm) = (xn.score, &xn.member[..]);
+            let mut n = HEAD;
+            for i in (0..self.level).rev() {
+                rank[i] = if i == self.level - 1 { 0 } else { rank[i + 1] };
+                loop {
+                    let l = self.lv(n, i);
+                    if l.next == NIL {
+                        break;
+                    }
+                    let nx = self.node(l.next);
+                    if less(nx.score, &nx.member, xs, xm) {
+                        rank[i] += l.span;
+                        n = l.next;
+                    } else {
+                        break;
+                    }
                 }
+                update[i] = n;
             }
-            update[i] = n;
         }
-        let height = self.node(x).levels.len();
+        let height = self.node(x).height as usize;
         if height > self.level {
             for i in self.level..height {
                 rank[i] = 0;
@@ -345,11 +392,17 @@ impl SkipSet {
     /// The predecessors of node `x` at every level.
     fn update_for(&self, x: u32) -> [u32; MAX_LEVEL] {
         let mut update = [HEAD; MAX_LEVEL];
+        let xn = self.node(x);
+        let (xs, xm) = (xn.score, &xn.member[..]);
         let mut n = HEAD;
         for i in (0..self.level).rev() {
             loop {
                 let l = self.lv(n, i);
-                if l.next != NIL && self.node_less(l.next, x) {
+                if l.next == NIL {
+                    break;
+                }
+                let nx = self.node(l.next);
+                if less(nx.score, &nx.member, xs, xm) {
                     n = l.next;
                 } else {
                     break;
@@ -387,16 +440,8 @@ impl SkipSet {
     }
 
     fn insert_new(&mut self, m: &[u8], score: f64) {
-        let height = random_level();
-        let member: Box<[u8]> = m.into();
-        let levels = vec![Level { next: NIL, span: 0 }; height].into_boxed_slice();
-        self.heap += alloc_size(member.len()) + alloc_size(height * std::mem::size_of::<Level>());
-        let node = Node {
-            score,
-            backward: NIL,
-            member,
-            levels,
-        };
+        let node = Node::new(score, m.into(), random_level());
+        self.heap += node.heap();
         let x = match self.free.pop() {
             Some(x) => {
                 self.nodes[x as usize] = node;
@@ -420,7 +465,7 @@ impl SkipSet {
     fn set_score(&mut self, x: u32, score: f64) {
         let n = self.node(x);
         let back_ok = n.backward == NIL || self.node(n.backward).score < score;
-        let next = n.levels[0].next;
+        let next = n.low[0].next;
         let next_ok = next == NIL || self.node(next).score > score;
         if back_ok && next_ok {
             self.nodes[x as usize].score = score;
@@ -460,7 +505,7 @@ impl SkipSet {
         while x != NIL {
             let n = self.node(x);
             fresh.insert_new(&n.member, n.score);
-            x = n.levels[0].next;
+            x = n.low[0].next;
         }
         fresh.epoch = self.epoch.wrapping_add(1);
         *self = fresh;
@@ -574,10 +619,9 @@ impl SkipSet {
             e.remove();
         }
         let n = &mut self.nodes[x as usize];
-        self.heap -=
-            alloc_size(n.member.len()) + alloc_size(n.levels.len() * std::mem::size_of::<Level>());
+        self.heap -= n.heap();
         n.member = Box::default();
-        n.levels = Box::default();
+        n.high = Box::default();
         self.free.push(x);
     }
 }
@@ -621,7 +665,7 @@ impl<'a> Iterator for ZSetIter<'a> {
                     return None;
                 }
                 let n = s.node(*x);
-                *x = n.levels[0].next;
+                *x = n.low[0].next;
                 Some((&n.member, n.score))
             }
         }
@@ -693,37 +737,56 @@ impl ZSet {
     /// skiplist when a threshold of `lim` is crossed (zsetAdd). The caller never passes
     /// NaN.
     pub fn insert(&mut self, m: &[u8], score: f64, lim: &Limits) -> Option<f64> {
-        debug_assert!(!score.is_nan());
+        self.upsert(m, lim, |_| Some(score))
+    }
+
+    /// ZADD's one lookup per member: `decide` gets the current score (None if `m` is
+    /// new) and returns the score to set, or None to leave the set as it is (NX, XX,
+    /// GT, LT refusing). Returns the previous score. A score equal to the old one as a
+    /// double is not rewritten (zsetAdd's `score != curscore`, so -0 stays -0 under
+    /// ZADD 0). `decide` never returns NaN.
+    pub fn upsert(
+        &mut self,
+        m: &[u8],
+        lim: &Limits,
+        decide: impl FnOnce(Option<f64>) -> Option<f64>,
+    ) -> Option<f64> {
         if let ZEnc::Pack(p) = &mut self.enc {
             if let Some((_, old, s, e)) = p.find(m) {
-                // zsetAdd updates only when the score differs as a double (so -0 stays
-                // -0 under ZADD 0).
-                if old != score {
+                if let Some(score) = decide(Some(old)).filter(|&v| v != old) {
+                    debug_assert!(!score.is_nan());
                     p.remove_span(s, e, 1);
                     p.insert_new(m, score);
                 }
                 return Some(old);
             }
+            let score = decide(None)?;
             if p.len + 1 > lim.zset_max_listpack_entries || m.len() > lim.zset_max_listpack_value {
                 self.convert();
+                let ZEnc::Skip(s) = &mut self.enc else {
+                    unreachable!("converted above")
+                };
+                s.insert_new(m, score);
             } else {
                 p.insert_new(m, score);
-                return None;
             }
+            return None;
         }
         let ZEnc::Skip(s) = &mut self.enc else {
-            unreachable!("converted above")
+            unreachable!("handled above")
         };
         match s.find(m) {
             Some(x) => {
                 let old = s.node(x).score;
-                if old != score {
+                if let Some(score) = decide(Some(old)).filter(|&v| v != old) {
                     s.set_score(x, score);
                 }
                 Some(old)
             }
             None => {
-                s.insert_new(m, score);
+                if let Some(score) = decide(None) {
+                    s.insert_new(m, score);
+                }
                 None
             }
         }
@@ -812,7 +875,7 @@ impl ZSet {
                 for _ in 0..ranks.len() {
                     let n = s.node(x);
                     f(&n.member, n.score);
-                    x = if rev { n.backward } else { n.levels[0].next };
+                    x = if rev { n.backward } else { n.low[0].next };
                 }
             }
         }
@@ -1027,7 +1090,7 @@ mod tests {
 
     fn member(m: u8) -> Vec<u8> {
         // Some long members, to cross zset-max-listpack-value.
-        if m % 17 == 0 {
+        if m.is_multiple_of(17) {
             vec![b'L'; 70 + m as usize]
         } else {
             format!("m{}", m % 64).into_bytes()

@@ -27,6 +27,12 @@ const ERR_NAN: &str = "ERR resulting score is not a number (NaN)";
 const ERR_RANGE_FLOAT: &str = "ERR min or max is not a float";
 const ERR_RANGE_LEX: &str = "ERR min or max not valid string range item";
 
+/// A member and its score, owned (replies are written after the shard lock is released).
+type Scored = (Vec<u8>, f64);
+
+/// A key and the members popped from it.
+type KeyPopped = (Vec<u8>, Vec<Scored>);
+
 fn zset(o: &Object) -> &ZSet {
     o.as_zset().expect("Kind::ZSet lookups return sorted sets")
 }
@@ -119,7 +125,7 @@ pub(super) fn zadd_command(
         }
     }
     let elements = args.len() - idx;
-    if elements % 2 != 0 || elements == 0 {
+    if !elements.is_multiple_of(2) || elements == 0 {
         return c.out.error(ERR_SYNTAX);
     }
     let elements = elements / 2;
@@ -128,7 +134,7 @@ pub(super) fn zadd_command(
             .out
             .error("ERR XX and NX options at the same time are not compatible");
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if (nx && (gt || lt)) || (gt && lt) {
         return c
             .out
             .error("ERR GT, LT, and/or NX options at the same time are not compatible");
@@ -163,36 +169,35 @@ pub(super) fn zadd_command(
         let mut newscore = 0.0;
         let mut nan = false;
         for &(score, m) in &pairs {
-            match z.score(m) {
+            // zsetAdd's decision for one member, on its current score.
+            z.upsert(m, &lim, |cur| match cur {
+                Some(_) if nx => None,
                 Some(cur) => {
-                    if nx {
-                        continue;
-                    }
-                    let mut score = score;
-                    if incr {
-                        score += cur;
-                        if score.is_nan() {
-                            nan = true;
-                            break;
-                        }
+                    let score = if incr { score + cur } else { score };
+                    if score.is_nan() {
+                        nan = true;
+                        return None;
                     }
                     if (lt && score >= cur) || (gt && score <= cur) {
-                        continue;
+                        return None;
                     }
                     newscore = score;
                     processed += 1;
                     if score != cur {
-                        z.insert(m, score, &lim);
                         updated += 1;
                     }
+                    Some(score)
                 }
-                None if !xx => {
-                    z.insert(m, score, &lim);
+                None if xx => None,
+                None => {
                     newscore = score;
                     added += 1;
                     processed += 1;
+                    Some(score)
                 }
-                None => {}
+            });
+            if nan {
+                break;
             }
         }
         let changed = added + updated > 0;
@@ -638,7 +643,7 @@ pub(crate) fn pop_first(
     max: bool,
     count: usize,
     now: u64,
-) -> Result<Option<(Vec<u8>, Vec<(Vec<u8>, f64)>)>, WrongType> {
+) -> Result<Option<KeyPopped>, WrongType> {
     for key in keys {
         let mut shard = shared.store.lock_key(key);
         let r = shard.write_object_if(t.ns, key, Kind::ZSet, false, now, |o| {
