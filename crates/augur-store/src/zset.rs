@@ -979,15 +979,6 @@ impl ZSet {
         }
     }
 
-    /// zsetTypeMaybeConvert: a listpack about to receive `size_hint` members (ZADD's
-    /// pair count, new or not) becomes a skiplist first if that is above
-    /// `zset-max-listpack-entries`.
-    pub fn maybe_convert(&mut self, size_hint: usize, lim: &Limits) {
-        if matches!(self.enc, ZEnc::Pack(_)) && size_hint > lim.zset_max_listpack_entries {
-            self.convert();
-        }
-    }
-
     fn convert(&mut self) {
         let ZEnc::Pack(p) = &self.enc else {
             return;

@@ -11,7 +11,7 @@
 //! and run
 //!
 //! ```text
-//! AUGUR_E2E_REDIS=127.0.0.1:7651 cargo test -p augur --test zsets_e2e on_redis
+//! AUGUR_E2E_REDIS=127.0.0.1:7651 cargo test -p augur --test zsets_e2e on_redis -- --ignored
 //! ```
 //!
 //! The `on_redis` tests take turns (one lock), FLUSHALL first and reset the configs they
@@ -3550,11 +3550,11 @@ macro_rules! on_both {
 
         mod on_redis {
             $(
+                #[ignore = "runs on an external redis-server: set AUGUR_E2E_REDIS, pass --ignored"]
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
                     let Some((addr, _turn)) = super::external().await else {
-                        eprintln!("SKIPPED: AUGUR_E2E_REDIS is not set");
-                        return;
+                        panic!("AUGUR_E2E_REDIS is not set");
                     };
                     super::$name(addr).await;
                 }
@@ -3565,12 +3565,8 @@ macro_rules! on_both {
 
 on_both!(
     random_commands_match_a_model_listpack_128,
-    // KNOWN AUGUR BUG (since 214fab1): ZADD sizes a new or listpack zset by its pair
-    // count (7.2's zsetTypeCreate/MaybeConvert); 7.0.15 converts by members added.
-    // Both pass on redis-server 7.0.15; un-ignore when fixed.
-    #[ignore = "Augur bug: ZADD converts a listpack by its pair count (7.2), not by members (7.0.15)"]
+    // (ZADD converts by members added, as 7.0.15 does: fixed after 214fab1.)
     random_commands_match_a_model_listpack_3,
-    #[ignore = "Augur bug: ZADD converts a listpack by its pair count (7.2), not by members (7.0.15)"]
     zadd_converts_by_members_not_pairs,
     random_commands_match_a_model_skiplist_only,
     range_forms_match_the_model,

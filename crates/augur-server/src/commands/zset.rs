@@ -157,14 +157,9 @@ pub(super) fn zadd_command(
     // (added, updated, processed, last new score, NaN met)
     let r = shard.write_object_if(t.ns, key, Kind::ZSet, !xx, now, |o| {
         let z = zset_mut(o);
-        // zaddGenericCommand: a new set is created in the encoding the command's pair
-        // count and first member call for (zsetTypeCreate); an existing listpack is
-        // converted first if the pair count exceeds its limit (zsetTypeMaybeConvert).
-        if z.is_empty() {
-            *z = ZSet::with_hint(pairs.len(), pairs[0].1.len(), &lim);
-        } else {
-            z.maybe_convert(pairs.len(), &lim);
-        }
+        // Redis 7.0.15 converts as members are added (zsetAdd), not by the command's
+        // pair count (7.2's zsetTypeMaybeConvert): `ZADD k 1 a 1 a 1 a 1 a` under
+        // zset-max-listpack-entries 3 stays a listpack there (measured).
         let (mut added, mut updated, mut processed) = (0usize, 0usize, 0usize);
         let mut newscore = 0.0;
         let mut nan = false;
