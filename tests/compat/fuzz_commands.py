@@ -13,11 +13,19 @@ move the listener or drop the idle control connection.
 
 Checks, each a failure (exit 1):
 - every reply is well-formed RESP and arrives within 10 s;
+- every call gets its replies and no more (an ECHO after each one must get its own
+  answer; UNSUBSCRIBE, PUNSUBSCRIBE and SUNSUBSCRIBE answer once per channel, also
+  inside EXEC's array, which then holds more replies than it announces, as in Redis);
 - the connection is never closed by the server (a panic in a command closes it);
-- sentinel keys written first (db 9, a string, a hash, a set; never named by the fuzzer)
+- sentinel keys written first (db 9, a string, a hash, a set, a list, a listpack and a
+  skiplist zset; never named by the fuzzer)
   read back unchanged at the end (unless a CONFIG SET took, which may have set a limit
   or policy that evicts them), and a control connection answers PING throughout;
 - the server's log (LOG=path) has no "panicked".
+
+One call in eight is a sorted-set command with arguments of its own shape (scores, score
+and lex range bounds, ranks, ZADD/ZRANGE/ZUNION options, numkeys right or wrong), some of
+them invalid, on zset keys that other calls also write as strings, lists and sets.
 
 With DOCS_PORT=<port of a redis-server 7>, half the calls follow the command's own
 argument grammar from that server's COMMAND DOCS (tokens, oneof, blocks, optional and
@@ -52,7 +60,8 @@ SKIP = {
 
 # Blocking commands run with a timeout argument forced to a short or a bad value (so a
 # call never waits on the one fuzzing connection): name -> the timeout's position.
-BLOCKING_TIMEOUT = {"blpop": -1, "brpop": -1, "brpoplpush": 3, "blmove": 5, "blmpop": 1}
+BLOCKING_TIMEOUT = {"blpop": -1, "brpop": -1, "brpoplpush": 3, "blmove": 5, "blmpop": 1,
+                    "bzpopmin": -1, "bzpopmax": -1, "bzmpop": 1}
 SHORT_TIMEOUTS = ["0.001", "0.002", "0.001", "-1", "abc", "inf", "1e400", "", "0x0.004"]
 
 WORDS = [
@@ -72,6 +81,8 @@ WORDS = [
     "hz", "databases", "notify-keyspace-events", "KEA", "$",
     "help", "HELP", "all", "default", "everything", "memory", "stats", "server", "clients",
     "commandstats", "keyspace", "tenants", "zone", "profiler",
+    "BYSCORE", "BYLEX", "REV", "MIN", "MAX", "SUM", "WITHSCORE", "-", "+", "[a", "(a", "(1",
+    "(-inf", "(+inf", "[", "(",
 ]
 
 NUMBERS = [
@@ -96,7 +107,151 @@ SCRIPTS = [
 ]
 
 # Short keys, the empty key, and keys at the store's short/long entry boundary (255 bytes).
-KEYS = ["k1", "k2", "h1", "s1", "l1", "l2", "{k}l", "{k}1", "{k}2", "", "b1", "K" * 255, "L" * 256]
+KEYS = ["k1", "k2", "h1", "s1", "l1", "l2", "{k}l", "{k}1", "{k}2", "", "b1", "K" * 255, "L" * 256,
+        "z1", "z2", "{k}z"]
+ZKEYS = ["z1", "z2", "{k}z", "zbig", "s1", "k1", "l1", "missing"]  # zsets, and the other types
+
+ZCOMMANDS = [
+    "zadd", "zincrby", "zrem", "zcard", "zscore", "zmscore", "zrank", "zrevrank", "zcount",
+    "zlexcount", "zrange", "zrangestore", "zrevrange", "zrangebyscore", "zrevrangebyscore",
+    "zrangebylex", "zrevrangebylex", "zremrangebyrank", "zremrangebyscore", "zremrangebylex",
+    "zpopmin", "zpopmax", "zmpop", "bzpopmin", "bzpopmax", "bzmpop", "zunion", "zinter",
+    "zdiff", "zunionstore", "zinterstore", "zdiffstore", "zintercard", "zrandmember", "zscan",
+]
+SCORES = ["0", "1", "-1", "2.5", "-0", "1.1", "inf", "-inf", "+inf", "1e308", "-1e308", "1e-300",
+          "4.9e-324", "0x10", "9007199254740993", "nan", "", "abc", " 1", "1e400", "(1"]
+MEMBERS = ["a", "b", "c", "", "m", "x" * 64, "y" * 65, "\x00\xff", "1", "-", "+", "[a"]
+
+
+def zscore():
+    return rng.choice(SCORES) if rng.random() < 0.3 else str(rng.randrange(-5, 6))
+
+
+def zmember():
+    if rng.random() < 0.2:
+        return "m%d" % rng.randrange(300)  # enough names to pass 128 entries
+    return rng.choice(MEMBERS)
+
+
+def zbound():
+    c = rng.random()
+    if c < 0.5:
+        return rng.choice(["", "("]) + str(rng.randrange(-4, 5))
+    if c < 0.8:
+        return rng.choice(["-inf", "+inf", "(-inf", "(inf", "inf"])
+    return rng.choice(["", "(", "nan", "(nan", "abc", "((1", " 2", "1e400"])
+
+
+def zlex():
+    c = rng.random()
+    if c < 0.7:
+        return rng.choice("[(") + zmember()
+    return rng.choice(["-", "+", "", "a", "+a", "[", "("])
+
+
+def zrank():
+    if rng.random() < 0.9:
+        return str(rng.randrange(-6, 7))
+    return rng.choice(["9223372036854775807", "-9223372036854775808", "x", "1.5"])
+
+
+def zcount():
+    if rng.random() < 0.85:
+        return str(rng.randrange(-2, 8))
+    return rng.choice(["0", "9223372036854775807", "-9223372036854775808", "x", ""])
+
+
+def zkeys(n=3):
+    ks = [rng.choice(ZKEYS) for _ in range(rng.randrange(1, n + 1))]
+    nk = str(len(ks)) if rng.random() < 0.9 else rng.choice(["0", "-1", str(len(ks) + 1), "x"])
+    return [nk] + ks
+
+
+def zopts(words, p=0.3):
+    return [w for w in words if rng.random() < p]
+
+
+def zset_call():
+    """A sorted-set command with arguments of its own shape, now and then invalid (an
+    option dropped in, a bad number); blocking ones with a short timeout or a bad one."""
+    name = rng.choice(ZCOMMANDS)
+    k = rng.choice(ZKEYS)
+    a = [name]
+    if name in ("zadd", "zincrby"):
+        a.append(k)
+        if name == "zadd":
+            a += zopts(["NX", "XX", "GT", "LT", "CH", "INCR"], 0.15)
+        n = 1 if name == "zincrby" or rng.random() < 0.5 else rng.randrange(2, 40)
+        for _ in range(n):
+            a += [zscore(), zmember()]
+    elif name in ("zrem", "zmscore"):
+        a += [k] + [zmember() for _ in range(rng.randrange(1, 5))]
+    elif name in ("zcard",):
+        a.append(k)
+    elif name in ("zscore", "zrank", "zrevrank"):
+        a += [k, zmember()]
+    elif name in ("zcount", "zremrangebyscore"):
+        a += [k, zbound(), zbound()]
+    elif name in ("zlexcount", "zremrangebylex"):
+        a += [k, zlex(), zlex()]
+    elif name in ("zrange", "zrangestore"):
+        if name == "zrangestore":
+            a.append(rng.choice(ZKEYS))
+        by = rng.choice([None, "BYSCORE", "BYLEX"])
+        lo, hi = {None: (zrank(), zrank()), "BYSCORE": (zbound(), zbound()),
+                  "BYLEX": (zlex(), zlex())}[by]
+        a += [k, lo, hi] + ([by] if by else []) + zopts(["REV"])
+        if rng.random() < 0.3:
+            a += ["LIMIT", zcount(), zcount()]
+        if name == "zrange" and rng.random() < 0.4:
+            a.append("WITHSCORES")
+    elif name == "zrevrange":
+        a += [k, zrank(), zrank()] + zopts(["WITHSCORES"], 0.5)
+    elif name in ("zrangebyscore", "zrevrangebyscore", "zrangebylex", "zrevrangebylex"):
+        lex = "lex" in name
+        a += [k] + ([zlex(), zlex()] if lex else [zbound(), zbound()])
+        if not lex:
+            a += zopts(["WITHSCORES"], 0.5)
+        if rng.random() < 0.3:
+            a += ["LIMIT", zcount(), zcount()]
+    elif name == "zremrangebyrank":
+        a += [k, zrank(), zrank()]
+    elif name in ("zpopmin", "zpopmax"):
+        a += [k] + ([zcount()] if rng.random() < 0.5 else [])
+    elif name in ("bzpopmin", "bzpopmax"):
+        a += [rng.choice(ZKEYS) for _ in range(rng.randrange(1, 4))] + ["0"]  # timeout: below
+    elif name in ("zmpop", "bzmpop"):
+        a += (["0"] if name == "bzmpop" else []) + zkeys() + [rng.choice(["MIN", "MAX", "MID"])]
+        if rng.random() < 0.5:
+            a += ["COUNT", zcount()]
+    elif name in ("zunion", "zinter", "zdiff", "zunionstore", "zinterstore", "zdiffstore"):
+        if name.endswith("store"):
+            a.append(rng.choice(ZKEYS))
+        ks = zkeys()
+        a += ks
+        if rng.random() < 0.4:
+            n = len(ks) - 1 if rng.random() < 0.8 else rng.randrange(0, 4)
+            a += ["WEIGHTS"] + [rng.choice(["1", "2", "0", "-1", "0.5", "inf", "-inf", "nan", "x"])
+                                for _ in range(n)]
+        if rng.random() < 0.4:
+            a += ["AGGREGATE", rng.choice(["SUM", "MIN", "MAX", "AVG"])]
+        if not name.endswith("store") and rng.random() < 0.5:
+            a.append("WITHSCORES")
+    elif name == "zintercard":
+        a += zkeys() + (["LIMIT", zcount()] if rng.random() < 0.4 else [])
+    elif name == "zrandmember":
+        a.append(k)
+        if rng.random() < 0.7:
+            a += [str(rng.randrange(-300, 300))] + zopts(["WITHSCORES"], 0.5)
+    elif name == "zscan":
+        a += [k, rng.choice(["0", "0", "1", "17", "x", "-1", "18446744073709551616"])]
+        if rng.random() < 0.3:
+            a += ["MATCH", rng.choice(PATTERNS)]
+        if rng.random() < 0.3:
+            a += ["COUNT", zcount()]
+    if rng.random() < 0.05:  # a stray word or number anywhere after the name
+        a.insert(rng.randrange(1, len(a) + 1), rng.choice(WORDS + NUMBERS))
+    return a
 
 
 def arg():
@@ -126,6 +281,15 @@ def enc(parts):
         b = p if isinstance(p, bytes) else p.encode()
         out.append(b"$%d\r\n%s\r\n" % (len(b), b))
     return b"".join(out)
+
+
+class Push(list):
+    """A RESP3 push frame (">")."""
+
+
+# Pushes that arrive between replies (CLIENT TRACKING's invalidations, messages), not
+# as one.
+OUT_OF_BAND = (b"invalidate", b"message", b"pmessage", b"smessage")
 
 
 class Conn:
@@ -165,7 +329,8 @@ class Conn:
             return None if n < 0 else self.exact(n)
         if t in b"*~>":
             n = int(rest)
-            return None if n < 0 else [self.reply() for _ in range(n)]
+            items = None if n < 0 else [self.reply() for _ in range(n)]
+            return Push(items) if t == b">" and items is not None else items
         if t == b"%" or t == b"|":
             n = int(rest)
             items = [(self.reply(), self.reply()) for _ in range(n)]
@@ -174,7 +339,23 @@ class Conn:
 
     def call(self, *parts):
         self.s.sendall(enc(list(parts)))
-        return self.reply()
+        return self.next_reply()
+
+    def next_reply(self):
+        r = self.reply()
+        while isinstance(r, Push) and r and r[0] in OUT_OF_BAND:
+            r = self.reply()
+        return r
+
+
+UNSUBSCRIBES = ("unsubscribe", "punsubscribe", "sunsubscribe")
+
+
+def replies_of(parts):
+    """How many replies a call gets: the unsubscribe commands one per channel named."""
+    if parts[0].lower() in UNSUBSCRIBES and len(parts) > 2:
+        return len(parts) - 1
+    return 1
 
 
 def commands(c):
@@ -251,10 +432,10 @@ def generate(specs, out):
 
 
 def unbounded(parts):
-    """A call whose reply Redis builds too, however large: HRANDFIELD / SRANDMEMBER with a
-    count below -100,000 (repeats allowed) ask for that many elements, and both servers
-    try; left out, like SUBSCRIBE."""
-    if parts[0] in ("hrandfield", "srandmember") and len(parts) > 2:
+    """A call whose reply Redis builds too, however large: HRANDFIELD / SRANDMEMBER /
+    ZRANDMEMBER with a count below -100,000 (repeats allowed) ask for that many elements,
+    and both servers try; left out, like SUBSCRIBE."""
+    if parts[0] in ("hrandfield", "srandmember", "zrandmember") and len(parts) > 2:
         try:
             return int(parts[2]) < -100000
         except ValueError:
@@ -271,6 +452,21 @@ def main():
     control.call("SADD", "sentinel:set", "x", "y", "z")
     control.call("DEL", "sentinel:list")
     control.call("RPUSH", "sentinel:list", "p", "q", big)
+    control.call("DEL", "sentinel:zset", "sentinel:zsetbig")
+    control.call("ZADD", "sentinel:zset", "1.5", "a", "-inf", "b", "inf", "c", "-0", "d")
+    zbig = ["%d" % i for i in range(200)]
+    control.call("ZADD", "sentinel:zsetbig", *[x for i in zbig for x in (i, "e" + i)])
+    control.call("ZADD", "sentinel:zsetbig", "0.1", big)
+    want_zset = control.call("ZRANGE", "sentinel:zset", "0", "-1", "WITHSCORES")
+    want_zsetbig = control.call("ZRANGE", "sentinel:zsetbig", "0", "-1", "WITHSCORES")
+    if len(want_zset) != 8 or len(want_zsetbig) != 402:
+        print("FAIL: the zset sentinels were not written: %r" % want_zset)
+        return 1
+    # Zsets of both encodings for the zset-shaped calls (db 0); other calls may overwrite
+    # them with other types, or delete them.
+    fuzz0 = Conn()
+    fuzz0.call("DEL", "zbig")
+    fuzz0.call("ZADD", "zbig", *[x for i in zbig for x in (i, "m" + i)])
     names = commands(control)
     print("fuzzing %d commands and subcommands, %d calls, seed %d" % (len(names), COMMANDS, SEED))
     docs = grammars(int(os.environ["DOCS_PORT"])) if os.environ.get("DOCS_PORT") else {}
@@ -278,11 +474,14 @@ def main():
     if os.environ.get("RESP3"):
         fuzz.call("HELLO", "3")
     errors = 0
+    queued_unsubscribe = False  # in a MULTI: EXEC's array then holds extra replies
     reconfigured = False  # a CONFIG SET took: a new limit or policy may evict sentinels
     for i in range(COMMANDS):
         name = rng.choice(names)
         parts = name.split("|")
-        if name in docs and rng.random() < 0.5:
+        if rng.random() < 0.125:
+            parts = zset_call()
+        elif name in docs and rng.random() < 0.5:
             rest = []
             generate(docs[name], rest)
             if rest and rng.random() < 0.25:
@@ -297,6 +496,23 @@ def main():
             parts[at] = rng.choice(SHORT_TIMEOUTS)
         try:
             r = fuzz.call(*parts)
+            if r == b"+QUEUED":
+                queued_unsubscribe |= parts[0].lower() in UNSUBSCRIBES
+            else:
+                for _ in range(replies_of(parts) - 1):
+                    fuzz.next_reply()
+            tag = "sync%d" % i
+            echo = fuzz.call("ECHO", tag)
+            extra = 0
+            while echo not in (tag.encode(), b"+QUEUED"):  # QUEUED: in a MULTI
+                if not queued_unsubscribe or extra > 1000:
+                    print("FAIL: replies out of step after %r: %r, then %r for ECHO"
+                          % (parts[:8], r, echo))
+                    return 1
+                extra += 1
+                echo = fuzz.next_reply()
+            if echo != b"+QUEUED":
+                queued_unsubscribe = False
         except Exception as e:  # noqa: BLE001 - any failure here is the finding
             print("FAIL after %r: %s" % (parts, e))
             return 1
@@ -311,7 +527,9 @@ def main():
     ok = (control.call("GET", "sentinel:str") == big.encode()
           and sorted(control.call("HGETALL", "sentinel:hash")) == [b"1", b"2", b"a", b"b"]
           and sorted(control.call("SMEMBERS", "sentinel:set")) == [b"x", b"y", b"z"]
-          and control.call("LRANGE", "sentinel:list", "0", "-1") == [b"p", b"q", big.encode()])
+          and control.call("LRANGE", "sentinel:list", "0", "-1") == [b"p", b"q", big.encode()]
+          and control.call("ZRANGE", "sentinel:zset", "0", "-1", "WITHSCORES") == want_zset
+          and control.call("ZRANGE", "sentinel:zsetbig", "0", "-1", "WITHSCORES") == want_zsetbig)
     # NO_SENTINELS=1: a server whose policy may evict any key (allkeys-*, auto).
     if not ok and not reconfigured and not os.environ.get("NO_SENTINELS"):
         print("FAIL: a sentinel key changed")
