@@ -680,6 +680,15 @@ impl ZSet {
         }
     }
 
+    /// An empty skiplist-encoded set: what Redis builds a ZUNION / ZINTER / ZDIFF
+    /// result in (zsetCreate), so a reply keeps every score's sign (-0 included); the
+    /// STORE forms then give it the encoding its size calls for ([`ZSet::fit_encoding`]).
+    pub fn new_skiplist() -> ZSet {
+        ZSet {
+            enc: ZEnc::Skip(Box::new(SkipSet::new())),
+        }
+    }
+
     /// An empty set in the encoding `len` members of at most `max_member` bytes call
     /// for (zsetTypeCreate).
     pub fn with_hint(len: usize, max_member: usize, lim: &Limits) -> ZSet {

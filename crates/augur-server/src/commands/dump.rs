@@ -497,13 +497,9 @@ pub fn zset_of(
     lim: &augur_store::EncodingLimits,
 ) -> augur_store::ZSet {
     // Built as a skiplist (no limit to cross), then fitted in one pass.
-    let skip = augur_store::EncodingLimits {
-        zset_max_listpack_entries: 0,
-        ..*lim
-    };
-    let mut z = augur_store::ZSet::with_hint(1, 0, &skip);
+    let mut z = augur_store::ZSet::new_skiplist();
     for (m, score) in elems {
-        z.insert(m, *score, &skip);
+        z.insert(m, *score, lim);
     }
     let fit = if packed {
         augur_store::EncodingLimits {

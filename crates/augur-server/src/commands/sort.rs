@@ -87,12 +87,9 @@ fn to_skiplist(shard: &mut augur_store::Shard, ns: Ns, key: &[u8], now: u64) {
     let _ = shard.write_object_if(ns, key, Kind::ZSet, false, now, |o| {
         if let Some(z) = o.as_zset_mut() {
             if z.encoding() == "listpack" {
-                // Limits no set fits: the copy is created as a skiplist and stays one.
-                let lim = augur_store::EncodingLimits {
-                    zset_max_listpack_entries: 0,
-                    ..augur_store::EncodingLimits::default()
-                };
-                let mut s = augur_store::ZSet::with_hint(1, 0, &lim);
+                // A skiplist stays one as members are added.
+                let lim = augur_store::EncodingLimits::default();
+                let mut s = augur_store::ZSet::new_skiplist();
                 for (m, score) in z.iter() {
                     s.insert(m, score, &lim);
                 }

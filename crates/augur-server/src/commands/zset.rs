@@ -1087,7 +1087,7 @@ pub(super) fn zsetop_command(
         return c.out.int(result.len() as i64);
     }
     let lim = shared.store.encoding_limits();
-    let mut out = ZSet::with_hint(result.len(), 0, &lim);
+    let mut out = ZSet::new_skiplist();
     for (m, s) in &result {
         out.insert(m, *s, &lim);
     }
