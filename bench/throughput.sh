@@ -6,11 +6,16 @@
 # Usage: bench/throughput.sh [N=1000000] [PAIRS=3]
 # TESTS (default set,get) picks redis-benchmark's tests, e.g. the lists':
 #   TESTS=lpush,rpush,lpop,rpop,lrange_100,lrange_600 bench/throughput.sh 400000
+# CMD runs one custom command instead (redis-benchmark replaces each __rand_int__ with a
+# number below RANGE, default 1000000), e.g. ZADD over many keys:
+#   RANGE=100000 CMD="ZADD zset:__rand_int__ __rand_int__ m:__rand_int__" bench/throughput.sh 400000
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 N=${1:-1000000}
 PAIRS=${2:-3}
 TESTS=${TESTS:-set,get}
+RANGE=${RANGE:-1000000}
+if [ -n "${CMD:-}" ]; then read -r -a WORK <<<"$CMD"; else WORK=(-t "$TESTS"); fi
 MAXMEM=${MAXMEM:-2gb}
 POLICY=${POLICY:-allkeys-lru}
 build_augur
@@ -23,7 +28,7 @@ for pair in $(seq 1 "$PAIRS"); do
     for who in redis augur; do
       port=7101; [ "$who" = augur ] && port=7102
       redis-cli -p $port flushall >/dev/null
-      redis-benchmark -p $port -t "$TESTS" -d 100 -r 1000000 -n "$N" -c 50 -P "$P" --csv 2>/dev/null \
+      redis-benchmark -p $port -d 100 -r "$RANGE" -n "$N" -c 50 -P "$P" --csv "${WORK[@]}" 2>/dev/null \
         | tr -d '"' | awk -F, -v who=$who -v P=$P -v pair=$pair 'NR>1 {print pair "|" who "|" P "|" $1 "|" $2 "|" $7}' | tee -a "$OUT"
     done
   done
