@@ -270,6 +270,27 @@ pub(super) fn parse_random_count(out: &mut Out, arg: &[u8]) -> Option<i64> {
         .ok()
 }
 
+/// HRANDFIELD's and ZRANDMEMBER's `count [WITHVALUES|WITHSCORES]` (`with` names the
+/// option): the count and whether the option was given, or the error written. With the
+/// option a count beyond ±LONG_MAX/2 is refused (its reply would have twice as many
+/// elements), as t_hash.c and t_zset.c do.
+pub(super) fn parse_random_args(out: &mut Out, args: Args<'_>, with: &str) -> Option<(i64, bool)> {
+    let count = parse_random_count(out, args.get(2))?;
+    let with = match args.len() {
+        3 => false,
+        4 if eq(args.get(3), with) => true,
+        _ => {
+            out.error(ERR_SYNTAX);
+            return None;
+        }
+    };
+    if with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        out.error("ERR value is out of range");
+        return None;
+    }
+    Some((count, with))
+}
+
 /// `count` distinct indices of `0..n` (count < n), uniformly: a partial Fisher-Yates
 /// shuffle when asking for much of the collection, else rejection of repeats (Redis's
 /// CASE 3 and CASE 4 of srandmemberWithCountCommand).
@@ -304,17 +325,9 @@ pub(super) fn hrandfield_command(shared: &Shared, c: &mut Client, args: Args<'_>
             },
         };
     }
-    let Some(count) = parse_random_count(&mut c.out, args.get(2)) else {
+    let Some((count, withvalues)) = parse_random_args(&mut c.out, args, "withvalues") else {
         return;
     };
-    let withvalues = match args.len() {
-        3 => false,
-        4 if eq(args.get(3), "withvalues") => true,
-        _ => return c.out.error(ERR_SYNTAX),
-    };
-    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return c.out.error("ERR value is out of range");
-    }
     let mut shard = shared.store.lock_key(key);
     let h = match shard.read_object(c.ns(), key, Kind::Hash, now) {
         Err(_) => return c.out.error(ERR_WRONGTYPE),

@@ -615,36 +615,7 @@ pub(super) fn lmove_command(
 
 /// LMPOP's and BLMPOP's arguments from `numkeys_idx`: (keys, end, count).
 fn parse_mpop(args: Args<'_>, numkeys_idx: usize) -> Result<(Vec<&[u8]>, End, usize), String> {
-    let numkeys = parse_long_in(
-        args.get(numkeys_idx),
-        1,
-        i64::MAX,
-        Some("numkeys should be greater than 0"),
-    )? as u64;
-    let where_idx = (numkeys_idx as u64)
-        .checked_add(numkeys)
-        .and_then(|v| v.checked_add(1))
-        .filter(|&i| i < args.len() as u64)
-        .ok_or_else(|| ERR_SYNTAX.to_string())? as usize;
-    let end = end_of(args.get(where_idx)).ok_or_else(|| ERR_SYNTAX.to_string())?;
-    let mut count = None;
-    let mut j = where_idx + 1;
-    while j < args.len() {
-        if count.is_none() && args.get(j).eq_ignore_ascii_case(b"COUNT") && j + 1 < args.len() {
-            j += 1;
-            count = Some(parse_long_in(
-                args.get(j),
-                1,
-                i64::MAX,
-                Some("count should be greater than 0"),
-            )? as usize);
-        } else {
-            return Err(ERR_SYNTAX.to_string());
-        }
-        j += 1;
-    }
-    let keys = (numkeys_idx + 1..where_idx).map(|i| args.get(i)).collect();
-    Ok((keys, end, count.unwrap_or(1)))
+    super::parse_mpop_args(args, numkeys_idx, end_of)
 }
 
 /// A key and the elements popped from it.

@@ -58,6 +58,46 @@ const ERR_NOAUTH: &str = "NOAUTH Authentication required.";
 const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
+/// The arguments LMPOP, ZMPOP and their blocking forms share from `numkeys_idx`:
+/// `numkeys key [key ...] <side> [COUNT count]`, the side read by `side` (LEFT|RIGHT,
+/// MIN|MAX): (keys, side, count), or the error text in t_list.c's / t_zset.c's order.
+pub(super) fn parse_mpop_args<'a, T>(
+    args: Args<'a>,
+    numkeys_idx: usize,
+    side: impl Fn(&[u8]) -> Option<T>,
+) -> Result<(Vec<&'a [u8]>, T, usize), String> {
+    let numkeys = parse_long_in(
+        args.get(numkeys_idx),
+        1,
+        i64::MAX,
+        Some("numkeys should be greater than 0"),
+    )? as u64;
+    let where_idx = (numkeys_idx as u64)
+        .checked_add(numkeys)
+        .and_then(|v| v.checked_add(1))
+        .filter(|&i| i < args.len() as u64)
+        .ok_or_else(|| ERR_SYNTAX.to_string())? as usize;
+    let side = side(args.get(where_idx)).ok_or_else(|| ERR_SYNTAX.to_string())?;
+    let mut count = None;
+    let mut j = where_idx + 1;
+    while j < args.len() {
+        if count.is_none() && eq(args.get(j), "count") && j + 1 < args.len() {
+            j += 1;
+            count = Some(parse_long_in(
+                args.get(j),
+                1,
+                i64::MAX,
+                Some("count should be greater than 0"),
+            )? as usize);
+        } else {
+            return Err(ERR_SYNTAX.to_string());
+        }
+        j += 1;
+    }
+    let keys = (numkeys_idx + 1..where_idx).map(|i| args.get(i)).collect();
+    Ok((keys, side, count.unwrap_or(1)))
+}
+
 /// getRangeLongFromObjectOrReply: an integer argument within `min..=max`. With a
 /// message, Redis answers it (`ERR <msg>`) for text that is not a number as well as for
 /// a number out of range; without one, its two default texts.

@@ -11,9 +11,11 @@
 //! and writes reach it). Every range query becomes a rank interval there, so LIMIT,
 //! REV and ZREMRANGEBY* are one code path.
 
-use super::hash::{distinct_indices, parse_random_count};
+use super::hash::{distinct_indices, parse_random_args};
 use super::list::Target;
-use super::{eq, parse_long_in, write_error, Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
+use super::{
+    eq, parse_long_in, parse_mpop_args, write_error, Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE,
+};
 use crate::cmdtable::{Cmd, CommandSpec};
 use crate::long_double::{range_strtod, string2d};
 use crate::notify::flags::{GENERIC, ZSET};
@@ -77,14 +79,21 @@ pub(crate) fn parse_lex_range(min: &[u8], max: &[u8]) -> Option<LexRange> {
 }
 
 /// Members, or members and scores (RESP2 flat, RESP3 pairs), as zrangeResultEmit* does.
-fn reply_members(out: &mut Out, items: &[(Vec<u8>, f64)], withscores: bool) {
-    out.array(if withscores && !out.resp3 {
+fn reply_members(out: &mut Out, items: &[Scored], withscores: bool) {
+    let nested = withscores && out.resp3;
+    reply_scored(out, items, withscores, nested);
+}
+
+/// Members (with `withscores` their scores), flat or, with `nested`, as [member, score]
+/// pairs.
+fn reply_scored(out: &mut Out, items: &[Scored], withscores: bool, nested: bool) {
+    out.array(if withscores && !nested {
         items.len() * 2
     } else {
         items.len()
     });
     for (m, s) in items {
-        if withscores && out.resp3 {
+        if nested {
             out.array(2);
         }
         out.bulk(m);
@@ -734,19 +743,8 @@ pub(super) fn zpop_command(
         Ok(Some((_, items))) => {
             // RESP3 with a count: pairs; otherwise flat.
             let nested = c.out.resp3 && count.is_some();
-            reply_members_nested(&mut c.out, &items, nested)
+            reply_scored(&mut c.out, &items, true, nested)
         }
-    }
-}
-
-fn reply_members_nested(out: &mut Out, items: &[(Vec<u8>, f64)], nested: bool) {
-    out.array(if nested { items.len() } else { items.len() * 2 });
-    for (m, s) in items {
-        if nested {
-            out.array(2);
-        }
-        out.bulk(m);
-        out.double(*s);
     }
 }
 
@@ -755,40 +753,11 @@ pub(crate) fn parse_zmpop(
     args: Args<'_>,
     numkeys_idx: usize,
 ) -> Result<(Vec<&[u8]>, bool, usize), String> {
-    let numkeys = parse_long_in(
-        args.get(numkeys_idx),
-        1,
-        i64::MAX,
-        Some("numkeys should be greater than 0"),
-    )? as u64;
-    let where_idx = (numkeys_idx as u64)
-        .checked_add(numkeys)
-        .and_then(|v| v.checked_add(1))
-        .filter(|&i| i < args.len() as u64)
-        .ok_or_else(|| ERR_SYNTAX.to_string())? as usize;
-    let max = match args.get(where_idx) {
-        a if eq(a, "min") => false,
-        a if eq(a, "max") => true,
-        _ => return Err(ERR_SYNTAX.into()),
-    };
-    let mut count = None;
-    let mut j = where_idx + 1;
-    while j < args.len() {
-        if count.is_none() && eq(args.get(j), "count") && j + 1 < args.len() {
-            j += 1;
-            count = Some(parse_long_in(
-                args.get(j),
-                1,
-                i64::MAX,
-                Some("count should be greater than 0"),
-            )? as usize);
-        } else {
-            return Err(ERR_SYNTAX.into());
-        }
-        j += 1;
-    }
-    let keys = (numkeys_idx + 1..where_idx).map(|i| args.get(i)).collect();
-    Ok((keys, max, count.unwrap_or(1)))
+    parse_mpop_args(args, numkeys_idx, |a| match a {
+        a if eq(a, "min") => Some(false),
+        a if eq(a, "max") => Some(true),
+        _ => None,
+    })
 }
 
 /// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count].
@@ -823,17 +792,9 @@ pub(super) fn zrandmember_command(shared: &Shared, c: &mut Client, args: Args<'_
             }
         };
     }
-    let Some(count) = parse_random_count(&mut c.out, args.get(2)) else {
+    let Some((count, withscores)) = parse_random_args(&mut c.out, args, "withscores") else {
         return;
     };
-    let withscores = match args.len() {
-        3 => false,
-        4 if eq(args.get(3), "withscores") => true,
-        _ => return c.out.error(ERR_SYNTAX),
-    };
-    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return c.out.error("ERR value is out of range");
-    }
     let mut shard = shared.store.lock_key(key);
     let z = match shard.read_object(c.ns(), key, Kind::ZSet, now) {
         Err(_) => return c.out.error(ERR_WRONGTYPE),
