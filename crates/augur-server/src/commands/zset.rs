@@ -693,12 +693,7 @@ pub(crate) fn reply_pop(out: &mut Out, shape: PopReply, key: &[u8], items: &[(Ve
         PopReply::KeyPairs => {
             out.array(2);
             out.bulk(key);
-            out.array(items.len());
-            for (m, s) in items {
-                out.array(2);
-                out.bulk(m);
-                out.double(*s);
-            }
+            reply_scored(out, items, true, true);
         }
     }
 }
