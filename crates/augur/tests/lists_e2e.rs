@@ -7,148 +7,24 @@
 mod common;
 
 use augur_server::ServerConfig;
-use common::{encoding, err, info_field, q, TestServer};
+use common::blocking::{
+    block_in_turn, blocked_clients, check_each_once, check_producer_order, produce, replies_of,
+    reply_of, spawn_q, wait_blocked,
+};
+use common::replies::{
+    assert_step, brief, bulk, bulks, con, error_text, pick_weighted, qb, qr, resolve, run_all,
+    Reply,
+};
+use common::{encoding, err, keyspace_messages, psubscribe_all, q, TestServer};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-/// A reply as the tests compare it: the value, or the error as "CODE detail".
-type Reply = Result<Value, String>;
-
-/// A new connection (its own socket, no response timeout: redis 0.27's default) to the
-/// server at `addr`.
-async fn con(addr: SocketAddr) -> MultiplexedConnection {
-    redis::Client::open(format!("redis://{addr}/"))
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect")
-}
-
-fn error_text(e: &redis::RedisError) -> String {
-    let code = e.code().unwrap_or("");
-    let detail = e.detail().unwrap_or("");
-    format!("{code} {detail}").trim().to_string()
-}
-
-/// Runs a command of binary arguments.
-async fn qb(c: &mut MultiplexedConnection, args: &[Vec<u8>]) -> Reply {
-    let mut cmd = redis::cmd(std::str::from_utf8(&args[0]).unwrap());
-    for a in &args[1..] {
-        cmd.arg(&a[..]);
-    }
-    cmd.query_async::<Value>(c)
-        .await
-        .map_err(|e| error_text(&e))
-}
-
-/// Runs a command; its reply.
-async fn qr(c: &mut MultiplexedConnection, args: &[&str]) -> Reply {
-    q::<Value>(c, args).await.map_err(|e| error_text(&e))
-}
-
-fn bulk(b: &[u8]) -> Value {
-    Value::BulkString(b.to_vec())
-}
-
-fn bulks<T: AsRef<[u8]>>(items: &[T]) -> Value {
-    Value::Array(items.iter().map(|i| bulk(i.as_ref())).collect())
-}
-
-/// A reply with long bulk strings shortened, for messages.
-fn brief(r: &Reply) -> String {
-    fn v(x: &Value) -> String {
-        match x {
-            Value::BulkString(b) if b.len() > 24 => {
-                format!(
-                    "{:?}..({} bytes)",
-                    String::from_utf8_lossy(&b[..24]),
-                    b.len()
-                )
-            }
-            Value::BulkString(b) => format!("{:?}", String::from_utf8_lossy(b)),
-            Value::Array(a) if a.len() > 12 => format!(
-                "[{}, ... ({} items)]",
-                a[..12].iter().map(v).collect::<Vec<_>>().join(", "),
-                a.len()
-            ),
-            Value::Array(a) => format!("[{}]", a.iter().map(v).collect::<Vec<_>>().join(", ")),
-            other => format!("{other:?}"),
-        }
-    }
-    match r {
-        Ok(x) => v(x),
-        Err(e) => format!("error {e:?}"),
-    }
-}
-
-fn brief_args(args: &[Vec<u8>]) -> String {
-    args.iter()
-        .map(|a| {
-            if a.len() > 24 {
-                format!(
-                    "{:?}..({} bytes)",
-                    String::from_utf8_lossy(&a[..24]),
-                    a.len()
-                )
-            } else {
-                format!("{:?}", String::from_utf8_lossy(a))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// INFO clients' blocked_clients.
-async fn blocked_clients(c: &mut MultiplexedConnection) -> u64 {
-    let info: String = q(c, &["INFO", "clients"]).await.unwrap();
-    info_field(&info, "blocked_clients")
-}
-
-/// Waits (up to 10 s) until `n` clients are blocked.
-async fn wait_blocked(c: &mut MultiplexedConnection, n: u64) {
-    let t = Instant::now();
-    loop {
-        let b = blocked_clients(c).await;
-        if b == n {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "blocked_clients is {b}, not {n}, after 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// Sends `args` on `c` from a task (a command that blocks); the task gives the
-/// connection back with the reply.
-fn spawn_q(
-    mut c: MultiplexedConnection,
-    args: &[&str],
-) -> JoinHandle<(MultiplexedConnection, Reply)> {
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    tokio::spawn(async move {
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        let r = qr(&mut c, &a).await;
-        (c, r)
-    })
-}
-
-/// The reply of a blocked client's task, which must come within 10 s.
-async fn reply_of(h: JoinHandle<(MultiplexedConnection, Reply)>) -> (MultiplexedConnection, Reply) {
-    tokio::time::timeout(Duration::from_secs(10), h)
-        .await
-        .expect("the blocked client was answered within 10 s")
-        .unwrap()
-}
 
 // ---------------------------------------------------------------------------------
 // The model.
@@ -222,28 +98,6 @@ fn element(rng: &mut SmallRng, pool: &[Vec<u8>], step: usize) -> Vec<u8> {
             (0..len).map(|_| rng.gen::<u8>()).collect()
         }
     }
-}
-
-/// Redis's LRANGE/LTRIM range: the inclusive positions, None for an empty range.
-fn resolve(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
-    let len = len as i128;
-    let (mut s, mut e) = (start as i128, end as i128);
-    if s < 0 {
-        s += len;
-    }
-    if e < 0 {
-        e += len;
-    }
-    if s < 0 {
-        s = 0;
-    }
-    if s > e || s >= len {
-        return None;
-    }
-    if e >= len {
-        e = len - 1;
-    }
-    Some((s as usize, e as usize))
 }
 
 /// Redis's LINDEX/LSET position.
@@ -354,12 +208,7 @@ fn step(
         3,           // 14 LMPOP
         2,           // 15 EXISTS
     ];
-    let mut pick = rng.gen_range(0..weights.iter().sum::<u32>());
-    let mut op = 0;
-    while pick >= weights[op] {
-        pick -= weights[op];
-        op += 1;
-    }
+    let op = pick_weighted(rng, &weights);
     let left = rng.gen_bool(0.5);
     match op {
         0 | 1 => {
@@ -690,14 +539,7 @@ async fn run_model(c: &mut MultiplexedConnection, seed: u64, prefix: &str, steps
     for n in 0..steps {
         let had: Vec<bool> = keys.iter().map(|k| m.len(k) > 0).collect();
         let (args, want) = step(&mut rng, &mut m, &keys, &pool, n);
-        let got = qb(c, &args).await;
-        assert!(
-            got == want,
-            "seed {seed} step {n}: {} answered {} but Redis answers {}",
-            brief_args(&args),
-            brief(&got),
-            brief(&want)
-        );
+        assert_step(seed, n, &args, &qb(c, &args).await, &want);
         for (i, k) in keys.iter().enumerate() {
             max_len = max_len.max(m.len(k));
             if had[i] && m.len(k) == 0 {
@@ -1056,20 +898,14 @@ async fn other_writers_serve_blocked_clients(addr: SocketAddr) {
 
 async fn blocked_clients_are_served_first_blocked_first(addr: SocketAddr) {
     let mut c = con(addr).await;
-    let mut waiting = Vec::new();
-    for i in 0..3 {
-        waiting.push(spawn_q(con(addr).await, &["BLPOP", "f", "0"]));
-        wait_blocked(&mut c, i + 1).await;
-    }
+    let cmd: &[&str] = &["BLPOP", "f", "0"];
+    let waiting = block_in_turn(addr, &mut c, &[cmd; 3]).await;
     assert_eq!(
         qr(&mut c, &["RPUSH", "f", "x", "y", "z"]).await,
         Ok(Value::Int(3))
     );
     assert_eq!(qr(&mut c, &["EXISTS", "f"]).await, Ok(Value::Int(0)));
-    let mut got = Vec::new();
-    for h in waiting {
-        got.push(reply_of(h).await.1);
-    }
+    let got = replies_of(waiting).await;
     assert_eq!(
         got,
         [
@@ -1079,20 +915,14 @@ async fn blocked_clients_are_served_first_blocked_first(addr: SocketAddr) {
         ]
     );
     // Two elements for three: the first two are served, the third stays blocked.
-    let mut waiting = Vec::new();
-    for i in 0..3 {
-        waiting.push(spawn_q(con(addr).await, &["BRPOP", "g", "0"]));
-        wait_blocked(&mut c, i + 1).await;
-    }
+    let cmd: &[&str] = &["BRPOP", "g", "0"];
+    let mut waiting = block_in_turn(addr, &mut c, &[cmd; 3]).await;
     assert_eq!(
         qr(&mut c, &["LPUSH", "g", "p", "q"]).await,
         Ok(Value::Int(2))
     );
     let third = waiting.pop().unwrap();
-    let mut got = Vec::new();
-    for h in waiting {
-        got.push(reply_of(h).await.1);
-    }
+    let got = replies_of(waiting).await;
     // LPUSH g p q makes [q, p]; BRPOP takes p, then q.
     assert_eq!(got, [Ok(bulks(&["g", "p"])), Ok(bulks(&["g", "q"]))]);
     wait_blocked(&mut c, 1).await;
@@ -1310,30 +1140,17 @@ async fn many_producers_and_consumers_hand_over_each_element_once(addr: SocketAd
         }));
     }
     wait_blocked(&mut c, CONSUMERS as u64).await;
-    let mut producers = Vec::new();
-    for p in 0..PRODUCERS {
-        let mut b = con(addr).await;
-        producers.push(tokio::spawn(async move {
-            let mut rng = SmallRng::seed_from_u64(p as u64);
-            let mut i = 0;
-            while i < EACH {
-                let n = rng.gen_range(1..=16).min(EACH - i);
-                let mut cmd = redis::cmd("RPUSH");
-                cmd.arg("q");
-                for j in i..i + n {
-                    cmd.arg(format!("p{p}:{j}"));
-                }
-                let _: i64 = cmd.query_async(&mut b).await.unwrap();
-                i += n;
-            }
-        }));
-    }
-    for h in producers {
-        tokio::time::timeout(Duration::from_secs(60), h)
-            .await
-            .expect("producer done within 60 s")
-            .unwrap();
-    }
+    produce(
+        addr,
+        PRODUCERS,
+        EACH,
+        "RPUSH",
+        |cmd, _, e| {
+            cmd.arg(e);
+        },
+        |_, _| {},
+    )
+    .await;
     let stops = vec!["STOP"; CONSUMERS];
     let mut cmd = redis::cmd("RPUSH");
     cmd.arg("q").arg(&stops);
@@ -1345,23 +1162,10 @@ async fn many_producers_and_consumers_hand_over_each_element_once(addr: SocketAd
             .expect("consumer stopped within 60 s")
             .unwrap();
         // Each consumer saw each producer's elements in push order (FIFO).
-        let mut last = [None; PRODUCERS];
-        for e in &got {
-            let (p, j) = e[1..].split_once(':').unwrap();
-            let (p, j): (usize, usize) = (p.parse().unwrap(), j.parse().unwrap());
-            assert!(last[p] < Some(j), "{e} after p{p}:{:?}", last[p]);
-            last[p] = Some(j);
-        }
+        check_producer_order(&got, PRODUCERS);
         all.extend(got);
     }
-    let set: HashSet<&String> = all.iter().collect();
-    assert_eq!(all.len(), PRODUCERS * EACH);
-    assert_eq!(set.len(), PRODUCERS * EACH, "some element came twice");
-    for p in 0..PRODUCERS {
-        for j in 0..EACH {
-            assert!(set.contains(&format!("p{p}:{j}")), "p{p}:{j} never came");
-        }
-    }
+    check_each_once(&all, PRODUCERS, EACH, "element");
     assert_eq!(qr(&mut c, &["EXISTS", "q"]).await, Ok(Value::Int(0)));
     assert_eq!(blocked_clients(&mut c).await, 0);
 }
@@ -1445,29 +1249,8 @@ async fn dump_and_restore(addr: SocketAddr) {
 
 use common::MsgStream as Stream;
 
-/// A connection subscribed to every pattern (`PSUBSCRIBE *`).
-async fn subscriber(addr: SocketAddr) -> Stream {
-    let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
-    let mut ps = client.get_async_pubsub().await.unwrap();
-    ps.psubscribe("*").await.unwrap();
-    Box::pin(ps.into_on_message())
-}
-
 async fn take(s: &mut Stream, n: usize) -> Vec<String> {
     common::take_messages(s, n).await
-}
-
-/// The keyspace and keyevent messages of `events` (event, key) in db 0, in order.
-fn messages(events: &[(&str, &str)]) -> Vec<String> {
-    events
-        .iter()
-        .flat_map(|(e, k)| {
-            [
-                format!("__keyspace@0__:{k} {e}"),
-                format!("__keyevent@0__:{e} {k}"),
-            ]
-        })
-        .collect()
 }
 
 async fn keyspace_notifications_as_redis(addr: SocketAddr) {
@@ -1476,18 +1259,8 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
     q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEgl"])
         .await
         .unwrap();
-    let mut s = subscriber(addr).await;
-    let run = |c: &mut MultiplexedConnection, cmds: &'static [&'static [&'static str]]| {
-        let mut c = c.clone();
-        async move {
-            for cmd in cmds {
-                qr(&mut c, cmd)
-                    .await
-                    .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-            }
-        }
-    };
-    run(
+    let mut s = psubscribe_all(addr).await;
+    run_all(
         &mut c,
         &[
             &["LPUSH", "k", "a", "b"],
@@ -1512,7 +1285,7 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
         ],
     )
     .await;
-    let want = messages(&[
+    let want = keyspace_messages(&[
         ("lpush", "k"),
         ("rpush", "k"),
         ("linsert", "k"),
@@ -1538,7 +1311,7 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
     // A blocked client's pop: the push, then the pop and the deletion.
     let h = spawn_q(con(addr).await, &["BLPOP", "w", "0"]);
     wait_blocked(&mut c, 1).await;
-    run(
+    run_all(
         &mut c,
         &[&["RPUSH", "w", "v"], &["LTRIM", "nokey", "0", "1"]],
     )
@@ -1549,9 +1322,9 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
         &["BLMOVE", "w", "w2", "RIGHT", "LEFT", "0"],
     );
     wait_blocked(&mut c, 1).await;
-    run(&mut c, &[&["LPUSH", "w", "v"], &["SET", "marker", "1"]]).await;
+    run_all(&mut c, &[&["LPUSH", "w", "v"], &["SET", "marker", "1"]]).await;
     assert_eq!(reply_of(h).await.1, Ok(bulk(b"v")));
-    let want = messages(&[
+    let want = keyspace_messages(&[
         ("rpush", "w"),
         ("lpop", "w"),
         ("del", "w"),
@@ -1565,12 +1338,12 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
     q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEl"])
         .await
         .unwrap();
-    run(
+    run_all(
         &mut c,
         &[&["RPUSH", "z", "1"], &["RPOP", "z"], &["LPUSH", "z2", "m"]],
     )
     .await;
-    let want = messages(&[("rpush", "z"), ("rpop", "z"), ("lpush", "z2")]);
+    let want = keyspace_messages(&[("rpush", "z"), ("rpop", "z"), ("lpush", "z2")]);
     assert_eq!(take(&mut s, want.len()).await, want);
 }
 

@@ -20,7 +20,15 @@
 mod common;
 
 use augur_server::ServerConfig;
-use common::{encoding, err, info_field, q, TestServer};
+use common::blocking::{
+    block_in_turn, blocked_clients, check_each_once, check_producer_order, produce, replies_of,
+    reply_of, spawn_q, wait_blocked,
+};
+use common::replies::{
+    assert_step, brief, brief_args, bulk, bulks, con, pick_weighted, qb, qr, resolve, run_all,
+    Reply,
+};
+use common::{encoding, err, keyspace_messages, psubscribe_all, q, TestServer};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -31,7 +39,6 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::task::JoinHandle;
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOT_FLOAT: &str = "ERR value is not a valid float";
@@ -45,56 +52,14 @@ const SYNTAX: &str = "ERR syntax error";
 const NOT_INT: &str = "ERR value is not an integer or out of range";
 const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 
-/// A reply as the tests compare it: the value, or the error as "CODE detail".
-type Reply = Result<Value, String>;
-
 /// A member and its score.
 type Item = (Vec<u8>, f64);
-
-/// A new connection (its own socket, no response timeout) to the server at `addr`.
-async fn con(addr: SocketAddr) -> MultiplexedConnection {
-    redis::Client::open(format!("redis://{addr}/"))
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect")
-}
-
-fn error_text(e: &redis::RedisError) -> String {
-    let code = e.code().unwrap_or("");
-    let detail = e.detail().unwrap_or("");
-    format!("{code} {detail}").trim().to_string()
-}
-
-/// Runs a command of binary arguments.
-async fn qb(c: &mut MultiplexedConnection, args: &[Vec<u8>]) -> Reply {
-    let mut cmd = redis::cmd(std::str::from_utf8(&args[0]).unwrap());
-    for a in &args[1..] {
-        cmd.arg(&a[..]);
-    }
-    cmd.query_async::<Value>(c)
-        .await
-        .map_err(|e| error_text(&e))
-}
-
-/// Runs a command; its reply.
-async fn qr(c: &mut MultiplexedConnection, args: &[&str]) -> Reply {
-    q::<Value>(c, args).await.map_err(|e| error_text(&e))
-}
 
 /// Runs a command that must succeed.
 async fn ok(c: &mut MultiplexedConnection, args: &[&str]) -> Value {
     qr(c, args)
         .await
         .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn bulk(b: &[u8]) -> Value {
-    Value::BulkString(b.to_vec())
-}
-
-fn bulks<T: AsRef<[u8]>>(items: &[T]) -> Value {
-    Value::Array(items.iter().map(|i| bulk(i.as_ref())).collect())
 }
 
 fn int(i: i64) -> Value {
@@ -167,94 +132,6 @@ fn items(list: &[(&str, f64)]) -> Vec<Item> {
         .collect()
 }
 
-/// A reply with long bulk strings and arrays shortened, for messages.
-fn brief(r: &Reply) -> String {
-    fn v(x: &Value) -> String {
-        match x {
-            Value::BulkString(b) if b.len() > 24 => {
-                format!(
-                    "{:?}..({} bytes)",
-                    String::from_utf8_lossy(&b[..24]),
-                    b.len()
-                )
-            }
-            Value::BulkString(b) => format!("{:?}", String::from_utf8_lossy(b)),
-            Value::Array(a) if a.len() > 16 => format!(
-                "[{}, ... ({} items)]",
-                a[..16].iter().map(v).collect::<Vec<_>>().join(", "),
-                a.len()
-            ),
-            Value::Array(a) => format!("[{}]", a.iter().map(v).collect::<Vec<_>>().join(", ")),
-            other => format!("{other:?}"),
-        }
-    }
-    match r {
-        Ok(x) => v(x),
-        Err(e) => format!("error {e:?}"),
-    }
-}
-
-fn brief_args(args: &[Vec<u8>]) -> String {
-    args.iter()
-        .map(|a| {
-            if a.len() > 24 {
-                format!(
-                    "{:?}..({} bytes)",
-                    String::from_utf8_lossy(&a[..24]),
-                    a.len()
-                )
-            } else {
-                format!("{:?}", String::from_utf8_lossy(a))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// INFO clients' blocked_clients.
-async fn blocked_clients(c: &mut MultiplexedConnection) -> u64 {
-    let info: String = q(c, &["INFO", "clients"]).await.unwrap();
-    info_field(&info, "blocked_clients")
-}
-
-/// Waits (up to 10 s) until `n` clients are blocked.
-async fn wait_blocked(c: &mut MultiplexedConnection, n: u64) {
-    let t = Instant::now();
-    loop {
-        let b = blocked_clients(c).await;
-        if b == n {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "blocked_clients is {b}, not {n}, after 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// Sends `args` on `c` from a task (a command that blocks); the task gives the
-/// connection back with the reply.
-fn spawn_q(
-    mut c: MultiplexedConnection,
-    args: &[&str],
-) -> JoinHandle<(MultiplexedConnection, Reply)> {
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    tokio::spawn(async move {
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        let r = qr(&mut c, &a).await;
-        (c, r)
-    })
-}
-
-/// The reply of a blocked client's task, which must come within 10 s.
-async fn reply_of(h: JoinHandle<(MultiplexedConnection, Reply)>) -> (MultiplexedConnection, Reply) {
-    tokio::time::timeout(Duration::from_secs(10), h)
-        .await
-        .expect("the blocked client was answered within 10 s")
-        .unwrap()
-}
-
 // ---------------------------------------------------------------------------------
 // The model: ranges.
 
@@ -269,28 +146,6 @@ fn ordered(m: &Members) -> Vec<Item> {
 
 fn sort_items(v: &mut [Item]) {
     v.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap().then_with(|| a.0.cmp(&b.0)));
-}
-
-/// Redis's rank range (ZRANGE, ZREMRANGEBYRANK): the inclusive positions, None if empty.
-fn resolve(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
-    let len = len as i128;
-    let (mut s, mut e) = (start as i128, end as i128);
-    if s < 0 {
-        s += len;
-    }
-    if e < 0 {
-        e += len;
-    }
-    if s < 0 {
-        s = 0;
-    }
-    if s > e || s >= len {
-        return None;
-    }
-    if e >= len {
-        e = len - 1;
-    }
-    Some((s as usize, e as usize))
 }
 
 fn by_rank(v: &[Item], start: i64, end: i64) -> Vec<Item> {
@@ -803,12 +658,7 @@ fn step(
         cut,        // 15 ZRANGESTORE
         cut / 2,    // 16 remove everything (ZREMRANGEBYRANK 0 -1 or by score -inf +inf)
     ];
-    let mut pick = rng.gen_range(0..weights.iter().sum::<u32>());
-    let mut op = 0;
-    while pick >= weights[op] {
-        pick -= weights[op];
-        op += 1;
-    }
+    let op = pick_weighted(rng, &weights);
     let k = key.clone();
     let just = vec![key.clone()];
     match op {
@@ -1251,14 +1101,7 @@ async fn run_model(c: &mut MultiplexedConnection, seed: u64, entries: usize, ste
     for n in 0..steps {
         let had: Vec<bool> = keys.iter().map(|k| m.card(k) > 0).collect();
         let (args, want, touched) = step(&mut rng, &mut m, &keys, &pool);
-        let got = qb(c, &args).await;
-        assert!(
-            got == want,
-            "seed {seed} step {n}: {} answered {} but Redis answers {}",
-            brief_args(&args),
-            brief(&got),
-            brief(&want)
-        );
+        assert_step(seed, n, &args, &qb(c, &args).await, &want);
         if want.is_err() {
             errors += 1;
         }
@@ -2713,53 +2556,42 @@ async fn zadd_converts_by_members_not_pairs(addr: SocketAddr) {
     q::<()>(&mut c, &["CONFIG", "SET", "zset-max-listpack-entries", "3"])
         .await
         .unwrap();
-    assert_eq!(
-        qr(
-            &mut c,
-            &["ZADD", "d", "1", "a", "2", "a", "3", "a", "4", "a"]
-        )
-        .await,
-        Ok(int(1))
-    );
-    assert_eq!(encoding(&mut c, "d").await, "listpack");
-    assert_eq!(qr(&mut c, &["ZSCORE", "d", "a"]).await, Ok(bulk(b"4")));
     q::<()>(&mut c, &["ZADD", "e", "1", "a"]).await.unwrap();
-    assert_eq!(
-        qr(
-            &mut c,
-            &["ZADD", "e", "XX", "1", "p", "2", "q", "3", "r", "4", "s"]
-        )
-        .await,
-        Ok(int(0))
-    );
-    assert_eq!(encoding(&mut c, "e").await, "listpack");
-    assert_eq!(
-        qr(
-            &mut c,
-            &["ZADD", "e", "NX", "1", "a", "2", "a", "3", "a", "4", "a"]
-        )
-        .await,
-        Ok(int(0))
-    );
-    assert_eq!(encoding(&mut c, "e").await, "listpack");
-    assert_eq!(
-        qr(
-            &mut c,
-            &["ZADD", "x", "1", "a", "1.1", "b", "-0", "c", "2", "d", "3", "e"]
-        )
-        .await,
-        Ok(int(5))
-    );
-    assert_eq!(encoding(&mut c, "x").await, "skiplist");
-    assert_eq!(qr(&mut c, &["ZSCORE", "x", "c"]).await, Ok(bulk(b"0")));
     q::<()>(&mut c, &["ZADD", "y", "1", "a", "2", "b"])
         .await
         .unwrap();
-    assert_eq!(
-        qr(&mut c, &["ZADD", "y", "-0", "c", "5", "d", "6", "e"]).await,
-        Ok(int(3))
-    );
-    assert_eq!(encoding(&mut c, "y").await, "skiplist");
+    // Each ZADD: the members it adds and the encoding it leaves its key in.
+    for (args, added, enc) in [
+        (
+            &["ZADD", "d", "1", "a", "2", "a", "3", "a", "4", "a"][..],
+            1,
+            "listpack",
+        ),
+        (
+            &["ZADD", "e", "XX", "1", "p", "2", "q", "3", "r", "4", "s"],
+            0,
+            "listpack",
+        ),
+        (
+            &["ZADD", "e", "NX", "1", "a", "2", "a", "3", "a", "4", "a"],
+            0,
+            "listpack",
+        ),
+        (
+            &[
+                "ZADD", "x", "1", "a", "1.1", "b", "-0", "c", "2", "d", "3", "e",
+            ],
+            5,
+            "skiplist",
+        ),
+        (&["ZADD", "y", "-0", "c", "5", "d", "6", "e"], 3, "skiplist"),
+    ] {
+        assert_eq!(qr(&mut c, args).await, Ok(int(added)), "{args:?}");
+        assert_eq!(encoding(&mut c, args[1]).await, enc, "{args:?}");
+    }
+    assert_eq!(qr(&mut c, &["ZSCORE", "d", "a"]).await, Ok(bulk(b"4")));
+    // The -0s went into a listpack (as 0) before the conversion.
+    assert_eq!(qr(&mut c, &["ZSCORE", "x", "c"]).await, Ok(bulk(b"0")));
     assert_eq!(qr(&mut c, &["ZSCORE", "y", "c"]).await, Ok(bulk(b"0")));
     q::<()>(
         &mut c,
@@ -2884,20 +2716,14 @@ async fn bzpopmin_is_served_by_a_later_zadd(addr: SocketAddr) {
 
 async fn blocked_clients_are_served_first_blocked_first(addr: SocketAddr) {
     let mut c = con(addr).await;
-    let mut waiting = Vec::new();
-    for i in 0..3 {
-        waiting.push(spawn_q(con(addr).await, &["BZPOPMIN", "f", "0"]));
-        wait_blocked(&mut c, i + 1).await;
-    }
+    let cmd: &[&str] = &["BZPOPMIN", "f", "0"];
+    let waiting = block_in_turn(addr, &mut c, &[cmd; 3]).await;
     assert_eq!(
         qr(&mut c, &["ZADD", "f", "3", "z", "1", "x", "2", "y"]).await,
         Ok(int(3))
     );
     assert_eq!(qr(&mut c, &["EXISTS", "f"]).await, Ok(int(0)));
-    let mut got = Vec::new();
-    for h in waiting {
-        got.push(reply_of(h).await.1);
-    }
+    let got = replies_of(waiting).await;
     assert_eq!(
         got,
         [
@@ -2907,25 +2733,15 @@ async fn blocked_clients_are_served_first_blocked_first(addr: SocketAddr) {
         ]
     );
     // Two members for three waiters: the first two are served, the third waits on.
-    let mut waiting = Vec::new();
-    for i in 0..3 {
-        let cmd: &[&str] = if i == 1 {
-            &["BZPOPMIN", "g", "0"]
-        } else {
-            &["BZPOPMAX", "other", "g", "0"]
-        };
-        waiting.push(spawn_q(con(addr).await, cmd));
-        wait_blocked(&mut c, i + 1).await;
-    }
+    let (min, max): (&[&str], &[&str]) =
+        (&["BZPOPMIN", "g", "0"], &["BZPOPMAX", "other", "g", "0"]);
+    let mut waiting = block_in_turn(addr, &mut c, &[max, min, max]).await;
     assert_eq!(
         qr(&mut c, &["ZADD", "g", "1", "p", "2", "q"]).await,
         Ok(int(2))
     );
     let third = waiting.pop().unwrap();
-    let mut got = Vec::new();
-    for h in waiting {
-        got.push(reply_of(h).await.1);
-    }
+    let got = replies_of(waiting).await;
     assert_eq!(
         got,
         [Ok(bulks(&["g", "q", "2"])), Ok(bulks(&["g", "p", "1"]))]
@@ -3044,31 +2860,17 @@ async fn many_producers_and_consumers_hand_over_each_member_once(addr: SocketAdd
         }));
     }
     wait_blocked(&mut c, CONSUMERS as u64).await;
-    let mut producers = Vec::new();
-    for p in 0..PRODUCERS {
-        let mut b = con(addr).await;
-        producers.push(tokio::spawn(async move {
-            let mut rng = SmallRng::seed_from_u64(p as u64);
-            let mut i = 0;
-            while i < EACH {
-                let n = rng.gen_range(1..=16).min(EACH - i);
-                let mut cmd = redis::cmd("ZADD");
-                cmd.arg("q");
-                for j in i..i + n {
-                    cmd.arg(j).arg(format!("p{p}:{j}"));
-                }
-                let added: i64 = cmd.query_async(&mut b).await.unwrap();
-                assert_eq!(added, n as i64);
-                i += n;
-            }
-        }));
-    }
-    for h in producers {
-        tokio::time::timeout(Duration::from_secs(60), h)
-            .await
-            .expect("producer done within 60 s")
-            .unwrap();
-    }
+    produce(
+        addr,
+        PRODUCERS,
+        EACH,
+        "ZADD",
+        |cmd, j, m| {
+            cmd.arg(j).arg(m);
+        },
+        |added, n| assert_eq!(added, n as i64),
+    )
+    .await;
     // The STOP members score +inf: popped only when every other member is gone. A
     // BZMPOP consumer may take more than one; each consumer stops at its first, so
     // we add STOPs until every consumer has stopped.
@@ -3087,23 +2889,10 @@ async fn many_producers_and_consumers_hand_over_each_member_once(addr: SocketAdd
             tokio::time::sleep(Duration::from_millis(2)).await;
         };
         // Each producer's members are popped in score order.
-        let mut last = [None; PRODUCERS];
-        for e in &got {
-            let (p, j) = e[1..].split_once(':').unwrap();
-            let (p, j): (usize, usize) = (p.parse().unwrap(), j.parse().unwrap());
-            assert!(last[p] < Some(j), "{e} after p{p}:{:?}", last[p]);
-            last[p] = Some(j);
-        }
+        check_producer_order(&got, PRODUCERS);
         all.extend(got);
     }
-    let set: HashSet<&String> = all.iter().collect();
-    assert_eq!(all.len(), PRODUCERS * EACH);
-    assert_eq!(set.len(), PRODUCERS * EACH, "some member came twice");
-    for p in 0..PRODUCERS {
-        for j in 0..EACH {
-            assert!(set.contains(&format!("p{p}:{j}")), "p{p}:{j} never came");
-        }
-    }
+    check_each_once(&all, PRODUCERS, EACH, "member");
     // Only STOP members can be left.
     let left: Vec<String> = q(&mut c, &["ZRANGE", "q", "0", "-1"]).await.unwrap();
     assert!(left.iter().all(|m| m.starts_with("STOP")), "{left:?}");
@@ -3349,46 +3138,13 @@ async fn resp3_shapes(addr: SocketAddr) {
 // ---------------------------------------------------------------------------------
 // Keyspace notifications.
 
-use common::MsgStream as Stream;
-
-/// A connection subscribed to every pattern (`PSUBSCRIBE *`).
-async fn subscriber(addr: SocketAddr) -> Stream {
-    let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
-    let mut ps = client.get_async_pubsub().await.unwrap();
-    ps.psubscribe("*").await.unwrap();
-    Box::pin(ps.into_on_message())
-}
-
-/// The keyspace and keyevent messages of `events` (event, key) in db 0, in order.
-fn messages(events: &[(&str, &str)]) -> Vec<String> {
-    events
-        .iter()
-        .flat_map(|(e, k)| {
-            [
-                format!("__keyspace@0__:{k} {e}"),
-                format!("__keyevent@0__:{e} {k}"),
-            ]
-        })
-        .collect()
-}
-
 async fn keyspace_notifications_as_redis(addr: SocketAddr) {
     let mut c = con(addr).await;
     q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEgz"])
         .await
         .unwrap();
-    let mut s = subscriber(addr).await;
-    let run = |c: &mut MultiplexedConnection, cmds: &'static [&'static [&'static str]]| {
-        let mut c = c.clone();
-        async move {
-            for cmd in cmds {
-                qr(&mut c, cmd)
-                    .await
-                    .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-            }
-        }
-    };
-    run(
+    let mut s = psubscribe_all(addr).await;
+    run_all(
         &mut c,
         &[
             &["ZADD", "k", "1", "a", "2", "b", "3", "c"],
@@ -3425,7 +3181,7 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
         ],
     )
     .await;
-    let want = messages(&[
+    let want = keyspace_messages(&[
         ("zadd", "k"),
         ("zadd", "k"),
         ("zincr", "k"),
@@ -3456,14 +3212,14 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
     // A blocked client's pop: the ZADD, then the pop and the deletion.
     let h = spawn_q(con(addr).await, &["BZPOPMIN", "w", "0"]);
     wait_blocked(&mut c, 1).await;
-    run(&mut c, &[&["ZADD", "w", "1", "v"], &["SET", "marker", "1"]]).await;
+    run_all(&mut c, &[&["ZADD", "w", "1", "v"], &["SET", "marker", "1"]]).await;
     assert_eq!(reply_of(h).await.1, Ok(bulks(&["w", "v", "1"])));
     let h = spawn_q(
         con(addr).await,
         &["BZMPOP", "0", "1", "w2", "MAX", "COUNT", "5"],
     );
     wait_blocked(&mut c, 1).await;
-    run(
+    run_all(
         &mut c,
         &[&["ZADD", "w2", "1", "v", "2", "u"], &["ZREM", "nokey", "x"]],
     )
@@ -3475,7 +3231,7 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
             pairs(&items(&[("u", 2.0), ("v", 1.0)]))
         ]))
     );
-    let want = messages(&[
+    let want = keyspace_messages(&[
         ("zadd", "w"),
         ("zpopmin", "w"),
         ("del", "w"),
@@ -3488,7 +3244,7 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
     q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEz"])
         .await
         .unwrap();
-    run(
+    run_all(
         &mut c,
         &[
             &["ZADD", "y", "1", "a"],
@@ -3497,7 +3253,7 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
         ],
     )
     .await;
-    let want = messages(&[("zadd", "y"), ("zpopmin", "y"), ("zadd", "y2")]);
+    let want = keyspace_messages(&[("zadd", "y"), ("zpopmin", "y"), ("zadd", "y2")]);
     assert_eq!(common::take_messages(&mut s, want.len()).await, want);
     q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", ""])
         .await

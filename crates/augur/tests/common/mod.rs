@@ -1,6 +1,9 @@
 //! The in-process test server and query helpers the end-to-end test files share.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod blocking;
+pub mod replies;
+
 use augur_server::{Server, ServerConfig, ServerHandle};
 use redis::aio::MultiplexedConnection;
 use redis::{FromRedisValue, RedisResult};
@@ -229,4 +232,26 @@ pub async fn take_messages(s: &mut MsgStream, n: usize) -> Vec<String> {
         ));
     }
     out
+}
+
+/// A connection to the server at `addr` subscribed to every pattern (`PSUBSCRIBE *`).
+pub async fn psubscribe_all(addr: SocketAddr) -> MsgStream {
+    let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+    let mut ps = client.get_async_pubsub().await.unwrap();
+    ps.psubscribe("*").await.unwrap();
+    Box::pin(ps.into_on_message())
+}
+
+/// The keyspace and keyevent messages of `events` (event, key) in db 0, in order, as
+/// [`take_messages`] gives them.
+pub fn keyspace_messages(events: &[(&str, &str)]) -> Vec<String> {
+    events
+        .iter()
+        .flat_map(|(e, k)| {
+            [
+                format!("__keyspace@0__:{k} {e}"),
+                format!("__keyevent@0__:{e} {k}"),
+            ]
+        })
+        .collect()
 }

@@ -1,0 +1,152 @@
+//! Commands and their replies as the data-type tests (lists_e2e, zsets_e2e) compare
+//! them: a connection of its own, the reply or the error text, reply builders, short
+//! forms of long replies and arguments for messages, and Redis's index rules and
+//! weighted draws the random-sequence models share.
+
+use super::q;
+use rand::Rng;
+use redis::aio::MultiplexedConnection;
+use redis::Value;
+use std::net::SocketAddr;
+
+/// A reply as the tests compare it: the value, or the error as "CODE detail".
+pub type Reply = Result<Value, String>;
+
+/// A new connection (its own socket, no response timeout: redis 0.27's default) to the
+/// server at `addr`.
+pub async fn con(addr: SocketAddr) -> MultiplexedConnection {
+    redis::Client::open(format!("redis://{addr}/"))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect")
+}
+
+/// An error as "CODE detail".
+pub fn error_text(e: &redis::RedisError) -> String {
+    let code = e.code().unwrap_or("");
+    let detail = e.detail().unwrap_or("");
+    format!("{code} {detail}").trim().to_string()
+}
+
+/// Runs a command of binary arguments.
+pub async fn qb(c: &mut MultiplexedConnection, args: &[Vec<u8>]) -> Reply {
+    let mut cmd = redis::cmd(std::str::from_utf8(&args[0]).unwrap());
+    for a in &args[1..] {
+        cmd.arg(&a[..]);
+    }
+    cmd.query_async::<Value>(c)
+        .await
+        .map_err(|e| error_text(&e))
+}
+
+/// Runs a command; its reply.
+pub async fn qr(c: &mut MultiplexedConnection, args: &[&str]) -> Reply {
+    q::<Value>(c, args).await.map_err(|e| error_text(&e))
+}
+
+pub fn bulk(b: &[u8]) -> Value {
+    Value::BulkString(b.to_vec())
+}
+
+pub fn bulks<T: AsRef<[u8]>>(items: &[T]) -> Value {
+    Value::Array(items.iter().map(|i| bulk(i.as_ref())).collect())
+}
+
+/// A reply with long bulk strings and arrays shortened, for messages.
+pub fn brief(r: &Reply) -> String {
+    fn v(x: &Value) -> String {
+        match x {
+            Value::BulkString(b) if b.len() > 24 => {
+                format!(
+                    "{:?}..({} bytes)",
+                    String::from_utf8_lossy(&b[..24]),
+                    b.len()
+                )
+            }
+            Value::BulkString(b) => format!("{:?}", String::from_utf8_lossy(b)),
+            Value::Array(a) if a.len() > 16 => format!(
+                "[{}, ... ({} items)]",
+                a[..16].iter().map(v).collect::<Vec<_>>().join(", "),
+                a.len()
+            ),
+            Value::Array(a) => format!("[{}]", a.iter().map(v).collect::<Vec<_>>().join(", ")),
+            other => format!("{other:?}"),
+        }
+    }
+    match r {
+        Ok(x) => v(x),
+        Err(e) => format!("error {e:?}"),
+    }
+}
+
+/// A command's arguments with long ones shortened, for messages.
+pub fn brief_args(args: &[Vec<u8>]) -> String {
+    args.iter()
+        .map(|a| {
+            if a.len() > 24 {
+                format!(
+                    "{:?}..({} bytes)",
+                    String::from_utf8_lossy(&a[..24]),
+                    a.len()
+                )
+            } else {
+                format!("{:?}", String::from_utf8_lossy(a))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Checks step `n` of seed `seed`'s random sequence: the server's reply `got` to `args`
+/// is the model's `want`.
+pub fn assert_step(seed: u64, n: usize, args: &[Vec<u8>], got: &Reply, want: &Reply) {
+    assert!(
+        got == want,
+        "seed {seed} step {n}: {} answered {} but Redis answers {}",
+        brief_args(args),
+        brief(got),
+        brief(want)
+    );
+}
+
+/// Redis's rank range (LRANGE, LTRIM, ZRANGE, ZREMRANGEBYRANK): the inclusive
+/// positions, None for an empty range.
+pub fn resolve(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
+    let len = len as i128;
+    let (mut s, mut e) = (start as i128, end as i128);
+    if s < 0 {
+        s += len;
+    }
+    if e < 0 {
+        e += len;
+    }
+    if s < 0 {
+        s = 0;
+    }
+    if s > e || s >= len {
+        return None;
+    }
+    if e >= len {
+        e = len - 1;
+    }
+    Some((s as usize, e as usize))
+}
+
+/// An index into `weights` drawn with those weights (one draw of `rng`).
+pub fn pick_weighted(rng: &mut impl Rng, weights: &[u32]) -> usize {
+    let mut pick = rng.gen_range(0..weights.iter().sum::<u32>());
+    let mut op = 0;
+    while pick >= weights[op] {
+        pick -= weights[op];
+        op += 1;
+    }
+    op
+}
+
+/// Runs `cmds` in order; each must succeed.
+pub async fn run_all(c: &mut MultiplexedConnection, cmds: &[&[&str]]) {
+    for cmd in cmds {
+        qr(c, cmd).await.unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    }
+}
