@@ -197,8 +197,9 @@ pub(super) fn list_read_command(
     }
 }
 
-/// addListRangeReply's index resolution: (first position, count), None if empty.
-fn resolve_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+/// addListRangeReply's index resolution (also ZRANGE's and ZREMRANGEBYRANK's, which
+/// t_zset.c writes the same way): (first position, count), None if empty.
+pub(super) fn resolve_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
     let mut start = if start < 0 {
         len.saturating_add(start)

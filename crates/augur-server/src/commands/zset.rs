@@ -12,7 +12,7 @@
 //! REV and ZREMRANGEBY* are one code path.
 
 use super::hash::{distinct_indices, parse_random_args};
-use super::list::Target;
+use super::list::{resolve_range, Target};
 use super::{
     eq, parse_long_in, parse_mpop_args, write_error, Client, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE,
 };
@@ -425,23 +425,14 @@ fn select(z: &ZSet, r: &RangeSpec) -> Vec<(Vec<u8>, f64)> {
     let len = z.len() as i64;
     let ranks = match r.by {
         RangeBy::Rank => {
-            let (mut start, mut end) = (r.start, r.end);
-            if start < 0 {
-                start += len;
-            }
-            if end < 0 {
-                end += len;
-            }
-            start = start.max(0);
-            if start > end || start >= len {
+            let Some((first, n)) = resolve_range(r.start, r.end, z.len()) else {
                 return Vec::new();
-            }
-            end = end.min(len - 1);
+            };
             // REV counts ranks from the top.
             if r.rev {
-                (len - 1 - end) as usize..(len - start) as usize
+                z.len() - first - n..z.len() - first
             } else {
-                start as usize..(end + 1) as usize
+                first..first + n
             }
         }
         RangeBy::Score => z.score_ranks(r.score.as_ref().expect("parsed")),
@@ -596,23 +587,8 @@ pub(super) fn zremrange_command(
     let mut shard = shared.store.lock_key(key);
     let r = shard.write_object_if(t.ns, key, Kind::ZSet, false, now, |o| {
         let z = zset_mut(o);
-        let len = z.len() as i64;
         let ranks = match &range {
-            R::Rank(s, e) => {
-                let (mut s, mut e) = (*s, *e);
-                if s < 0 {
-                    s += len;
-                }
-                if e < 0 {
-                    e += len;
-                }
-                s = s.max(0);
-                if s > e || s >= len {
-                    0..0
-                } else {
-                    s as usize..(e.min(len - 1) + 1) as usize
-                }
-            }
+            R::Rank(s, e) => resolve_range(*s, *e, z.len()).map_or(0..0, |(f, n)| f..f + n),
             R::Score(r) => z.score_ranks(r),
             R::Lex(r) => z.lex_ranks(r),
         };
