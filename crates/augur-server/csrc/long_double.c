@@ -143,3 +143,18 @@ int augur_range_strtod(const char *s, size_t len, double *out) {
     if (ok) *out = v;
     return ok;
 }
+
+/* addReplyHumanLongDouble's text of a double (geo.c's GEOPOS and WITHCOORD replies):
+ * the value widened to long double (exact), then ld2string(LD_STR_HUMAN). */
+size_t augur_double_format_human(double v, char *buf, size_t cap) {
+    long double ld = v;
+    return augur_ld_format_human(&ld, buf, cap);
+}
+
+/* printf's "%.<prec>f" of a double (geo.c: "%.4f" distances, "%f" in the invalid
+ * longitude,latitude error): its length, or 0 when it does not fit. */
+size_t augur_format_fixed(double v, int prec, char *buf, size_t cap) {
+    int n = snprintf(buf, cap, "%.*f", prec, v);
+    if (n < 0 || (size_t)n + 1 > cap) return 0;
+    return (size_t)n;
+}

@@ -286,6 +286,16 @@ commands! {
     ZInterStore b"ZINTERSTORE" "zinterstore" -4 [WRITE|DENYOOM] 1 1 1 "sorted-set" "Intersect multiple sorted sets and store the resulting sorted set in a new key" NONE;
     ZDiffStore b"ZDIFFSTORE" "zdiffstore" -4 [WRITE|DENYOOM] 1 1 1 "sorted-set" "Subtract multiple sorted sets and store the resulting sorted set in a new key" NONE;
     ZInterCard b"ZINTERCARD" "zintercard" -3 [READONLY] 0 0 0 "sorted-set" "Intersect multiple sorted sets and return the cardinality of the result" NONE;
+    GeoAdd b"GEOADD" "geoadd" -5 [WRITE|DENYOOM] 1 1 1 "geo" "Add one or more geospatial items in the geospatial index represented using a sorted set" NONE;
+    GeoDist b"GEODIST" "geodist" -4 [READONLY] 1 1 1 "geo" "Returns the distance between two members of a geospatial index" NONE;
+    GeoHash b"GEOHASH" "geohash" -2 [READONLY] 1 1 1 "geo" "Returns members of a geospatial index as standard geohash strings" NONE;
+    GeoPos b"GEOPOS" "geopos" -2 [READONLY] 1 1 1 "geo" "Returns longitude and latitude of members of a geospatial index" NONE;
+    GeoRadius b"GEORADIUS" "georadius" -6 [WRITE|DENYOOM] 1 1 1 "geo" "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point" NONE;
+    GeoRadiusRo b"GEORADIUS_RO" "georadius_ro" -6 [READONLY] 1 1 1 "geo" "A read-only variant for GEORADIUS" NONE;
+    GeoRadiusByMember b"GEORADIUSBYMEMBER" "georadiusbymember" -5 [WRITE|DENYOOM] 1 1 1 "geo" "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member" NONE;
+    GeoRadiusByMemberRo b"GEORADIUSBYMEMBER_RO" "georadiusbymember_ro" -5 [READONLY] 1 1 1 "geo" "A read-only variant for GEORADIUSBYMEMBER" NONE;
+    GeoSearch b"GEOSEARCH" "geosearch" -7 [READONLY] 1 1 1 "geo" "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle." NONE;
+    GeoSearchStore b"GEOSEARCHSTORE" "geosearchstore" -8 [WRITE|DENYOOM] 1 2 1 "geo" "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key." NONE;
     Subscribe b"SUBSCRIBE" "subscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels." NONE;
     Unsubscribe b"UNSUBSCRIBE" "unsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Stops listening to messages posted to channels." NONE;
     PSubscribe b"PSUBSCRIBE" "psubscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Listens for messages published to channels that match one or more patterns." NONE;
@@ -1352,10 +1362,13 @@ fn native_get_keys(base: &str, args: &[&[u8]]) -> Option<Vec<KeyRef>> {
     }
 }
 
+/// The longest command name (GEORADIUSBYMEMBER_RO).
+pub const MAX_NAME_LEN: usize = 20;
+
 /// Upper-cases a command name into `buf` without allocating; None if it is too long to
 /// be any command (the caller then answers "unknown command").
 #[inline]
-pub fn upper<'a>(name: &[u8], buf: &'a mut [u8; 16]) -> Option<&'a [u8]> {
+pub fn upper<'a>(name: &[u8], buf: &'a mut [u8; MAX_NAME_LEN]) -> Option<&'a [u8]> {
     if name.len() > buf.len() {
         return None;
     }
@@ -1373,7 +1386,7 @@ mod tests {
     fn table_is_consistent() {
         for (i, c) in COMMANDS.iter().enumerate() {
             assert_eq!(c.cmd as usize, i, "{} out of order", c.name);
-            let mut b = [0u8; 16];
+            let mut b = [0u8; MAX_NAME_LEN];
             let up = upper(c.name.as_bytes(), &mut b).expect("name fits");
             assert_eq!(lookup(up).map(|s| s.name), Some(c.name));
             assert!(c.arity != 0);

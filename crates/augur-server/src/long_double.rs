@@ -27,6 +27,8 @@ extern "C" {
     fn augur_sort_strtod(s: *const u8, len: usize, out: *mut f64) -> c_int;
     fn augur_string2d(s: *const u8, len: usize, out: *mut f64) -> c_int;
     fn augur_range_strtod(s: *const u8, len: usize, out: *mut f64) -> c_int;
+    fn augur_double_format_human(v: f64, buf: *mut u8, cap: usize) -> usize;
+    fn augur_format_fixed(v: f64, prec: c_int, buf: *mut u8, cap: usize) -> usize;
     #[cfg(test)]
     fn augur_ld_size() -> usize;
 }
@@ -105,6 +107,26 @@ pub fn range_strtod(s: &[u8]) -> Option<f64> {
     let mut v = 0f64;
     // SAFETY: as above.
     (unsafe { augur_range_strtod(s.as_ptr(), s.len(), &mut v) } == 1).then_some(v)
+}
+
+/// addReplyHumanLongDouble's text of a double (GEOPOS, WITHCOORD): the value widened
+/// to long double and printed as `ld2string(LD_STR_HUMAN)` does, `%.17Lf` with the
+/// trailing zeros cut (13.361389 is stored as its geohash cell's centre and replied
+/// `13.36138933897018433`).
+pub fn human_double(v: f64) -> Vec<u8> {
+    let mut buf = [0u8; 1024];
+    // SAFETY: `buf` is writable for its length, which is passed as the capacity.
+    let n = unsafe { augur_double_format_human(v, buf.as_mut_ptr(), buf.len()) };
+    buf[..n].to_vec()
+}
+
+/// printf's `%.<prec>f` (geo.c's `%.4f` distances and the `%f` of its coordinate
+/// error), from the C library so ties round as Redis's do.
+pub fn format_fixed(v: f64, prec: u8) -> String {
+    let mut buf = [0u8; 1024];
+    // SAFETY: as above; `prec` is at most 255, so the text of a finite double fits.
+    let n = unsafe { augur_format_fixed(v, prec as c_int, buf.as_mut_ptr(), buf.len()) };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
 #[cfg(test)]

@@ -651,7 +651,7 @@ pub fn paused_for(shared: &Shared, c: &Client, args: Args<'_>, now: u64) -> bool
     if all {
         return true;
     }
-    let mut buf = [0u8; 16];
+    let mut buf = [0u8; crate::cmdtable::MAX_NAME_LEN];
     let Some(spec) = cmdtable::upper(args.get(0), &mut buf).and_then(cmdtable::lookup) else {
         return false;
     };

@@ -261,7 +261,7 @@ struct Host<'a> {
 /// The command `args` names, with its flags and arity (a container's subcommand
 /// decides, as lookupCommand does); None if there is no such command.
 fn resolve(args: Args<'_>) -> Option<(&'static CommandSpec, u32, i32)> {
-    let mut buf = [0u8; 16];
+    let mut buf = [0u8; crate::cmdtable::MAX_NAME_LEN];
     let spec = cmdtable::upper(args.get(0), &mut buf).and_then(cmdtable::lookup)?;
     if !spec.subcommands.is_empty() && args.len() >= 2 {
         let sub = spec.sub(args.get(1))?;

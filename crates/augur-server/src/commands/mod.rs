@@ -7,7 +7,7 @@
 //! shares. The commands themselves live in one file per group, as in Redis: `strings`
 //! (t_string.c), `bits` (bitops.c), `keyspace` (db.c, object.c), `expire` (expire.c),
 //! `connection` (networking.c), `server` (server.c, config.c), `hash` (t_hash.c), `set`
-//! (t_set.c), `multi` (multi.c), `scripting` (eval.c, functions.c) and `pubsub` (pubsub.c).
+//! (t_set.c), `geo` (geo.c), `multi` (multi.c), `scripting` (eval.c, functions.c) and `pubsub` (pubsub.c).
 
 mod bits;
 mod client;
@@ -15,6 +15,7 @@ mod connection;
 pub mod dump;
 pub mod eval;
 mod expire;
+mod geo;
 mod hash;
 mod keyspace;
 mod list;
@@ -246,7 +247,7 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     // Only a command that runs starts where the previous one ended (see `clock`).
     let prev_end = c.clock.take();
     let name = args.get(0);
-    let mut buf = [0u8; 16];
+    let mut buf = [0u8; crate::cmdtable::MAX_NAME_LEN];
     let spec = match cmdtable::upper(name, &mut buf).and_then(cmdtable::lookup) {
         Some(s) => s,
         None => {
@@ -577,6 +578,16 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         | Cmd::ZDiffStore
         | Cmd::ZInterCard => zset::zsetop_command(shared, c, spec, args, now),
         Cmd::ZScan => scan::collection_scan_command(shared, c, args, augur_store::Kind::ZSet, now),
+        Cmd::GeoAdd => geo::geoadd_command(shared, c, args, now),
+        Cmd::GeoDist | Cmd::GeoHash | Cmd::GeoPos => {
+            geo::geo_query_command(shared, c, spec, args, now)
+        }
+        Cmd::GeoRadius
+        | Cmd::GeoRadiusRo
+        | Cmd::GeoRadiusByMember
+        | Cmd::GeoRadiusByMemberRo
+        | Cmd::GeoSearch
+        | Cmd::GeoSearchStore => geo::geosearch_command(shared, c, spec, args, now),
         Cmd::Subscribe => pubsub::subscribe_command(shared, c, PsKind::Channel, args),
         Cmd::PSubscribe => pubsub::subscribe_command(shared, c, PsKind::Pattern, args),
         Cmd::SSubscribe => pubsub::subscribe_command(shared, c, PsKind::Shard, args),

@@ -374,7 +374,7 @@ pub(super) fn command_command(c: &mut Client, spec: &'static CommandSpec, args: 
         return;
     };
     let find = |name: &[u8]| {
-        let mut b = [0u8; 16];
+        let mut b = [0u8; crate::cmdtable::MAX_NAME_LEN];
         cmdtable::upper(name, &mut b).and_then(cmdtable::lookup)
     };
     match sub {

@@ -471,7 +471,7 @@ fn served(name: &str) -> bool {
         Some((c, s)) => (c, Some(s)),
         None => (name, None),
     };
-    let mut buf = [0u8; 16];
+    let mut buf = [0u8; crate::cmdtable::MAX_NAME_LEN];
     let Some(spec) =
         crate::cmdtable::upper(cmd.as_bytes(), &mut buf).and_then(crate::cmdtable::lookup)
     else {

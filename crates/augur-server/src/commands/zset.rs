@@ -160,6 +160,46 @@ pub(super) fn zadd_command(
             None => return c.out.error(ERR_NOT_FLOAT),
         }
     }
+    let flags = ZAddFlags {
+        nx,
+        xx,
+        gt,
+        lt,
+        ch,
+        incr,
+    };
+    zadd_pairs(shared, c, key, flags, &pairs, now);
+}
+
+/// ZADD's options (zaddGenericCommand's flags).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct ZAddFlags {
+    pub nx: bool,
+    pub xx: bool,
+    pub gt: bool,
+    pub lt: bool,
+    pub ch: bool,
+    pub incr: bool,
+}
+
+/// ZADD's work once its arguments are parsed and checked (zsetAdd for every pair, the
+/// reply, the "zadd" / "zincr" event): also GEOADD's, whose scores are geohashes.
+pub(super) fn zadd_pairs(
+    shared: &Shared,
+    c: &mut Client,
+    key: &[u8],
+    f: ZAddFlags,
+    pairs: &[(f64, &[u8])],
+    now: u64,
+) {
+    let ZAddFlags {
+        nx,
+        xx,
+        gt,
+        lt,
+        ch,
+        incr,
+    } = f;
     let lim = shared.store.encoding_limits();
     let t = Target::of(c);
     let mut shard = shared.store.lock_key(key);
@@ -172,7 +212,7 @@ pub(super) fn zadd_command(
         let (mut added, mut updated, mut processed) = (0usize, 0usize, 0usize);
         let mut newscore = 0.0;
         let mut nan = false;
-        for &(score, m) in &pairs {
+        for &(score, m) in pairs {
             // zsetAdd's decision for one member, on its current score.
             z.upsert(m, &lim, |cur| match cur {
                 Some(_) if nx => None,
@@ -522,7 +562,7 @@ pub(super) fn zrange_command(
 /// Stores a command's result set at `dst` (setKey: replacing any value, dropping the
 /// TTL), or deletes `dst` when the result is empty; replies the result's size.
 #[allow(clippy::too_many_arguments)]
-fn store_result(
+pub(super) fn store_result(
     shared: &Shared,
     c: &mut Client,
     lock: &mut augur_store::MultiLock<'_>,
