@@ -490,6 +490,125 @@ fn points_within(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Point> {
     out
 }
 
+/// sort_gp_asc: -1, 0 or 1.
+fn dist_cmp(a: f64, b: f64) -> i32 {
+    if a > b {
+        1
+    } else if a == b {
+        0
+    } else {
+        -1
+    }
+}
+
+/// Redis's pqsort (pqsort.c: NetBSD's qsort, Bentley and McIlroy's "Engineering a Sort
+/// Function", modified to recurse only into partitions that overlap the places
+/// `lrange..=rrange`): after it, those places hold what a full sort would put there, the
+/// rest is in partition order. Element swaps and comparisons are the C code's, in its
+/// order, so ties resolve as in Redis.
+fn partial_qsort<T>(v: &mut [T], cmp: &impl Fn(&T, &T) -> i32, lrange: usize, rrange: usize) {
+    fn med3<T>(v: &[T], a: usize, b: usize, c: usize, cmp: &impl Fn(&T, &T) -> i32) -> usize {
+        if cmp(&v[a], &v[b]) < 0 {
+            if cmp(&v[b], &v[c]) < 0 {
+                b
+            } else if cmp(&v[a], &v[c]) < 0 {
+                c
+            } else {
+                a
+            }
+        } else if cmp(&v[b], &v[c]) > 0 {
+            b
+        } else if cmp(&v[a], &v[c]) < 0 {
+            a
+        } else {
+            c
+        }
+    }
+    fn vecswap<T>(v: &mut [T], a: usize, b: usize, n: usize) {
+        for i in 0..n {
+            v.swap(a + i, b + i);
+        }
+    }
+    let outside = |l: usize, r: usize| (lrange < l && rrange < l) || (lrange > r && rrange > r);
+    let (mut lo, mut n) = (0usize, v.len());
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    loop {
+        if n < 7 {
+            for pm in lo + 1..lo + n {
+                let mut pl = pm;
+                while pl > lo && cmp(&v[pl - 1], &v[pl]) > 0 {
+                    v.swap(pl, pl - 1);
+                    pl -= 1;
+                }
+            }
+        } else {
+            let mut pm = lo + n / 2;
+            if n > 7 {
+                let mut pl = lo;
+                let mut pn = lo + n - 1;
+                if n > 40 {
+                    let d = n / 8;
+                    pl = med3(v, pl, pl + d, pl + 2 * d, cmp);
+                    pm = med3(v, pm - d, pm, pm + d, cmp);
+                    pn = med3(v, pn - 2 * d, pn - d, pn, cmp);
+                }
+                pm = med3(v, pl, pm, pn, cmp);
+            }
+            v.swap(lo, pm);
+            let (mut pa, mut pb) = (lo + 1, lo + 1);
+            let (mut pc, mut pd) = (lo + n - 1, lo + n - 1);
+            loop {
+                while pb <= pc {
+                    let r = cmp(&v[pb], &v[lo]);
+                    if r > 0 {
+                        break;
+                    }
+                    if r == 0 {
+                        v.swap(pa, pb);
+                        pa += 1;
+                    }
+                    pb += 1;
+                }
+                while pb <= pc {
+                    let r = cmp(&v[pc], &v[lo]);
+                    if r < 0 {
+                        break;
+                    }
+                    if r == 0 {
+                        v.swap(pc, pd);
+                        pd -= 1;
+                    }
+                    pc -= 1;
+                }
+                if pb > pc {
+                    break;
+                }
+                v.swap(pb, pc);
+                pb += 1;
+                pc -= 1;
+            }
+            let pn = lo + n;
+            let r = (pa - lo).min(pb - pa);
+            vecswap(v, lo, pb - r, r);
+            let r = (pd - pc).min(pn - pd - 1);
+            vecswap(v, pb, pn - r, r);
+            // The C code recurses into the left part first, then loops on the right.
+            let right = pd - pc;
+            if right > 1 && !outside(pn - right, pn - 1) {
+                stack.push((pn - right, right));
+            }
+            let left = pb - pa;
+            if left > 1 && !outside(lo, lo + left - 1) {
+                stack.push((lo, left));
+            }
+        }
+        match stack.pop() {
+            Some((l, m)) => (lo, n) = (l, m),
+            None => return,
+        }
+    }
+}
+
 /// GEORADIUS GEORADIUS_RO GEORADIUSBYMEMBER GEORADIUSBYMEMBER_RO GEOSEARCH
 /// GEOSEARCHSTORE (georadiusGeneric).
 pub(super) fn geosearch_command(
@@ -523,15 +642,33 @@ pub(super) fn geosearch_command(
                     sort = Sort::Asc;
                 }
                 let mut points = points_within(z, &shape, if q.any { q.count } else { 0 });
-                // glibc's qsort is a merge sort here: equal distances keep their order.
-                match sort {
-                    Sort::Asc => points.sort_by(|a, b| a.dist.total_cmp(&b.dist)),
-                    Sort::Desc => points.sort_by(|a, b| b.dist.total_cmp(&a.dist)),
-                    Sort::None => {}
+                let returned = if q.count == 0 {
+                    points.len()
+                } else {
+                    q.count.min(points.len())
+                };
+                if sort != Sort::None {
+                    let desc = sort == Sort::Desc;
+                    let cmp = |a: &Point, b: &Point| {
+                        let asc = dist_cmp(a.dist, b.dist);
+                        if desc {
+                            -asc
+                        } else {
+                            asc
+                        }
+                    };
+                    if returned == points.len() {
+                        // qsort: glibc's is a merge sort here (40-byte elements, sorted
+                        // through pointers), so equal distances keep their order.
+                        points.sort_by(|a, b| cmp(a, b).cmp(&0));
+                    } else {
+                        // With COUNT below the matches, Redis sorts only the first
+                        // `returned` places (pqsort); which of several points at the same
+                        // distance make the cut is that algorithm's, so it is reproduced.
+                        partial_qsort(&mut points, &cmp, 0, returned - 1);
+                    }
                 }
-                if q.count != 0 {
-                    points.truncate(q.count);
-                }
+                points.truncate(returned);
                 for p in &mut points {
                     p.dist /= shape.conversion;
                 }
@@ -579,6 +716,37 @@ pub(super) fn geosearch_command(
                 "georadiusstore"
             };
             store_result(shared, c, &mut lock, t, dst, result, event, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The places asked for hold what a full sort puts there (by key: ties may
+        /// differ, as in Redis), and the slice is a permutation of its input.
+        #[test]
+        fn partial_qsort_sorts_the_places_asked_for(
+            keys in proptest::collection::vec(0u8..12, 1..300),
+            a in 0usize..300,
+            b in 0usize..300,
+        ) {
+            let n = keys.len();
+            let (l, r) = (a.min(b) % n, a.max(b) % n);
+            let (l, r) = (l.min(r), l.max(r));
+            let mut v: Vec<(u8, usize)> = keys.iter().copied().zip(0..).collect();
+            let cmp = |x: &(u8, usize), y: &(u8, usize)| dist_cmp(x.0 as f64, y.0 as f64);
+            partial_qsort(&mut v, &cmp, l, r);
+            let mut sorted = keys.clone();
+            sorted.sort();
+            let got: Vec<u8> = v[l..=r].iter().map(|x| x.0).collect();
+            prop_assert_eq!(&got[..], &sorted[l..=r]);
+            let mut ids: Vec<usize> = v.iter().map(|x| x.1).collect();
+            ids.sort();
+            prop_assert_eq!(ids, (0..n).collect::<Vec<_>>());
         }
     }
 }
