@@ -25,8 +25,8 @@ use common::blocking::{
     reply_of, spawn_q, wait_blocked,
 };
 use common::replies::{
-    assert_step, brief, brief_args, bulk, bulks, con, pick_weighted, qb, qr, resolve, run_all,
-    Reply,
+    assert_step, brief, brief_args, bulk, bulks, con, pick_weighted, qb, qr, raw_exchange, resolve,
+    run_all, Reply,
 };
 use common::{encoding, err, keyspace_messages, psubscribe_all, q, TestServer};
 use rand::rngs::SmallRng;
@@ -37,7 +37,6 @@ use redis::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -2957,87 +2956,6 @@ async fn transactions(addr: SocketAddr) {
 
 // ---------------------------------------------------------------------------------
 // Raw RESP (RESP3 shapes, EXEC's array with an error inside).
-
-/// The length of the first complete RESP frame in `b`, None while incomplete.
-fn frame_len(b: &[u8]) -> Option<usize> {
-    let nl = b.windows(2).position(|w| w == b"\r\n")?;
-    let line = std::str::from_utf8(&b[1..nl]).unwrap();
-    let head = nl + 2;
-    match b[0] {
-        b'+' | b'-' | b':' | b',' | b'#' | b'_' | b'(' => Some(head),
-        b'$' | b'=' | b'!' => {
-            let n: i64 = line.parse().unwrap();
-            if n < 0 {
-                return Some(head);
-            }
-            let end = head + n as usize + 2;
-            (b.len() >= end).then_some(end)
-        }
-        b'*' | b'~' | b'>' | b'%' | b'|' => {
-            let n: i64 = line.parse().unwrap();
-            if n < 0 {
-                return Some(head);
-            }
-            let n = if matches!(b[0], b'%' | b'|') {
-                2 * n
-            } else {
-                n
-            };
-            let mut at = head;
-            for _ in 0..n {
-                at += frame_len(&b[at..])?;
-            }
-            if b[0] == b'|' {
-                at += frame_len(&b[at..])?; // an attribute precedes the reply
-            }
-            Some(at)
-        }
-        other => panic!("not RESP: {:?}", other as char),
-    }
-}
-
-/// Sends `cmds` pipelined on `s`; their replies, concatenated, as text.
-async fn raw_exchange(s: &mut TcpStream, cmds: &[&[&str]]) -> String {
-    let mut out = Vec::new();
-    for cmd in cmds {
-        out.extend(format!("*{}\r\n", cmd.len()).bytes());
-        for a in *cmd {
-            out.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
-        }
-    }
-    s.write_all(&out).await.unwrap();
-    let mut buf = Vec::new();
-    let mut replies = 0;
-    let mut at = 0;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while replies < cmds.len() {
-        match frame_len(&buf[at..]) {
-            Some(n) => {
-                at += n;
-                replies += 1;
-            }
-            None => {
-                let mut chunk = [0u8; 65536];
-                let n = tokio::time::timeout_at(
-                    tokio::time::Instant::from_std(deadline),
-                    s.read(&mut chunk),
-                )
-                .await
-                .unwrap_or_else(|_| {
-                    panic!(
-                        "replies to {cmds:?} within 10 s; got {:?}",
-                        String::from_utf8_lossy(&buf)
-                    )
-                })
-                .unwrap();
-                assert!(n > 0, "connection closed");
-                buf.extend_from_slice(&chunk[..n]);
-            }
-        }
-    }
-    assert_eq!(at, buf.len(), "more bytes than replies");
-    String::from_utf8_lossy(&buf).into_owned()
-}
 
 async fn resp3_shapes(addr: SocketAddr) {
     const M65: &str = "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy";
