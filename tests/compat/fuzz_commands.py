@@ -25,7 +25,8 @@ Checks, each a failure (exit 1):
 
 One call in eight is a sorted-set command with arguments of its own shape (scores, score
 and lex range bounds, ranks, ZADD/ZRANGE/ZUNION options, numkeys right or wrong), some of
-them invalid, on zset keys that other calls also write as strings, lists and sets.
+them invalid, on zset keys that other calls also write as strings, lists and sets; about
+one in twenty is a GEO command of its own shape on the same keys.
 
 With DOCS_PORT=<port of a redis-server 7>, half the calls follow the command's own
 argument grammar from that server's COMMAND DOCS (tokens, oneof, blocks, optional and
@@ -250,6 +251,55 @@ def zset_call():
         if rng.random() < 0.3:
             a += ["COUNT", zcount()]
     if rng.random() < 0.05:  # a stray word or number anywhere after the name
+        a.insert(rng.randrange(1, len(a) + 1), rng.choice(WORDS + NUMBERS))
+    return a
+
+
+def geo_coord(lo, hi):
+    c = rng.random()
+    if c < 0.8:
+        return repr(rng.uniform(lo, hi))
+    return rng.choice(["180", "-180", "85.05112878", "-85.05112879", "inf", "nan", "x", "",
+                       "1e400", "0x10", "-0", "200"])
+
+
+def geo_call():
+    """A GEO command with arguments of its own shape (coordinates at and past the limits,
+    radii and boxes in every unit, the search options in any order), on the zset keys."""
+    name = rng.choice(["geoadd", "geopos", "geohash", "geodist", "georadius", "georadius_ro",
+                       "georadiusbymember", "georadiusbymember_ro", "geosearch",
+                       "geosearchstore"])
+    k = rng.choice(ZKEYS)
+    dist = lambda: rng.choice(["0", "1", "50.5", "1000", "20000", "-1", "inf", "x", "1e308"])
+    unit = lambda: rng.choice(["m", "km", "ft", "mi", "KM", "yd"])
+    a = [name]
+    if name == "geoadd":
+        a += [k] + zopts(["NX", "XX", "CH", "GT"], 0.15)
+        for _ in range(rng.randrange(1, 30)):
+            a += [geo_coord(-180, 180), geo_coord(-85, 85), zmember()]
+    elif name in ("geopos", "geohash"):
+        a += [k] + [zmember() for _ in range(rng.randrange(0, 4))]
+    elif name == "geodist":
+        a += [k, zmember(), zmember()] + ([unit()] if rng.random() < 0.6 else [])
+    else:
+        if name == "geosearchstore":
+            a.append(rng.choice(ZKEYS))
+        a.append(k)
+        if name.startswith("georadiusbymember"):
+            a += [zmember(), dist(), unit()]
+        elif name.startswith("georadius"):
+            a += [geo_coord(-180, 180), geo_coord(-85, 85), dist(), unit()]
+        else:
+            a += (["FROMMEMBER", zmember()] if rng.random() < 0.5
+                  else ["FROMLONLAT", geo_coord(-180, 180), geo_coord(-85, 85)])
+            a += (["BYRADIUS", dist(), unit()] if rng.random() < 0.5
+                  else ["BYBOX", dist(), dist(), unit()])
+        for _ in range(rng.randrange(0, 4)):
+            a += rng.choice([["WITHDIST"], ["WITHHASH"], ["WITHCOORD"], ["ASC"], ["DESC"],
+                             ["COUNT", zcount()], ["COUNT", zcount(), "ANY"], ["ANY"],
+                             ["STORE", rng.choice(ZKEYS)], ["STOREDIST", rng.choice(ZKEYS)],
+                             ["STOREDIST"]])
+    if rng.random() < 0.05:
         a.insert(rng.randrange(1, len(a) + 1), rng.choice(WORDS + NUMBERS))
     return a
 
@@ -481,6 +531,8 @@ def main():
         parts = name.split("|")
         if rng.random() < 0.125:
             parts = zset_call()
+        elif rng.random() < 0.06:
+            parts = geo_call()
         elif name in docs and rng.random() < 0.5:
             rest = []
             generate(docs[name], rest)
