@@ -254,40 +254,37 @@ pub fn geohash_string(score: f64) -> Option<[u8; 11]> {
     Some(out)
 }
 
-fn move_x(hash: &mut HashBits, d: i8) {
+/// geohash_move_x / geohash_move_y: the cell `d` steps (+1 or -1, 0 for none) along
+/// the axis whose bits `own` masks (longitude: the odd bits, latitude: the even ones),
+/// wrapping around; `other` is the other axis's mask. Filling the other axis's bits with
+/// ones before adding carries the increment across them.
+fn move_axis(hash: &mut HashBits, d: i8, own: u64, other: u64) {
     if d == 0 {
         return;
     }
-    let mut x = hash.bits & 0xaaaaaaaaaaaaaaaa;
-    let y = hash.bits & 0x5555555555555555;
+    let mut mine = hash.bits & own;
+    let rest = hash.bits & other;
     let shift = 64 - hash.step as u32 * 2;
-    let zz = 0x5555555555555555u64 >> shift;
+    let zz = other >> shift;
     if d > 0 {
-        x = x.wrapping_add(zz + 1);
+        mine = mine.wrapping_add(zz + 1);
     } else {
-        x |= zz;
-        x = x.wrapping_sub(zz + 1);
+        mine |= zz;
+        mine = mine.wrapping_sub(zz + 1);
     }
-    x &= 0xaaaaaaaaaaaaaaaau64 >> shift;
-    hash.bits = x | y;
+    mine &= own >> shift;
+    hash.bits = mine | rest;
+}
+
+const ODD_BITS: u64 = 0xaaaaaaaaaaaaaaaa;
+const EVEN_BITS: u64 = 0x5555555555555555;
+
+fn move_x(hash: &mut HashBits, d: i8) {
+    move_axis(hash, d, ODD_BITS, EVEN_BITS);
 }
 
 fn move_y(hash: &mut HashBits, d: i8) {
-    if d == 0 {
-        return;
-    }
-    let x = hash.bits & 0xaaaaaaaaaaaaaaaa;
-    let mut y = hash.bits & 0x5555555555555555;
-    let shift = 64 - hash.step as u32 * 2;
-    let zz = 0xaaaaaaaaaaaaaaaau64 >> shift;
-    if d > 0 {
-        y = y.wrapping_add(zz + 1);
-    } else {
-        y |= zz;
-        y = y.wrapping_sub(zz + 1);
-    }
-    y &= 0x5555555555555555u64 >> shift;
-    hash.bits = x | y;
+    move_axis(hash, d, EVEN_BITS, ODD_BITS);
 }
 
 /// The eight neighbours of a cell (GeoHashNeighbors), wrapping around at the edges.

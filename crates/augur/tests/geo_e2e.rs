@@ -14,9 +14,8 @@
 
 mod common;
 
-use augur_server::ServerConfig;
 use common::replies::{bulk, bulks, con, qr, raw_exchange, run_all, Reply};
-use common::{encoding, keyspace_messages, psubscribe_all, q, TestServer};
+use common::{encoding, keyspace_messages, psubscribe_all, q};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
@@ -729,57 +728,17 @@ async fn transactions_and_scripts(addr: SocketAddr) {
 
 // ---------------------------------------------------------------------------------
 
-/// The external server's address (AUGUR_E2E_REDIS: host:port or a port), reset for
-/// the next test, with the lock that keeps the tests on it one at a time.
+/// The external server for the `on_redis` tests, reset for the next one.
 async fn external() -> Option<(SocketAddr, tokio::sync::MutexGuard<'static, ()>)> {
-    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let v = std::env::var("AUGUR_E2E_REDIS").ok()?;
-    let addr: SocketAddr = if v.chars().all(|ch| ch.is_ascii_digit()) {
-        format!("127.0.0.1:{v}").parse().unwrap()
-    } else {
-        v.parse().expect("AUGUR_E2E_REDIS is host:port or a port")
-    };
-    let guard = LOCK.lock().await;
-    let mut c = con(addr).await;
-    for cmd in [
-        &["FLUSHALL"][..],
+    let ext = common::replies::external(&[
         &["CONFIG", "SET", "notify-keyspace-events", ""],
         &["CONFIG", "SET", "zset-max-listpack-entries", "128"],
-    ] {
-        ok(&mut c, cmd).await;
-    }
-    Some((addr, guard))
+    ])
+    .await?;
+    Some(ext)
 }
 
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod on_augur {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let srv = super::TestServer::start(super::ServerConfig::default()).await;
-                    super::$name(srv.addr).await;
-                    srv.stop().await;
-                }
-            )*
-        }
-
-        mod on_redis {
-            $(
-                #[ignore = "runs on an external redis-server: set AUGUR_E2E_REDIS, pass --ignored"]
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let Some((addr, _turn)) = super::external().await else {
-                        panic!("AUGUR_E2E_REDIS is not set");
-                    };
-                    super::$name(addr).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both!(
+common::replies::on_both!(
     searches_match_brute_force,
     replies_as_redis,
     errors_as_redis,

@@ -19,7 +19,6 @@
 
 mod common;
 
-use augur_server::ServerConfig;
 use common::blocking::{
     block_in_turn, blocked_clients, check_each_once, check_producer_order, produce, replies_of,
     reply_of, spawn_q, wait_blocked,
@@ -28,7 +27,7 @@ use common::replies::{
     assert_step, brief, brief_args, bulk, bulks, con, pick_weighted, qb, qr, raw_exchange, resolve,
     run_all, Reply,
 };
-use common::{encoding, err, keyspace_messages, psubscribe_all, q, TestServer};
+use common::{encoding, err, keyspace_messages, psubscribe_all, q};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -3182,62 +3181,20 @@ async fn keyspace_notifications_as_redis(addr: SocketAddr) {
 // The tests: each body on a fresh in-process server, and (with AUGUR_E2E_REDIS) on an
 // external server.
 
-/// The external server's address (AUGUR_E2E_REDIS: host:port or a port), reset for
-/// the next test, with the lock that keeps the tests on it one at a time.
+/// The external server for the `on_redis` tests, reset for the next one.
 async fn external() -> Option<(SocketAddr, tokio::sync::MutexGuard<'static, ()>)> {
-    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let v = std::env::var("AUGUR_E2E_REDIS").ok()?;
-    let addr: SocketAddr = if v.chars().all(|ch| ch.is_ascii_digit()) {
-        format!("127.0.0.1:{v}").parse().unwrap()
-    } else {
-        v.parse().expect("AUGUR_E2E_REDIS is host:port or a port")
-    };
-    let guard = LOCK.lock().await; // a tokio lock: a failed test does not poison it
-    let mut c = con(addr).await;
-    for cmd in [
-        &["FLUSHALL"][..],
+    let ext = common::replies::external(&[
         &["CONFIG", "SET", "notify-keyspace-events", ""],
         &["CONFIG", "SET", "zset-max-listpack-entries", "128"],
         &["CONFIG", "SET", "zset-max-listpack-value", "64"],
-    ] {
-        ok(&mut c, cmd).await;
-    }
+    ])
+    .await?;
+    let mut c = con(ext.0).await;
     wait_blocked(&mut c, 0).await;
-    Some((addr, guard))
+    Some(ext)
 }
 
-/// `on_both!(name, #[ignore = "why"] other, ...)`: each body as an `on_augur` and an
-/// `on_redis` test; attributes before a name apply to its `on_augur` test only.
-macro_rules! on_both {
-    ($($(#[$augur:meta])* $name:ident),* $(,)?) => {
-        mod on_augur {
-            $(
-                $(#[$augur])*
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let srv = super::TestServer::start(super::ServerConfig::default()).await;
-                    super::$name(srv.addr).await;
-                    srv.stop().await;
-                }
-            )*
-        }
-
-        mod on_redis {
-            $(
-                #[ignore = "runs on an external redis-server: set AUGUR_E2E_REDIS, pass --ignored"]
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let Some((addr, _turn)) = super::external().await else {
-                        panic!("AUGUR_E2E_REDIS is not set");
-                    };
-                    super::$name(addr).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both!(
+common::replies::on_both!(
     random_commands_match_a_model_listpack_128,
     // (ZADD converts by members added, as 7.0.15 does: fixed after 214fab1.)
     random_commands_match_a_model_listpack_3,

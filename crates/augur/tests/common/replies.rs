@@ -234,3 +234,62 @@ pub async fn raw_exchange(s: &mut TcpStream, cmds: &[&[&str]]) -> String {
     assert_eq!(at, buf.len(), "more bytes than replies");
     String::from_utf8_lossy(&buf).into_owned()
 }
+
+/// The external redis-server named by AUGUR_E2E_REDIS (host:port or a port) for the
+/// `on_redis` tests, FLUSHALL'd and with `reset`'s commands run, and the lock that keeps
+/// those tests on it one at a time; None without the variable.
+pub async fn external(
+    reset: &[&[&str]],
+) -> Option<(SocketAddr, tokio::sync::MutexGuard<'static, ()>)> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let v = std::env::var("AUGUR_E2E_REDIS").ok()?;
+    let addr: SocketAddr = if v.chars().all(|ch| ch.is_ascii_digit()) {
+        format!("127.0.0.1:{v}").parse().unwrap()
+    } else {
+        v.parse().expect("AUGUR_E2E_REDIS is host:port or a port")
+    };
+    let guard = LOCK.lock().await; // a tokio lock: a failed test does not poison it
+    let mut c = con(addr).await;
+    run_all(&mut c, &[&["FLUSHALL"]]).await;
+    run_all(&mut c, reset).await;
+    Some((addr, guard))
+}
+
+/// `on_both!(name, #[ignore = "why"] other, ...)`: each body (an `async fn(SocketAddr)` at
+/// the test crate's root) as an `on_augur` test on a fresh in-process server and an
+/// `on_redis` test on the external server the crate's own `external()` returns (ignored
+/// unless run with `--ignored`); attributes before a name apply to its `on_augur` test.
+#[allow(unused_macros)] // each test file uses its own subset of common
+macro_rules! on_both {
+    ($($(#[$augur:meta])* $name:ident),* $(,)?) => {
+        mod on_augur {
+            $(
+                $(#[$augur])*
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let srv = $crate::common::TestServer::start(
+                        augur_server::ServerConfig::default(),
+                    )
+                    .await;
+                    $crate::$name(srv.addr).await;
+                    srv.stop().await;
+                }
+            )*
+        }
+
+        mod on_redis {
+            $(
+                #[ignore = "runs on an external redis-server: set AUGUR_E2E_REDIS, pass --ignored"]
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let Some((addr, _turn)) = $crate::external().await else {
+                        panic!("AUGUR_E2E_REDIS is not set");
+                    };
+                    $crate::$name(addr).await;
+                }
+            )*
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use on_both;
