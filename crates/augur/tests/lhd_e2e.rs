@@ -183,7 +183,7 @@ async fn policy_switches_under_memory_pressure_keep_evicting_correctly() {
         line.contains("models=") && line.contains("reconfigurations="),
         "{line}"
     );
-    assert!(info_field(&info, "used_memory") <= 2 << 20);
+    assert!(info_field(&info, "used_memory") <= 2 << 20, "{info}");
     let stats: String = q(&mut con, &["INFO", "stats"]).await.unwrap();
     assert!(info_field(&stats, "evicted_keys") > 1000, "{stats}");
     // lhd-samples is a live setting, range-checked.
