@@ -619,6 +619,32 @@ const CLIENT_SUBS: &[SubSpec] = &[
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         summary: "Resumes processing commands from paused clients.",
     },
+    SubSpec {
+        name: "client|tracking",
+        arity: -3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Controls server-assisted client-side caching for the connection.",
+    },
+    SubSpec {
+        name: "client|caching",
+        arity: 3,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary: "Instructs the server whether to track the keys in the next request.",
+    },
+    SubSpec {
+        name: "client|getredir",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary:
+            "Returns the client ID to which the connection's tracking notifications are redirected.",
+    },
+    SubSpec {
+        name: "client|trackinginfo",
+        arity: 2,
+        flags: NOSCRIPT | LOADING | STALE,
+        summary:
+            "Returns information about server-assisted client-side caching for the connection.",
+    },
 ];
 
 const PUBSUB_SUBS: &[SubSpec] = &[

@@ -185,6 +185,9 @@ pub struct ServerConfig {
     pub latency_tracking: bool,
     /// The percentiles INFO latencystats reports (`latency-tracking-info-percentiles`).
     pub latency_tracking_info_percentiles: Vec<f64>,
+    /// `tracking-table-max-keys`: keys CLIENT TRACKING remembers before it invalidates
+    /// some to stay under (0: no limit).
+    pub tracking_table_max_keys: u64,
     /// Accepted and reported for compatibility (tools and Redis's tests set them); they
     /// change nothing in Augur, which has no replication and no persistence:
     /// `repl-backlog-size`, `save` (the snapshot points, kept as given) and the hidden
@@ -292,6 +295,7 @@ impl Default for ServerConfig {
             active_defrag_cycle_max: 25,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
+            tracking_table_max_keys: crate::tracking::DEFAULT_MAX_KEYS,
             repl_backlog_size: 1024 * 1024,
             save: String::new(),
             key_load_delay: 0,
@@ -381,6 +385,7 @@ pub const PARAMS: &[&str] = &[
     "zset-max-ziplist-value",
     "latency-tracking",
     "latency-tracking-info-percentiles",
+    "tracking-table-max-keys",
     "activedefrag",
     "active-defrag-ignore-bytes",
     "active-defrag-threshold-lower",
@@ -461,6 +466,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "zset-max-ziplist-value",
     "latency-tracking",
     "latency-tracking-info-percentiles",
+    "tracking-table-max-keys",
     "activedefrag",
     "active-defrag-ignore-bytes",
     "active-defrag-threshold-lower",
@@ -794,6 +800,9 @@ impl ServerConfig {
                     .ok_or("argument must be a memory value")?
             }
             "latency-tracking" => self.latency_tracking = parse_bool(value)?,
+            "tracking-table-max-keys" => {
+                self.tracking_table_max_keys = parse_int_in(value, 0, i64::MAX)? as u64
+            }
             "activedefrag" => self.activedefrag = parse_bool(value)?,
             "active-defrag-ignore-bytes" => {
                 self.active_defrag_ignore_bytes =
@@ -932,6 +941,7 @@ impl ServerConfig {
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),
             "save" => self.save.clone(),
             "latency-tracking" => if self.latency_tracking { "yes" } else { "no" }.to_string(),
+            "tracking-table-max-keys" => self.tracking_table_max_keys.to_string(),
             "activedefrag" => if self.activedefrag { "yes" } else { "no" }.to_string(),
             "active-defrag-ignore-bytes" => self.active_defrag_ignore_bytes.to_string(),
             "active-defrag-threshold-lower" => self.active_defrag_threshold_lower.to_string(),

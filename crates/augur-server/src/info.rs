@@ -170,7 +170,7 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("connected_clients:{}", shared.connected_clients());
             line!("maxclients:{}", cfg.maxclients);
             line!("blocked_clients:{}", shared.blocking.blocked_clients());
-            line!("tracking_clients:0");
+            line!("tracking_clients:{}", shared.tracking.info().0);
         }
         "memory" => {
             let used = shared.store.used_memory();
@@ -284,6 +284,10 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("pubsub_channels:{}", ps.channels);
             line!("pubsub_patterns:{}", ps.patterns);
             line!("pubsubshard_channels:{}", ps.shard_channels);
+            let (_, tkeys, titems, tprefixes) = shared.tracking.info();
+            line!("tracking_total_keys:{tkeys}");
+            line!("tracking_total_items:{titems}");
+            line!("tracking_total_prefixes:{tprefixes}");
             line!("total_error_replies:{}", shared.stats.total_error_replies());
             line!(
                 "unexpected_error_replies:{}",

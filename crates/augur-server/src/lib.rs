@@ -30,6 +30,7 @@ pub mod server;
 pub mod state;
 pub mod stats;
 pub mod tenants;
+pub mod tracking;
 
 pub use config::{parse_memory, LogLevel, ServerConfig};
 pub use server::{Server, ServerHandle};

@@ -344,6 +344,11 @@ async fn cron(shared: Arc<Shared>) {
             .counters
             .used_memory_peak
             .fetch_max(shared.store.used_memory(), Relaxed);
+        if shared.tracking.in_use() {
+            // trackingLimitUsedSlots, and the BCAST keys expiry gathered.
+            shared.tracking.limit_table();
+            shared.tracking.broadcast(None);
+        }
         if ticks < defrag_resume_tick && fragmentation_grew_since(defrag_backoff_waste, &shared) {
             // The walk that found nothing to move saw other slabs than these: the
             // dataset has changed enough since (a fill that was dense when walked, then a
@@ -481,7 +486,11 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.shared.clients.lock().remove(&self.id);
+        let meta = self.shared.clients.lock().remove(&self.id);
+        if let Some(m) = meta {
+            let tenant = m.tenant.load(Relaxed);
+            self.shared.tracking.disable(&m, tenant);
+        }
     }
 }
 
@@ -649,6 +658,13 @@ async fn serve(
                         return Ok(());
                     }
                     killed.set(meta.kill.notified());
+                    if meta.tracking.has_queued() {
+                        // Invalidations for this client-side cache (CLIENT TRACKING).
+                        meta.tracking
+                            .drain(&mut client.out, client.pubsub.is_some());
+                        write_pushed(sock, shared, meta, client, &mut killed).await?;
+                        continue;
+                    }
                     if meta.shrink_qbuf.swap(false, Relaxed)
                         && meta.idle_secs() > 2
                         && rbuf.capacity() - rbuf.len() > 4096
@@ -707,6 +723,10 @@ async fn serve(
         }
         if let Some(m) = client.monitor.as_mut() {
             m.drain(&mut client.out.buf, usize::MAX);
+        }
+        if meta.tracking.has_queued() {
+            meta.tracking
+                .drain(&mut client.out, client.pubsub.is_some());
         }
         let mut consumed = 0;
         let mut fatal = None;

@@ -150,6 +150,8 @@ pub struct ClientMeta {
     /// Set by the cron when an idle connection's read buffer should be released; the
     /// connection is woken through `kill` and shrinks it (clientsCronResizeQueryBuffer).
     pub shrink_qbuf: AtomicBool,
+    /// CLIENT TRACKING state and the invalidations queued for this connection.
+    pub tracking: crate::tracking::ClientTracking,
 }
 
 /// Per-connection figures for CLIENT LIST / CLIENT INFO (networking.c
@@ -222,6 +224,7 @@ impl ClientMeta {
             blocked: AtomicBool::new(false),
             dirty_cas: augur_store::WatchFlag::default(),
             shrink_qbuf: AtomicBool::new(false),
+            tracking: Default::default(),
         }
     }
 
@@ -268,7 +271,9 @@ pub struct Shared {
     pub hz: AtomicU32,
     pub pass_required: AtomicBool,
     pub counters: Counters,
-    pub clients: Mutex<HashMap<u64, Arc<ClientMeta>>>,
+    pub clients: Arc<Mutex<HashMap<u64, Arc<ClientMeta>>>>,
+    /// CLIENT TRACKING (client-side caching): the key table and invalidations.
+    pub tracking: Arc<crate::tracking::Tracking>,
     pub next_client_id: AtomicU64,
     pub started: Instant,
     pub shutdown_requested: AtomicBool,
@@ -363,6 +368,12 @@ impl Shared {
         store.set_lfu_decay_minutes(config.lfu_decay_time);
         let pubsub: Arc<crate::pubsub::Registry> = Arc::default();
         store.set_key_event_sink(Arc::new(crate::notify::StoreEvents(pubsub.clone())));
+        let clients: Arc<Mutex<HashMap<u64, Arc<ClientMeta>>>> = Arc::default();
+        let tracking = Arc::new(crate::tracking::Tracking::new(clients.clone()));
+        tracking
+            .max_keys
+            .store(config.tracking_table_max_keys, Relaxed);
+        store.set_key_change_sink(Arc::new(crate::tracking::StoreChanges(tracking.clone())));
         let run_id: String = {
             use rand::Rng;
             let mut rng = rand::thread_rng();
@@ -393,7 +404,8 @@ impl Shared {
             pass_required: AtomicBool::new(config.requirepass.is_some()),
             config: RwLock::new(config),
             counters: Counters::default(),
-            clients: Mutex::new(HashMap::new()),
+            clients,
+            tracking,
             next_client_id: AtomicU64::new(1),
             started: Instant::now(),
             shutdown_requested: AtomicBool::new(false),
@@ -464,6 +476,9 @@ impl Shared {
         self.stats
             .latency_tracking
             .store(new.latency_tracking, Relaxed);
+        self.tracking
+            .max_keys
+            .store(new.tracking_table_max_keys, Relaxed);
         let old = self.config.read().clone();
         if old.requirepass != new.requirepass {
             // requirepass is the default user's password, as in Redis.

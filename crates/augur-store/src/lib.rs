@@ -33,7 +33,7 @@ pub use index::mapped_bytes as index_mapped_bytes;
 pub use glob::glob_match_nocase;
 pub use lhd::{shard_config as lhd_shard_config, LhdStats, DEFAULT_LHD_SAMPLES};
 pub use list::{End, List, ListIter, ListShape, DEFAULT_LIST_FILL};
-pub use notify::{DbMap, KeyEvent, KeyEventSink};
+pub use notify::{DbMap, KeyChangeSink, KeyEvent, KeyEventSink};
 pub use object::{
     parse_canonical_i64, Hash, HashIter, Kind, Limits as EncodingLimits, Object, Set, SetIter,
 };

@@ -106,6 +106,15 @@ pub trait KeyEventSink: Send + Sync {
     fn key_event(&self, flags: u32, tenant: TenantId, db: u8, key: &[u8], event: KeyEvent);
 }
 
+/// Receives every change to a key (written, deleted, evicted, expired, given a TTL:
+/// what WATCH sees) once [`crate::Store::set_key_change_sink`] installed it and
+/// [`crate::Store::set_key_changes`] turned it on: the server's client-side caching
+/// (CLIENT TRACKING) invalidates clients' copies from it. Called with a shard locked:
+/// it must not lock a shard itself and must not block.
+pub trait KeyChangeSink: Send + Sync {
+    fn key_changed(&self, tenant: TenantId, key: &[u8]);
+}
+
 /// One tenant's map between the databases clients SELECT (logical) and the ones its
 /// entries are stored under (physical): the identity until SWAPDB exchanges two.
 ///

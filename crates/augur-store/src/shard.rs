@@ -395,6 +395,17 @@ impl Part {
         if let Some(w) = &self.watched {
             w.touch(db, key);
         }
+        if self.cfg.key_changes_on.load(Ordering::Relaxed) {
+            self.key_changed(key);
+        }
+    }
+
+    /// Hands a change to the client-side-caching sink (`Self::modified`'s slow path).
+    #[cold]
+    fn key_changed(&self, key: &[u8]) {
+        if let Some(sink) = self.cfg.changes.get() {
+            sink.key_changed(self.tenant, key);
+        }
     }
 
     /// Heap bytes held by this tenant here: entries' usable sizes plus index capacity.

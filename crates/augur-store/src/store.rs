@@ -90,6 +90,10 @@ pub(crate) struct SharedConfig {
     pub(crate) notify: std::sync::atomic::AtomicU32,
     /// Where store events go (set once by the server).
     pub(crate) events: OnceLock<Arc<dyn crate::notify::KeyEventSink>>,
+    /// Where key changes go while `key_changes_on` (CLIENT TRACKING; set once).
+    pub(crate) changes: OnceLock<Arc<dyn crate::notify::KeyChangeSink>>,
+    /// Whether any client tracks keys: off, a change costs one relaxed load.
+    pub(crate) key_changes_on: std::sync::atomic::AtomicBool,
     /// Writes may exceed the memory limits (set while an `allow-oom` script runs).
     pub(crate) oom_exempt: std::sync::atomic::AtomicBool,
     /// Shards over their share of `maxmemory` on room the others left, for a write
@@ -401,6 +405,8 @@ impl Store {
             limits: parking_lot::RwLock::new(crate::object::Limits::default()),
             notify: Default::default(),
             events: OnceLock::new(),
+            changes: OnceLock::new(),
+            key_changes_on: std::sync::atomic::AtomicBool::new(false),
             oom_exempt: std::sync::atomic::AtomicBool::new(false),
             borrowing_shards: AtomicUsize::new(0),
             zone: crate::zone::ZoneSettings::new(&config.zone),
@@ -674,6 +680,22 @@ impl Store {
         !self.evict_until_store_fits(max)
     }
 
+    /// [`Self::over_limit_for_writes`]'s eviction for a command that is not refused for
+    /// memory: under an evicting policy, while a shard borrows, evict until the store
+    /// fits (one load otherwise; nothing under noeviction).
+    #[inline]
+    pub fn evict_before_command(&self) {
+        if self.config.borrowing_shards.load(Ordering::Relaxed) == 0
+            || self.policy() == EvictionPolicy::NoEviction
+        {
+            return;
+        }
+        let max = self.maxmemory();
+        if max > 0 {
+            self.evict_until_store_fits(max);
+        }
+    }
+
     /// Evicts, one entry a shard in turn (so that one shard's keys do not pay for
     /// all), until the smallest entry fits in `max`; false if a whole round of the
     /// shards found nothing to evict first.
@@ -898,6 +920,17 @@ impl Store {
     /// call takes effect.
     pub fn set_key_event_sink(&self, sink: Arc<dyn crate::notify::KeyEventSink>) {
         let _ = self.config.events.set(sink);
+    }
+
+    /// Installs where key changes go (client-side caching); only the first call takes
+    /// effect. Nothing is sent until [`Self::set_key_changes`] turns it on.
+    pub fn set_key_change_sink(&self, sink: Arc<dyn crate::notify::KeyChangeSink>) {
+        let _ = self.config.changes.set(sink);
+    }
+
+    /// Turns the key-change sink on or off (on once some client tracks keys).
+    pub fn set_key_changes(&self, on: bool) {
+        self.config.key_changes_on.store(on, Ordering::Relaxed);
     }
 
     /// Tenant `t`'s logical -> physical database map (see [`crate::notify`]).

@@ -9,6 +9,7 @@ use crate::cmdtable::{self, Cmd, CommandSpec, ADMIN};
 use crate::monitor::Origin;
 use crate::resp::{parse_i64, Args};
 use crate::state::{flag, now_ms, ClientMeta, Shared};
+use crate::tracking;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -225,6 +226,17 @@ pub(super) fn client_command(
                 c.out.error(ERR_SYNTAX)
             }
         }
+        "tracking" => tracking_command(shared, c, args),
+        "caching" => caching_command(c, args),
+        "getredir" => {
+            let t = &c.meta.tracking;
+            if t.flags() & tracking::ON != 0 {
+                c.out.int(t.redirect.load(Relaxed) as i64)
+            } else {
+                c.out.int(-1)
+            }
+        }
+        "trackinginfo" => trackinginfo(c),
         "no-touch" => {
             if eq(args.get(2), "on") || eq(args.get(2), "off") {
                 c.out.ok()
@@ -278,10 +290,177 @@ pub(super) fn client_command(
                 "    Set client library name or version (Redis 7.2's; redis-py sends it).",
                 "NO-EVICT (ON|OFF)",
                 "    Protect current client connection from eviction.",
+                "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+                "         [OPTIN] [OPTOUT] [NOLOOP]",
+                "    Control server assisted client side caching.",
+                "CACHING (YES|NO)",
+                "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+                "GETREDIR",
+                "    Return the client ID we are redirecting to when tracking is enabled.",
+                "TRACKINGINFO",
+                "    Report tracking status for the current connection.",
                 "NO-TOUCH (ON|OFF)",
                 "    Accepted; Augur's access tracking is not changed by it.",
             ],
         ),
+    }
+}
+
+/// CLIENT TRACKING (ON|OFF) [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN] [OPTOUT]
+/// [NOLOOP] (networking.c clientCommand): the options' checks in Redis's order.
+fn tracking_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
+    let mut redirect: i64 = 0;
+    let mut flags = 0u32;
+    let mut prefixes: Vec<&[u8]> = Vec::new();
+    let mut j = 3;
+    while j < args.len() {
+        let a = args.get(j);
+        let more = j + 1 < args.len();
+        if eq(a, "redirect") && more {
+            j += 1;
+            if redirect != 0 {
+                return c
+                    .out
+                    .error("ERR A client can only redirect to a single other client");
+            }
+            let Some(id) = parse_i64(args.get(j)) else {
+                return c.out.error(ERR_NOT_INT);
+            };
+            if id <= 0 || !shared.tracking.client_exists(id as u64) {
+                return c
+                    .out
+                    .error("ERR The client ID you want redirect to does not exist");
+            }
+            redirect = id;
+        } else if eq(a, "bcast") {
+            flags |= tracking::BCAST;
+        } else if eq(a, "optin") {
+            flags |= tracking::OPTIN;
+        } else if eq(a, "optout") {
+            flags |= tracking::OPTOUT;
+        } else if eq(a, "noloop") {
+            flags |= tracking::NOLOOP;
+        } else if eq(a, "prefix") && more {
+            j += 1;
+            prefixes.push(args.get(j));
+        } else {
+            return c.out.error(ERR_SYNTAX);
+        }
+        j += 1;
+    }
+    let mode = args.get(2);
+    if eq(mode, "on") {
+        let cur = c.meta.tracking.flags();
+        if flags & tracking::BCAST == 0 && !prefixes.is_empty() {
+            return c
+                .out
+                .error("ERR PREFIX option requires BCAST mode to be enabled");
+        }
+        if cur & tracking::ON != 0 && (cur & tracking::BCAST != 0) != (flags & tracking::BCAST != 0)
+        {
+            return c.out.error("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.");
+        }
+        if flags & tracking::BCAST != 0 && flags & (tracking::OPTIN | tracking::OPTOUT) != 0 {
+            return c
+                .out
+                .error("ERR OPTIN and OPTOUT are not compatible with BCAST");
+        }
+        if flags & tracking::OPTIN != 0 && flags & tracking::OPTOUT != 0 {
+            return c.out.error("ERR You can't specify both OPTIN mode and OPTOUT mode");
+        }
+        if (flags & tracking::OPTIN != 0 && cur & tracking::OPTOUT != 0)
+            || (flags & tracking::OPTOUT != 0 && cur & tracking::OPTIN != 0)
+        {
+            return c.out.error("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
+        }
+        if flags & tracking::BCAST != 0 {
+            if let Some(e) = shared.tracking.prefix_collision(&c.meta, &prefixes) {
+                return c.out.error(&e);
+            }
+        }
+        shared
+            .tracking
+            .enable(&c.meta, c.tenant, redirect as u64, flags, &prefixes);
+        shared.store.set_key_changes(true);
+    } else if eq(mode, "off") {
+        shared.tracking.disable(&c.meta, c.tenant);
+    } else {
+        return c.out.error(ERR_SYNTAX);
+    }
+    c.out.ok();
+}
+
+/// CLIENT CACHING (YES|NO): whether the next command's keys are remembered in OPTIN /
+/// OPTOUT mode.
+fn caching_command(c: &mut Client, args: Args<'_>) {
+    let t = &c.meta.tracking;
+    let f = t.flags();
+    if f & tracking::ON == 0 {
+        return c.out.error("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled");
+    }
+    let opt = args.get(2);
+    if eq(opt, "yes") {
+        if f & tracking::OPTIN == 0 {
+            return c.out.error(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            );
+        }
+    } else if eq(opt, "no") {
+        if f & tracking::OPTOUT == 0 {
+            return c.out.error(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            );
+        }
+    } else {
+        return c.out.error(ERR_SYNTAX);
+    }
+    t.flags.fetch_or(tracking::CACHING, Relaxed);
+    c.out.ok();
+}
+
+/// CLIENT TRACKINGINFO: flags (a set in RESP3), redirect (-1 when off), prefixes.
+fn trackinginfo(c: &mut Client) {
+    let t = &c.meta.tracking;
+    let f = t.flags();
+    let mut names: Vec<&str> = vec![if f & tracking::ON != 0 { "on" } else { "off" }];
+    if f & tracking::BCAST != 0 {
+        names.push("bcast");
+    }
+    if f & tracking::OPTIN != 0 {
+        names.push("optin");
+        if f & tracking::CACHING != 0 {
+            names.push("caching-yes");
+        }
+    }
+    if f & tracking::OPTOUT != 0 {
+        names.push("optout");
+        if f & tracking::CACHING != 0 {
+            names.push("caching-no");
+        }
+    }
+    if f & tracking::NOLOOP != 0 {
+        names.push("noloop");
+    }
+    if f & tracking::BROKEN_REDIR != 0 {
+        names.push("broken_redirect");
+    }
+    c.out.map(3);
+    c.out.bulk(b"flags");
+    c.out.set(names.len());
+    for n in names {
+        c.out.bulk(n.as_bytes());
+    }
+    c.out.bulk(b"redirect");
+    if f & tracking::ON != 0 {
+        c.out.int(t.redirect.load(Relaxed) as i64);
+    } else {
+        c.out.int(-1);
+    }
+    c.out.bulk(b"prefixes");
+    let prefixes = t.prefixes.lock().clone();
+    c.out.array(prefixes.len());
+    for p in &prefixes {
+        c.out.bulk(p);
     }
 }
 

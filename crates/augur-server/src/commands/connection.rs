@@ -177,6 +177,7 @@ pub(super) fn hello_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
 /// WATCHes, selects database 0, returns to RESP2, drops the name, and authenticates the
 /// connection as the `default` user again (unauthenticated if it needs a password).
 pub(super) fn reset_command(shared: &Shared, c: &mut Client) {
+    shared.tracking.disable(&c.meta, c.tenant);
     c.multi = None;
     super::multi::unwatch_all(shared, c);
     c.pubsub = None;

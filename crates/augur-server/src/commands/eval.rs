@@ -342,6 +342,9 @@ impl ScriptHost for Host<'_> {
         self.c.in_script = true;
         dispatch(self.shared, self.c, spec, args, self.now);
         self.c.in_script = false;
+        if flags & crate::cmdtable::READONLY != 0 {
+            self.c.script_read = true;
+        }
         self.c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
         std::mem::swap(&mut self.c.out, &mut self.out);
         self.c.out.stats.absorb(&mut self.out.stats);

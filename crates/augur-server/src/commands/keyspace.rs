@@ -231,10 +231,16 @@ pub(super) fn flush_command(shared: &Shared, c: &mut Client, spec: &CommandSpec,
     {
         return c.out.error(ERR_SYNTAX);
     }
-    if spec.cmd == Cmd::FlushDb {
-        shared.store.flushdb(c.ns())
-    } else {
-        shared.store.flushall(c.tenant)
+    // CLIENT TRACKING: one null invalidation ("everything") instead of one per key.
+    crate::tracking::flushing(|| {
+        if spec.cmd == Cmd::FlushDb {
+            shared.store.flushdb(c.ns())
+        } else {
+            shared.store.flushall(c.tenant)
+        }
+    });
+    if shared.tracking.in_use() {
+        shared.tracking.flushed(c.tenant);
     }
     c.out.ok();
 }

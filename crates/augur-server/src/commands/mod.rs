@@ -141,6 +141,9 @@ pub struct Client {
     /// Pub/Sub subscriptions; Some exactly while the connection has one (Redis's
     /// CLIENT_PUBSUB flag). The connection loop also waits on it for messages.
     pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
+    /// A script running for this connection has called a read-only command (CLIENT
+    /// TRACKING then remembers the script's declared keys).
+    pub script_read: bool,
     /// CLIENT REPLY state: [`client::REPLY_OFF`], [`client::REPLY_SKIP`],
     /// [`client::REPLY_SKIP_NEXT`] bits; 0 (the common case) costs one compare per
     /// command.
@@ -181,6 +184,7 @@ impl Client {
             watched: Vec::new(),
             watch_flag,
             pubsub: None,
+            script_read: false,
             reply: 0,
             monitor: None,
             db_map: Arc::new(augur_store::DbMap::identity(0)),
@@ -231,6 +235,10 @@ impl Client {
 pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let quiet = c.reply != 0;
     let mark = c.out.buf.len();
+    let tracking = shared.tracking.in_use();
+    if tracking {
+        crate::tracking::begin_command(c.meta.id);
+    }
     execute_command(shared, c, args, now);
     if quiet || c.reply != 0 {
         client::filter_reply(c, mark, args);
@@ -239,6 +247,26 @@ pub fn execute(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     // connection's next command and before its reply is written (see `blocking`).
     if shared.blocking.has_ready() {
         list::serve_ready(shared);
+    }
+    if tracking {
+        after_tracked_command(shared, c, args);
+    }
+}
+
+/// CLIENT TRACKING's work after a command (server.c's afterCommand and beforeSleep):
+/// invalidations the command owes its own connection go after its reply, BCAST
+/// prefixes' gathered keys go out, and CLIENT CACHING's one-command flag ends (unless
+/// this was CLIENT CACHING).
+#[cold]
+fn after_tracked_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
+    shared.tracking.flush_own(&c.meta, &mut c.out, false);
+    shared.tracking.broadcast(Some((&c.meta, &mut c.out)));
+    crate::tracking::end_command();
+    let t = &c.meta.tracking;
+    if t.flags() & crate::tracking::CACHING != 0
+        && !(args.len() >= 2 && eq(args.get(0), "client") && eq(args.get(1), "caching"))
+    {
+        t.flags.fetch_and(!crate::tracking::CACHING, Relaxed);
     }
 }
 
@@ -281,8 +309,15 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
             return reject(c, slot, |out| out.error(&denied.error(fullname)));
         }
     }
-    if spec.flags & DENYOOM != 0 && shared.store.over_limit_for_writes() {
-        return reject(c, slot, |out| out.error(ERR_OOM));
+    if spec.flags & DENYOOM != 0 {
+        if shared.store.over_limit_for_writes() {
+            return reject(c, slot, |out| out.error(ERR_OOM));
+        }
+    } else {
+        // processCommand's performEvictions runs before every command, not only the
+        // ones it may refuse: a read after a write that took the store over its limit
+        // evicts first (and CLIENT TRACKING tells of it before the read's reply).
+        shared.store.evict_before_command();
     }
     if c.pubsub.is_some() && !c.out.resp3 && !pubsub::resp2_context_allows(c, spec, args) {
         c.out.stats.reject(slot);
@@ -317,7 +352,17 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     // Only a blocking command run by the connection itself may block (not one queued
     // in MULTI or called by a script: CLIENT_DENY_BLOCKING).
     c.may_block = list::is_blocking(spec.cmd);
+    let tracking = shared.tracking.in_use();
+    if tracking {
+        // What changed before the command ran (the eviction a write needed) is told
+        // before its reply; what its body changes, after.
+        shared.tracking.flush_own(&c.meta, &mut c.out, true);
+        crate::tracking::set_executing(true);
+    }
     run(shared, c, spec, args, now);
+    if tracking {
+        crate::tracking::set_executing(false);
+    }
     c.may_block = false;
     let t1 = Instant::now();
     c.clock = Some(t1);
@@ -420,19 +465,46 @@ pub(crate) fn call(
     args: Args<'_>,
     now: u64,
 ) {
-    if !shared.monitors.active() {
+    let tracked = c.meta.tracking.flags() & crate::tracking::ON != 0;
+    if !shared.monitors.active() && !tracked {
         return dispatch(shared, c, spec, args, now);
     }
     let script = matches!(
         spec.cmd,
         Cmd::Eval | Cmd::EvalSha | Cmd::EvalRo | Cmd::EvalShaRo | Cmd::FCall | Cmd::FCallRo
     );
-    if script {
+    let monitors = shared.monitors.active();
+    if script && monitors {
         client::feed_monitors(shared, c, spec, args);
     }
+    if script {
+        c.script_read = false;
+    }
     dispatch(shared, c, spec, args, now);
-    if !script {
+    if !script && monitors {
         client::feed_monitors(shared, c, spec, args);
+    }
+    // CLIENT TRACKING remembers what a read-only command read; a script's declared keys
+    // once it has called a read-only command (its own READONLY flag does not count).
+    if tracked && ((!script && spec.flags & cmdtable::READONLY != 0) || (script && c.script_read)) {
+        remember_keys(shared, c, spec, args);
+    }
+}
+
+/// The keys of `args` (the command's key specs), remembered for the client's tracking.
+#[cold]
+fn remember_keys(shared: &Shared, c: &Client, spec: &'static CommandSpec, args: Args<'_>) {
+    if spec.flags & cmdtable::PUBSUB != 0 {
+        return;
+    }
+    let Some(rc) = cmdtable::redis_command(spec.name.as_bytes()) else {
+        return;
+    };
+    let list: Vec<&[u8]> = args.iter().collect();
+    if let Ok(keys) = cmdtable::get_keys(rc, &list) {
+        shared
+            .tracking
+            .remember(&c.meta, c.tenant, keys.iter().map(|k| list[k.pos]));
     }
 }
 

@@ -194,6 +194,12 @@ pub fn frame_len(b: &[u8]) -> Option<usize> {
 
 /// Sends `cmds` pipelined on `s`; their replies, concatenated, as text.
 pub async fn raw_exchange(s: &mut TcpStream, cmds: &[&[&str]]) -> String {
+    raw_frames(s, cmds, cmds.len()).await
+}
+
+/// Sends `cmds` pipelined on `s` (none is fine) and reads exactly `frames` complete
+/// frames (replies and out-of-band pushes alike), as text.
+pub async fn raw_frames(s: &mut TcpStream, cmds: &[&[&str]], frames: usize) -> String {
     let mut out = Vec::new();
     for cmd in cmds {
         out.extend(format!("*{}\r\n", cmd.len()).bytes());
@@ -201,12 +207,14 @@ pub async fn raw_exchange(s: &mut TcpStream, cmds: &[&[&str]]) -> String {
             out.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
         }
     }
-    s.write_all(&out).await.unwrap();
+    if !out.is_empty() {
+        s.write_all(&out).await.unwrap();
+    }
     let mut buf = Vec::new();
     let mut replies = 0;
     let mut at = 0;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while replies < cmds.len() {
+    while replies < frames {
         match frame_len(&buf[at..]) {
             Some(n) => {
                 at += n;
