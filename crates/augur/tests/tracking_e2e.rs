@@ -339,6 +339,48 @@ async fn transaction_order(addr: SocketAddr) {
     raw_exchange(&mut t, &[&["CLIENT", "TRACKING", "off"]]).await;
 }
 
+/// Tenants (Augur's ACL users, each its own keyspace): a tenant's tracking client hears
+/// of its own keyspace's changes only, though another tenant has a key of that name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tenants_hear_only_their_own_keys() {
+    let srv = common::TestServer::start(augur_server::ServerConfig::default()).await;
+    let mut admin = conn(srv.addr).await;
+    for u in ["app1", "app2"] {
+        assert_eq!(
+            raw_exchange(
+                &mut admin,
+                &[&["ACL", "SETUSER", u, "on", ">pw", "~*", "&*", "+@all"]]
+            )
+            .await,
+            "+OK\r\n"
+        );
+    }
+    let mut t = resp3(srv.addr).await;
+    raw_exchange(
+        &mut t,
+        &[
+            &["AUTH", "app1", "pw"],
+            &["CLIENT", "TRACKING", "on"],
+            &["GET", "k"],
+        ],
+    )
+    .await;
+    let mut other = conn(srv.addr).await;
+    raw_exchange(
+        &mut other,
+        &[&["AUTH", "app2", "pw"], &["SET", "k", "theirs"]],
+    )
+    .await;
+    let mut same = conn(srv.addr).await;
+    raw_exchange(&mut same, &[&["AUTH", "app1", "pw"], &["SET", "k", "mine"]]).await;
+    // Only app1's write is reported; a PING after it shows nothing else is queued.
+    assert_eq!(
+        raw_frames(&mut t, &[&["PING"]], 2).await,
+        format!("{}+PONG\r\n", push(&["k"]))
+    );
+    srv.stop().await;
+}
+
 async fn external() -> Option<(SocketAddr, tokio::sync::MutexGuard<'static, ()>)> {
     common::replies::external(&[&["CONFIG", "SET", "tracking-table-max-keys", "1000000"]]).await
 }

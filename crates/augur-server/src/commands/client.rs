@@ -366,7 +366,9 @@ fn tracking_command(shared: &Shared, c: &mut Client, args: Args<'_>) {
                 .error("ERR OPTIN and OPTOUT are not compatible with BCAST");
         }
         if flags & tracking::OPTIN != 0 && flags & tracking::OPTOUT != 0 {
-            return c.out.error("ERR You can't specify both OPTIN mode and OPTOUT mode");
+            return c
+                .out
+                .error("ERR You can't specify both OPTIN mode and OPTOUT mode");
         }
         if (flags & tracking::OPTIN != 0 && cur & tracking::OPTOUT != 0)
             || (flags & tracking::OPTOUT != 0 && cur & tracking::OPTIN != 0)
