@@ -339,7 +339,7 @@ class Push(list):
 
 # Pushes that arrive between replies (CLIENT TRACKING's invalidations, messages), not
 # as one.
-OUT_OF_BAND = (b"invalidate", b"message", b"pmessage", b"smessage")
+OUT_OF_BAND = (b"invalidate", b"tracking-redir-broken", b"message", b"pmessage", b"smessage")
 
 
 class Conn:
