@@ -13,6 +13,7 @@ pub mod config;
 pub mod cpu_budget;
 pub mod dlru;
 pub mod gate;
+pub mod hll;
 pub mod info;
 pub mod long_double;
 pub mod memstats;
