@@ -200,9 +200,16 @@ pub fn dense_histogram(regs: &[u8]) -> [u32; 64] {
 
 // ----- sparse opcodes -----
 
+/// The byte at `i`; past the end, the byte after the value in Redis's sds: `ghost` at
+/// the end (the NUL terminator, or what hllSparseSet's last write left there, see
+/// [`sparse_set`]), zero beyond.
 #[inline]
-fn at(v: &[u8], i: usize) -> u8 {
-    v.get(i).copied().unwrap_or(0)
+fn at(v: &[u8], i: usize, ghost: u8) -> u8 {
+    match v.get(i) {
+        Some(&b) => b,
+        None if i == v.len() => ghost,
+        None => 0,
+    }
 }
 
 #[inline]
@@ -225,10 +232,10 @@ fn zero_len(b: u8) -> usize {
     (b & 0x3f) as usize + 1
 }
 
-/// XZERO's run at `p` (its second byte past the end reads as zero).
+/// XZERO's run at `p` (a second byte past the end reads as `ghost`).
 #[inline]
-fn xzero_len(v: &[u8], p: usize) -> usize {
-    (((v[p] & 0x3f) as usize) << 8 | at(v, p + 1) as usize) + 1
+fn xzero_len(v: &[u8], p: usize, ghost: u8) -> usize {
+    (((v[p] & 0x3f) as usize) << 8 | at(v, p + 1, ghost) as usize) + 1
 }
 
 #[inline]
@@ -263,6 +270,11 @@ pub enum Op {
 
 /// The sparse opcodes after the header, as Redis walks them (PFDEBUG DECODE).
 pub fn sparse_ops(v: &[u8]) -> impl Iterator<Item = Op> + '_ {
+    ops_with(v, 0)
+}
+
+/// [`sparse_ops`] with the byte past the end reading as `ghost`.
+fn ops_with(v: &[u8], ghost: u8) -> impl Iterator<Item = Op> + '_ {
     let mut p = HDR_SIZE;
     std::iter::from_fn(move || {
         if p >= v.len() {
@@ -276,7 +288,7 @@ pub fn sparse_ops(v: &[u8]) -> impl Iterator<Item = Op> + '_ {
                 long: false,
             }
         } else if is_xzero(b) {
-            let len = xzero_len(v, p);
+            let len = xzero_len(v, p, ghost);
             p += 2;
             Op::Zero { len, long: true }
         } else {
@@ -314,25 +326,35 @@ pub fn sparse_histogram(v: &[u8]) -> Result<[u64; 64], Invalid> {
 }
 
 /// hllSparseToDense: the dense value of a sparse one (the header copied, cached
-/// cardinality included, with the dense encoding).
+/// cardinality included, with the dense encoding). Any opcode past the 16384th
+/// register is corrupt: Debian's redis-server 7.0.15 (with the CVE-2025-32023 fix)
+/// rejects XZERO:16384 followed by a VAL, which the original 7.0 code's `break` let
+/// through (measured against it).
 pub fn sparse_to_dense(v: &[u8]) -> Result<Vec<u8>, Invalid> {
+    to_dense_with(v, 0)
+}
+
+fn to_dense_with(v: &[u8], ghost: u8) -> Result<Vec<u8>, Invalid> {
     let mut d = vec![0u8; DENSE_SIZE];
     d[..HDR_SIZE].copy_from_slice(&v[..HDR_SIZE]);
     d[4] = DENSE;
     let regs = &mut d[HDR_SIZE..];
     let mut idx = 0usize;
-    for op in sparse_ops(v) {
+    for op in ops_with(v, ghost) {
         match op {
             Op::Zero { len, .. } => idx += len,
             Op::Val { value, len } => {
                 if idx + len > REGISTERS {
-                    break;
+                    return Err(Invalid);
                 }
                 for i in idx..idx + len {
                     dense_put(regs, i, value);
                 }
                 idx += len;
             }
+        }
+        if idx > REGISTERS {
+            return Err(Invalid);
         }
     }
     if idx == REGISTERS {
@@ -346,14 +368,23 @@ pub fn sparse_to_dense(v: &[u8]) -> Result<Vec<u8>, Invalid> {
 /// Ok(true) when the register changed (the cached cardinality is then invalidated);
 /// `v` may have become dense (a count above 32, or a value that would grow past
 /// `max_bytes`). Err when `v`'s opcodes are corrupt; `v` is then unchanged.
+///
+/// `ghost` is the byte just past the value, which Redis's sds keeps: a truncated final
+/// XZERO reads its second byte there. hllSparseSet grows the length (sdsIncrLen, which
+/// writes a NUL) *before* copying the split sequence, so when the sequence ran one byte
+/// past the new end, that byte stays past the end and the next set in the same
+/// command reads it. Start a command with 0 (what a stored value has after SET or
+/// RESTORE). A value Redis left that way between commands cannot be followed: Augur
+/// stores no byte past a value.
 pub fn sparse_set(
     v: &mut Vec<u8>,
     index: usize,
     count: u8,
     max_bytes: u64,
+    ghost: &mut u8,
 ) -> Result<bool, Invalid> {
     if count > SPARSE_VAL_MAX_VALUE {
-        return promote(v, index, count);
+        return promote(v, index, count, *ghost);
     }
     // Step 1: the opcode covering `index`.
     let end = v.len();
@@ -369,7 +400,7 @@ pub fn sparse_set(
         } else if is_val(b) {
             (val_len(b), 1)
         } else {
-            (xzero_len(v, p), 2)
+            (xzero_len(v, p, *ghost), 2)
         };
         if index < first + span {
             break;
@@ -394,12 +425,12 @@ pub fn sparse_set(
         }
         if runlen == 1 {
             v[p] = val_op(count, 1); // B
-            return Ok(merge_adjacent(v, prev));
+            return Ok(merge_adjacent(v, prev, ghost));
         }
     }
     if zero && runlen == 1 {
         v[p] = val_op(count, 1); // C
-        return Ok(merge_adjacent(v, prev));
+        return Ok(merge_adjacent(v, prev, ghost));
     }
     let last = first + span - 1;
     if zero || xzero {
@@ -428,14 +459,15 @@ pub fn sparse_set(
     // Step 3: the sequence replaces the opcode, unless the value would grow too long.
     let oldlen = if xzero { 2 } else { 1 };
     if seqlen > oldlen && (end + seqlen - oldlen) as u64 > max_bytes {
-        return promote(v, index, count);
+        return promote(v, index, count, *ghost);
     }
     let new_len = end + seqlen - oldlen;
     // A truncated final XZERO (its second byte past the end) leaves the sequence's last
-    // byte past the new length, as Redis's sdsIncrLen does.
+    // byte past the new length, where it becomes the ghost; otherwise sdsIncrLen's NUL.
     v.splice(p..(p + oldlen).min(end), seq[..seqlen].iter().copied());
+    *ghost = if v.len() > new_len { v[new_len] } else { 0 };
     v.truncate(new_len);
-    Ok(merge_adjacent(v, prev))
+    Ok(merge_adjacent(v, prev, ghost))
 }
 
 /// A run of `len` zero registers in a split: ZERO up to 64, XZERO above.
@@ -453,7 +485,7 @@ fn put_zeros(seq: &mut [u8; 5], n: &mut usize, len: usize) {
 
 /// hllSparseSet's `updated:` step: merges adjacent VALs of the same value, scanning up
 /// to 5 opcodes from `prev`, then invalidates the cached cardinality. Always true.
-fn merge_adjacent(v: &mut Vec<u8>, prev: Option<usize>) -> bool {
+fn merge_adjacent(v: &mut Vec<u8>, prev: Option<usize>, ghost: &mut u8) -> bool {
     let mut p = prev.unwrap_or(HDR_SIZE);
     let mut end = v.len();
     let mut scan = 5;
@@ -474,6 +506,8 @@ fn merge_adjacent(v: &mut Vec<u8>, prev: Option<usize>) -> bool {
             if v1 == v2 && len <= SPARSE_VAL_MAX_LEN as usize {
                 v[p + 1] = val_op(v1, len);
                 v.remove(p);
+                // The memmove brings the ghost inside; sdsIncrLen(-1) NULs it.
+                *ghost = 0;
                 end -= 1;
                 continue;
             }
@@ -485,8 +519,8 @@ fn merge_adjacent(v: &mut Vec<u8>, prev: Option<usize>) -> bool {
 }
 
 /// hllSparseSet's `promote:` step: `v` becomes dense, then the register is set.
-fn promote(v: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Invalid> {
-    let mut d = sparse_to_dense(v)?;
+fn promote(v: &mut Vec<u8>, index: usize, count: u8, ghost: u8) -> Result<bool, Invalid> {
+    let mut d = to_dense_with(v, ghost)?;
     // Redis asserts this is a change; a corrupt-but-covering value could make it not
     // one, which must not crash here.
     let changed = dense_set(&mut d[HDR_SIZE..], index, count);
@@ -496,11 +530,11 @@ fn promote(v: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Invalid> {
 
 /// hllAdd: adds `ele` to the HLL `v` (dense or sparse, validated); whether a register
 /// changed. Err for a corrupt sparse value.
-pub fn add(v: &mut Vec<u8>, ele: &[u8], max_bytes: u64) -> Result<bool, Invalid> {
+pub fn add(v: &mut Vec<u8>, ele: &[u8], max_bytes: u64, ghost: &mut u8) -> Result<bool, Invalid> {
     let (index, count) = pat_len(ele);
     match v[4] {
         DENSE => Ok(dense_set(&mut v[HDR_SIZE..], index, count)),
-        SPARSE => sparse_set(v, index, count, max_bytes),
+        SPARSE => sparse_set(v, index, count, max_bytes, ghost),
         _ => Err(Invalid),
     }
 }
@@ -511,10 +545,11 @@ pub fn set_register(
     index: usize,
     count: u8,
     max_bytes: u64,
+    ghost: &mut u8,
 ) -> Result<bool, Invalid> {
     match v[4] {
         DENSE => Ok(dense_set(&mut v[HDR_SIZE..], index, count)),
-        SPARSE => sparse_set(v, index, count, max_bytes),
+        SPARSE => sparse_set(v, index, count, max_bytes, ghost),
         _ => Err(Invalid),
     }
 }
@@ -537,7 +572,7 @@ pub fn merge_into(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), Invalid> {
             Op::Zero { len, .. } => i += len,
             Op::Val { value, len } => {
                 if i + len > REGISTERS {
-                    break;
+                    return Err(Invalid);
                 }
                 for m in &mut max[i..i + len] {
                     if value > *m {
@@ -546,6 +581,9 @@ pub fn merge_into(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), Invalid> {
                 }
                 i += len;
             }
+        }
+        if i > REGISTERS {
+            return Err(Invalid);
         }
     }
     if i == REGISTERS {
@@ -556,8 +594,8 @@ pub fn merge_into(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), Invalid> {
 }
 
 /// Histogram of one-byte registers (hllRawRegHisto: PFCOUNT of several keys).
-pub fn raw_histogram(max: &[u8; REGISTERS]) -> [u64; 64] {
-    let mut h = [0u64; 64];
+pub fn raw_histogram(max: &[u8; REGISTERS]) -> [u32; 64] {
+    let mut h = [0u32; 64];
     for &r in max.iter() {
         h[(r & 63) as usize] += 1;
     }
@@ -654,7 +692,7 @@ mod tests {
         assert_eq!(pat_len(b"hello-world-123"), (9418, 6));
         let mut v = new_sparse();
         for e in [&b"a"[..], b"b", b"c"] {
-            add(&mut v, e, 3000).unwrap();
+            add(&mut v, e, 3000, &mut 0).unwrap();
         }
         let redis =
             b"HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80`\xf3\x80P\xb1\x84K\xfb\x80BZ";
@@ -697,7 +735,7 @@ mod tests {
         assert_eq!(count(&v).unwrap(), 0);
         let mut v = new_sparse();
         for e in [&b"a"[..], b"b", b"c"] {
-            add(&mut v, e, 3000).unwrap();
+            add(&mut v, e, 3000, &mut 0).unwrap();
         }
         assert_eq!(count(&v).unwrap(), 3);
     }
@@ -707,7 +745,7 @@ mod tests {
         let mut v = new_sparse();
         let mut i = 0u64;
         while v[4] == SPARSE {
-            add(&mut v, &i.to_le_bytes(), 300).unwrap();
+            add(&mut v, &i.to_le_bytes(), 300, &mut 0).unwrap();
             assert!(v.len() <= 300 || v[4] == DENSE);
             i += 1;
         }
@@ -718,16 +756,16 @@ mod tests {
     #[test]
     fn corrupt_sparse_is_invalid_not_a_panic() {
         let mut v = new_sparse();
-        add(&mut v, b"x", 3000).unwrap();
+        add(&mut v, b"x", 3000, &mut 0).unwrap();
         v.extend_from_slice(b"hello");
         assert_eq!(count(&v), Err(Invalid));
         let mut t = new_sparse();
         t.truncate(HDR_SIZE + 1); // a truncated XZERO
         assert_eq!(count(&t), Err(Invalid));
-        let _ = sparse_set(&mut t, 16383, 3, 3000);
+        let _ = sparse_set(&mut t, 16383, 3, 3000, &mut 0);
         let mut e = new_sparse();
         e.truncate(HDR_SIZE);
-        assert_eq!(sparse_set(&mut e, 0, 1, 3000), Err(Invalid));
+        assert_eq!(sparse_set(&mut e, 0, 1, 3000, &mut 0), Err(Invalid));
     }
 
     proptest! {
@@ -745,8 +783,8 @@ mod tests {
                 let (i, c) = pat_len(e);
                 let changed = c > model[i];
                 model[i] = model[i].max(c);
-                prop_assert_eq!(add(&mut s, e, max_bytes).unwrap(), changed);
-                add(&mut d, e, max_bytes).unwrap();
+                prop_assert_eq!(add(&mut s, e, max_bytes, &mut 0).unwrap(), changed);
+                add(&mut d, e, max_bytes, &mut 0).unwrap();
                 if s[4] == SPARSE {
                     prop_assert!(s.len() as u64 <= max_bytes.max(HDR_SIZE as u64 + 2));
                 }
@@ -772,7 +810,7 @@ mod tests {
             let _ = sparse_to_dense(&v);
             let mut max = [0u8; REGISTERS];
             let _ = merge_into(&mut max, &v);
-            let _ = add(&mut v, &ele.to_le_bytes(), 3000);
+            let _ = add(&mut v, &ele.to_le_bytes(), 3000, &mut 0);
         }
     }
 }
