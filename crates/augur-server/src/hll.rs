@@ -29,9 +29,12 @@
 //! # Corrupt values
 //!
 //! An HLL is a string a client may SETRANGE or APPEND at will, so nothing here trusts
-//! it: reads past the end see a zero byte (where Redis reads the sds NUL terminator),
-//! a sparse value whose opcodes do not cover exactly 16384 registers is invalid
-//! (`Err(Invalid)`, Redis's INVALIDOBJ), and no index is taken unchecked.
+//! it: a read past the end sees the byte Redis would read there (the sds NUL
+//! terminator, or what hllSparseSet left past the end earlier in the same command: see
+//! [`sparse_set`]), a sparse value whose opcodes do not cover exactly 16384 registers
+//! is invalid (`Err(Invalid)`, Redis's INVALIDOBJ), and no index is taken unchecked.
+//! The behaviour on corrupt values is Debian's redis-server 7.0.15's, as measured
+//! reply for reply and byte for byte (`crates/augur/tests/hll_e2e.rs`, `with_redis`).
 
 /// Header length.
 pub const HDR_SIZE: usize = 16;
@@ -557,12 +560,16 @@ pub fn set_register(
 /// hllMerge: `max[i] = max(max[i], register i of v)` for a validated HLL `v`.
 pub fn merge_into(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), Invalid> {
     if v[4] == DENSE {
-        let regs = &v[HDR_SIZE..];
-        for (i, m) in max.iter_mut().enumerate() {
-            let r = dense_get(regs, i);
-            if r > *m {
-                *m = r;
-            }
+        // Four registers in every three bytes, as hllDenseRegHisto reads them: no
+        // per-register shifts or bounds checks (a 3-key PFCOUNT of dense HLLs ran at
+        // 0.7x Redis's rate with dense_get per register).
+        let regs = &v[HDR_SIZE..HDR_SIZE + REGISTERS * BITS / 8];
+        for (c, m) in regs.chunks_exact(3).zip(max.chunks_exact_mut(4)) {
+            let (a, b, d) = (c[0], c[1], c[2]);
+            m[0] = m[0].max(a & 63);
+            m[1] = m[1].max((a >> 6 | b << 2) & 63);
+            m[2] = m[2].max((b >> 4 | d << 4) & 63);
+            m[3] = m[3].max(d >> 2);
         }
         return Ok(());
     }
@@ -596,8 +603,15 @@ pub fn merge_into(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), Invalid> {
 /// Histogram of one-byte registers (hllRawRegHisto: PFCOUNT of several keys).
 pub fn raw_histogram(max: &[u8; REGISTERS]) -> [u32; 64] {
     let mut h = [0u32; 64];
-    for &r in max.iter() {
-        h[(r & 63) as usize] += 1;
+    // Eight registers at a time, all-zero words counted at once (hllRawRegHisto).
+    for w in max.chunks_exact(8) {
+        if u64::from_ne_bytes(w.try_into().expect("8 bytes")) == 0 {
+            h[0] += 8;
+        } else {
+            for &r in w {
+                h[(r & 63) as usize] += 1;
+            }
+        }
     }
     h
 }
@@ -727,6 +741,22 @@ mod tests {
                 assert_eq!(dense_get(&regs, i), m, "register {i}");
             }
         }
+    }
+
+    #[test]
+    fn dense_merge_reads_every_register() {
+        let mut v = sparse_to_dense(&new_sparse()).unwrap();
+        for i in 0..REGISTERS {
+            dense_put(&mut v[HDR_SIZE..], i, (i * 7 % 64) as u8);
+        }
+        let mut max = [5u8; REGISTERS];
+        merge_into(&mut max, &v).unwrap();
+        for (i, &m) in max.iter().enumerate() {
+            assert_eq!(m, dense_get(&v[HDR_SIZE..], i).max(5), "register {i}");
+        }
+        let h = raw_histogram(&max);
+        assert_eq!(h.iter().sum::<u32>(), REGISTERS as u32);
+        assert_eq!(h[0], 0);
     }
 
     #[test]
