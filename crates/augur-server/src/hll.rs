@@ -330,9 +330,10 @@ pub fn sparse_histogram(v: &[u8]) -> Result<[u64; 64], Invalid> {
 
 /// hllSparseToDense: the dense value of a sparse one (the header copied, cached
 /// cardinality included, with the dense encoding). Any opcode past the 16384th
-/// register is corrupt: Debian's redis-server 7.0.15 (with the CVE-2025-32023 fix)
-/// rejects XZERO:16384 followed by a VAL, which the original 7.0 code's `break` let
-/// through (measured against it).
+/// register is corrupt: Debian's redis-server 7.0.15 rejects XZERO:16384 followed by a
+/// VAL (INVALIDOBJ, measured; PFMERGE and PFDEBUG GETREG alike), which the 7.0 source's
+/// `break` on an overflowing VAL would let through (Debian's build presumably carries
+/// a later fix of these loops).
 pub fn sparse_to_dense(v: &[u8]) -> Result<Vec<u8>, Invalid> {
     to_dense_with(v, 0)
 }

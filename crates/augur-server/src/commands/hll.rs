@@ -8,7 +8,10 @@
 //! shard lock ([`augur_store::Shard::update`], the value keeps its length), a sparse one
 //! rewrites the (at most `hll-sparse-max-bytes`) value. A single-key PFCOUNT stores
 //! the cardinality it computed in the header, which is a modification of the key as in
-//! Redis (WATCH sees it), although the command is flagged readonly.
+//! Redis (WATCH sees it), although the command is flagged readonly (and MAY_REPLICATE).
+//!
+//! One difference: PFDEBUG GETREG / TODENSE store the converted value with the store's
+//! ordinary write, which a WATCH of the key sees; Redis only bumps its dirty counter.
 
 use super::{c_str, write_error, Client, ERR_WRONGTYPE};
 use crate::hll::{self, DENSE, HDR_SIZE, REGISTERS, SPARSE};
