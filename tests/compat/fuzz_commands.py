@@ -18,7 +18,7 @@ Checks, each a failure (exit 1):
   inside EXEC's array, which then holds more replies than it announces, as in Redis);
 - the connection is never closed by the server (a panic in a command closes it);
 - sentinel keys written first (db 9, a string, a hash, a set, a list, a listpack and a
-  skiplist zset; never named by the fuzzer)
+  skiplist zset, a HyperLogLog; never named by the fuzzer)
   read back unchanged at the end (unless a CONFIG SET took, which may have set a limit
   or policy that evicts them), and a control connection answers PING throughout;
 - the server's log (LOG=path) has no "panicked".
@@ -27,6 +27,9 @@ One call in eight is a sorted-set command with arguments of its own shape (score
 and lex range bounds, ranks, ZADD/ZRANGE/ZUNION options, numkeys right or wrong), some of
 them invalid, on zset keys that other calls also write as strings, lists and sets; about
 one in twenty is a GEO command of its own shape on the same keys.
+One in sixteen is a HyperLogLog call (PFADD, PFCOUNT of one key or many, PFMERGE,
+PFDEBUG's subcommands) on sparse and dense HLLs, other types, and HLLs corrupted by
+SETRANGE / APPEND (hyperloglog.c must answer INVALIDOBJ, never crash).
 
 With DOCS_PORT=<port of a redis-server 7>, half the calls follow the command's own
 argument grammar from that server's COMMAND DOCS (tokens, oneof, blocks, optional and
@@ -304,6 +307,31 @@ def geo_call():
     return a
 
 
+HKEYS = ["hl1", "hl2", "{k}hl", "hldense", "k1", "z1", "missing"]  # HLLs, and other types
+HLL_ELEMENTS = ["a", "b", "", "x" * 100, "\x00\xff", "1", "2.5", "e"]
+
+
+def hll_call():
+    """A HyperLogLog command with arguments of its shape, or a corruption of an HLL."""
+    c = rng.randrange(10)
+    k = rng.choice(HKEYS)
+    if c < 3:
+        n = rng.choice([0, 1, 3, 50, 400])
+        return ["pfadd", k] + [rng.choice(HLL_ELEMENTS) if rng.random() < 0.3
+                               else "e%d" % rng.randrange(10**9) for _ in range(n)]
+    if c < 5:
+        return ["pfcount"] + [rng.choice(HKEYS) for _ in range(rng.choice([1, 1, 2, 3]))]
+    if c < 6:
+        return ["pfmerge", k] + [rng.choice(HKEYS) for _ in range(rng.randrange(0, 4))]
+    if c < 8:
+        sub = rng.choice(["getreg", "decode", "encoding", "todense", "nosuch", "GETREG"])
+        return ["pfdebug", sub, k] + (["x"] if rng.random() < 0.05 else [])
+    if c < 9:  # a byte anywhere, the header included
+        return ["setrange", k, str(rng.choice([0, 3, 4, 5, 15, 16, 17, 20, 100, 12303, 12304])),
+                rng.choice(["\x00", "\xff", "x", "\x7f", "\x40", "\x80", "HYLL"])]
+    return ["append", k, rng.choice(["\x00", "hello", "\x7f", "\x80\x80"])]
+
+
 def arg():
     c = rng.randrange(100)
     if c < 28:
@@ -509,6 +537,9 @@ def main():
     control.call("ZADD", "sentinel:zsetbig", "0.1", big)
     want_zset = control.call("ZRANGE", "sentinel:zset", "0", "-1", "WITHSCORES")
     want_zsetbig = control.call("ZRANGE", "sentinel:zsetbig", "0", "-1", "WITHSCORES")
+    control.call("DEL", "sentinel:hll")
+    control.call("PFADD", "sentinel:hll", *["h%d" % i for i in range(300)])
+    want_hll = control.call("GET", "sentinel:hll")
     if len(want_zset) != 8 or len(want_zsetbig) != 402:
         print("FAIL: the zset sentinels were not written: %r" % want_zset)
         return 1
@@ -517,6 +548,8 @@ def main():
     fuzz0 = Conn()
     fuzz0.call("DEL", "zbig")
     fuzz0.call("ZADD", "zbig", *[x for i in zbig for x in (i, "m" + i)])
+    fuzz0.call("DEL", "hldense")
+    fuzz0.call("PFADD", "hldense", *["d%d" % i for i in range(3000)])
     names = commands(control)
     print("fuzzing %d commands and subcommands, %d calls, seed %d" % (len(names), COMMANDS, SEED))
     docs = grammars(int(os.environ["DOCS_PORT"])) if os.environ.get("DOCS_PORT") else {}
@@ -533,6 +566,8 @@ def main():
             parts = zset_call()
         elif rng.random() < 0.06:
             parts = geo_call()
+        elif rng.random() < 1 / 14:  # about one in sixteen of all calls
+            parts = hll_call()
         elif name in docs and rng.random() < 0.5:
             rest = []
             generate(docs[name], rest)
@@ -581,7 +616,8 @@ def main():
           and sorted(control.call("SMEMBERS", "sentinel:set")) == [b"x", b"y", b"z"]
           and control.call("LRANGE", "sentinel:list", "0", "-1") == [b"p", b"q", big.encode()]
           and control.call("ZRANGE", "sentinel:zset", "0", "-1", "WITHSCORES") == want_zset
-          and control.call("ZRANGE", "sentinel:zsetbig", "0", "-1", "WITHSCORES") == want_zsetbig)
+          and control.call("ZRANGE", "sentinel:zsetbig", "0", "-1", "WITHSCORES") == want_zsetbig
+          and control.call("GET", "sentinel:hll") == want_hll)
     # NO_SENTINELS=1: a server whose policy may evict any key (allkeys-*, auto).
     if not ok and not reconfigured and not os.environ.get("NO_SENTINELS"):
         print("FAIL: a sentinel key changed")

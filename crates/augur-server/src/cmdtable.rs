@@ -17,6 +17,10 @@ pub const ALLOW_BUSY: u32 = 1 << 9;
 /// Refused inside MULTI ("Command not allowed inside a transaction").
 pub const NO_MULTI: u32 = 1 << 10;
 pub const PUBSUB: u32 = 1 << 11;
+/// Redis's CMD_MAY_REPLICATE, which COMMAND does not list: a command flagged readonly
+/// that may still change a key (PFCOUNT stores the cardinality it computed). Refused
+/// in read-only scripts and held by CLIENT PAUSE WRITE, like a write.
+pub const MAY_REPLICATE: u32 = 1 << 12;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -319,6 +323,11 @@ commands! {
     BitOp b"BITOP" "bitop" -4 [WRITE|DENYOOM] 2 -1 1 "bitmap" "Performs bitwise operations on multiple strings, and stores the result." NONE;
     BitField b"BITFIELD" "bitfield" -2 [WRITE|DENYOOM] 1 1 1 "bitmap" "Performs arbitrary bitfield integer operations on strings." NONE;
     BitFieldRo b"BITFIELD_RO" "bitfield_ro" -2 [READONLY|FAST] 1 1 1 "bitmap" "Performs arbitrary read-only bitfield integer operations on strings." NONE;
+    PfAdd b"PFADD" "pfadd" -2 [WRITE|DENYOOM|FAST] 1 1 1 "hyperloglog" "Adds the specified elements to the specified HyperLogLog." NONE;
+    PfCount b"PFCOUNT" "pfcount" -2 [READONLY|MAY_REPLICATE] 1 -1 1 "hyperloglog" "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s)." NONE;
+    PfMerge b"PFMERGE" "pfmerge" -2 [WRITE|DENYOOM] 1 -1 1 "hyperloglog" "Merge N different HyperLogLogs into a single one." NONE;
+    PfDebug b"PFDEBUG" "pfdebug" 3 [WRITE|DENYOOM|ADMIN] 2 2 1 "hyperloglog" "Internal commands for debugging HyperLogLog values" NONE;
+    PfSelfTest b"PFSELFTEST" "pfselftest" 1 [ADMIN] 0 0 0 "hyperloglog" "An internal command for testing HyperLogLog values" NONE;
     Lcs b"LCS" "lcs" -3 [READONLY] 1 2 1 "string" "Finds the longest common substring." NONE;
     Dump b"DUMP" "dump" 2 [READONLY] 1 1 1 "generic" "Returns a serialized representation of the value stored at a key." NONE;
     Restore b"RESTORE" "restore" -4 [WRITE|DENYOOM] 1 1 1 "generic" "Creates a key from the serialized representation of a value." NONE;

@@ -172,6 +172,9 @@ pub struct ServerConfig {
     /// listpack limits (see `augur_store::ZSet`).
     pub zset_max_listpack_entries: usize,
     pub zset_max_listpack_value: usize,
+    /// `hll-sparse-max-bytes`: the longest a sparse HyperLogLog may grow before it is
+    /// converted to dense (see `crate::hll`); Redis's default, 3000.
+    pub hll_sparse_max_bytes: u64,
     /// Active defragmentation of the entries (`activedefrag`, Redis's name; see
     /// `augur_store::defrag`): runs while jemalloc's active bytes exceed its allocated
     /// bytes by more than `active-defrag-ignore-bytes` and by more than
@@ -284,6 +287,7 @@ impl Default for ServerConfig {
             list_compress_depth: 0,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            hll_sparse_max_bytes: 3000,
             // On by default, unlike Redis: a cache held at maxmemory churns entries of
             // drifting sizes, and the store's promise is RSS within maxmemory + 10 %.
             // Redis's thresholds (100 MB, 10 %) would leave a 256 MB cache 1.25x over;
@@ -383,6 +387,7 @@ pub const PARAMS: &[&str] = &[
     "zset-max-listpack-value",
     "zset-max-ziplist-entries",
     "zset-max-ziplist-value",
+    "hll-sparse-max-bytes",
     "latency-tracking",
     "latency-tracking-info-percentiles",
     "tracking-table-max-keys",
@@ -464,6 +469,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "zset-max-listpack-value",
     "zset-max-ziplist-entries",
     "zset-max-ziplist-value",
+    "hll-sparse-max-bytes",
     "latency-tracking",
     "latency-tracking-info-percentiles",
     "tracking-table-max-keys",
@@ -799,6 +805,11 @@ impl ServerConfig {
                     .and_then(|n| usize::try_from(n).ok())
                     .ok_or("argument must be a memory value")?
             }
+            "hll-sparse-max-bytes" => {
+                self.hll_sparse_max_bytes = parse_memory(value)
+                    .filter(|&n| n <= i64::MAX as u64)
+                    .ok_or("argument must be a memory value")?
+            }
             "latency-tracking" => self.latency_tracking = parse_bool(value)?,
             "tracking-table-max-keys" => {
                 self.tracking_table_max_keys = parse_int_in(value, 0, i64::MAX)? as u64
@@ -974,6 +985,7 @@ impl ServerConfig {
             "zset-max-listpack-value" | "zset-max-ziplist-value" => {
                 self.zset_max_listpack_value.to_string()
             }
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
             "notify-keyspace-events" => {
                 augur_store::notify::flags_to_string(self.notify_keyspace_events)
             }

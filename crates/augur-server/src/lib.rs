@@ -14,6 +14,7 @@ pub mod cpu_budget;
 pub mod dlru;
 pub mod gate;
 pub mod geohash;
+pub mod hll;
 pub mod info;
 pub mod long_double;
 pub mod memstats;

@@ -265,6 +265,8 @@ pub struct Shared {
     pub config: RwLock<ServerConfig>,
     // Hot copies of live settings, read by every connection without a lock.
     pub proto_max_bulk_len: AtomicU64,
+    /// `hll-sparse-max-bytes`, read by every PFADD / PFMERGE without the config lock.
+    pub hll_sparse_max_bytes: AtomicU64,
     pub query_buffer_limit: AtomicU64,
     pub maxclients: AtomicU64,
     pub timeout_secs: AtomicU64,
@@ -397,6 +399,7 @@ impl Shared {
             profiler: crate::profiler::ProfilerState::default(),
             ref_queue: Arc::new(crate::profiler::RefQueue::new()),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
+            hll_sparse_max_bytes: AtomicU64::new(config.hll_sparse_max_bytes),
             query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
             maxclients: AtomicU64::new(config.maxclients),
             timeout_secs: AtomicU64::new(config.timeout),
@@ -464,6 +467,8 @@ impl Shared {
         self.store.set_notify_flags(new.notify_keyspace_events);
         self.proto_max_bulk_len
             .store(new.proto_max_bulk_len, Relaxed);
+        self.hll_sparse_max_bytes
+            .store(new.hll_sparse_max_bytes, Relaxed);
         self.query_buffer_limit
             .store(new.client_query_buffer_limit, Relaxed);
         self.maxclients.store(new.maxclients, Relaxed);

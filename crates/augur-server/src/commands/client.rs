@@ -841,7 +841,7 @@ pub fn paused_for(shared: &Shared, c: &Client, args: Args<'_>, now: u64) -> bool
     } else {
         spec.flags
     };
-    flags & cmdtable::WRITE != 0
+    flags & (cmdtable::WRITE | cmdtable::MAY_REPLICATE) != 0
         || matches!(
             spec.cmd,
             Cmd::Eval | Cmd::EvalSha | Cmd::Publish | Cmd::SPublish

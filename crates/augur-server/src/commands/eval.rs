@@ -318,7 +318,7 @@ impl ScriptHost for Host<'_> {
                 return Err(denied.script_error().into());
             }
         }
-        if self.readonly && flags & WRITE != 0 {
+        if self.readonly && flags & (WRITE | cmdtable::MAY_REPLICATE) != 0 {
             return Err(self.refuse(
                 Some(slot),
                 "Write commands are not allowed from read-only scripts.".into(),

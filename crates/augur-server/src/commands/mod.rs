@@ -5,7 +5,7 @@
 //! This module holds what server.c's processCommand does before a command runs (lookup,
 //! arity, authentication, the OOM check), the dispatch, and the error helpers every group
 //! shares. The commands themselves live in one file per group, as in Redis: `strings`
-//! (t_string.c), `bits` (bitops.c), `keyspace` (db.c, object.c), `expire` (expire.c),
+//! (t_string.c), `bits` (bitops.c), `hll` (hyperloglog.c), `keyspace` (db.c, object.c), `expire` (expire.c),
 //! `connection` (networking.c), `server` (server.c, config.c), `hash` (t_hash.c), `set`
 //! (t_set.c), `geo` (geo.c), `multi` (multi.c), `scripting` (eval.c, functions.c) and `pubsub` (pubsub.c).
 
@@ -17,6 +17,7 @@ pub mod eval;
 mod expire;
 mod geo;
 mod hash;
+mod hll;
 mod keyspace;
 mod list;
 pub mod multi;
@@ -539,6 +540,11 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::StrLen => strings::strlen_command(shared, c, args, now),
         Cmd::GetRange => strings::getrange_command(shared, c, args, now),
         Cmd::SetRange => strings::setrange_command(shared, c, args, now),
+        Cmd::PfAdd => hll::pfadd_command(shared, c, args, now),
+        Cmd::PfCount => hll::pfcount_command(shared, c, args, now),
+        Cmd::PfMerge => hll::pfmerge_command(shared, c, args, now),
+        Cmd::PfDebug => hll::pfdebug_command(shared, c, args, now),
+        Cmd::PfSelfTest => hll::pfselftest_command(shared, c),
         Cmd::Keys => keyspace::keys_command(shared, c, args, now),
         Cmd::Scan => scan::scan_command(shared, c, args, now),
         Cmd::RandomKey => keyspace::randomkey_command(shared, c, now),
