@@ -17,9 +17,10 @@ pub const ALLOW_BUSY: u32 = 1 << 9;
 /// Refused inside MULTI ("Command not allowed inside a transaction").
 pub const NO_MULTI: u32 = 1 << 10;
 pub const PUBSUB: u32 = 1 << 11;
-/// Redis's CMD_MAY_REPLICATE, which COMMAND does not list: a command flagged readonly
-/// that may still change a key (PFCOUNT stores the cardinality it computed). Refused
-/// in read-only scripts and held by CLIENT PAUSE WRITE, like a write.
+/// Redis's CMD_MAY_REPLICATE, which COMMAND does not list: a command that is not a write
+/// but may still be propagated (PFCOUNT stores the cardinality it computed; PUBLISH and
+/// SPUBLISH reach replicas). Refused in read-only scripts and held by CLIENT PAUSE WRITE,
+/// like a write.
 pub const MAY_REPLICATE: u32 = 1 << 12;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
@@ -306,8 +307,8 @@ commands! {
     PUnsubscribe b"PUNSUBSCRIBE" "punsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 0 0 0 "pubsub" "Stops listening to messages published to channels that match one or more patterns." NONE;
     SSubscribe b"SSUBSCRIBE" "ssubscribe" -2 [PUBSUB|NOSCRIPT|LOADING|STALE] 1 -1 1 "pubsub" "Listens for messages published to shard channels." NONE;
     SUnsubscribe b"SUNSUBSCRIBE" "sunsubscribe" -1 [PUBSUB|NOSCRIPT|LOADING|STALE] 1 -1 1 "pubsub" "Stops listening to messages posted to shard channels." NONE;
-    Publish b"PUBLISH" "publish" 3 [PUBSUB|LOADING|STALE|FAST] 0 0 0 "pubsub" "Posts a message to a channel." NONE;
-    SPublish b"SPUBLISH" "spublish" 3 [PUBSUB|LOADING|STALE|FAST] 1 1 1 "pubsub" "Posts a message to a shard channel." NONE;
+    Publish b"PUBLISH" "publish" 3 [PUBSUB|LOADING|STALE|FAST|MAY_REPLICATE] 0 0 0 "pubsub" "Posts a message to a channel." NONE;
+    SPublish b"SPUBLISH" "spublish" 3 [PUBSUB|LOADING|STALE|FAST|MAY_REPLICATE] 1 1 1 "pubsub" "Posts a message to a shard channel." NONE;
     PubSub b"PUBSUB" "pubsub" -2 [] 0 0 0 "pubsub" "A container for Pub/Sub commands." PUBSUB_SUBS;
     Rename b"RENAME" "rename" 3 [WRITE] 1 2 1 "generic" "Renames a key and overwrites the destination." NONE;
     RenameNx b"RENAMENX" "renamenx" 3 [WRITE|FAST] 1 2 1 "generic" "Renames a key only when the target key name doesn't exist." NONE;

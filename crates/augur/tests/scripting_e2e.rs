@@ -288,6 +288,19 @@ async fn errors_use_redis_texts() {
             at(sc, 1)
         )
     );
+    // PUBLISH and SPUBLISH are "may replicate" in Redis: refused the same way.
+    for sc in [
+        "return redis.call('publish', 'c', 'm')",
+        "return redis.call('spublish', 'c', 'm')",
+    ] {
+        assert_eq!(
+            err(&mut con, &["EVAL_RO", sc, "0"]).await,
+            format!(
+                "ERR Write commands are not allowed from read-only scripts. {}",
+                at(sc, 1)
+            )
+        );
+    }
     let sc = "return a";
     assert_eq!(
         err(&mut con, &["EVAL", sc, "0"]).await,
