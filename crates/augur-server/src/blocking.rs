@@ -1,5 +1,6 @@
-//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) and sorted sets
-//! (BZPOPMIN, BZPOPMAX, BZMPOP), as Redis 7.0's blocked.c serves them.
+//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP), sorted sets
+//! (BZPOPMIN, BZPOPMAX, BZMPOP) and streams (XREAD, XREADGROUP with BLOCK), as Redis
+//! 7.0's blocked.c serves them.
 //!
 //! # The model, and why it is Redis's
 //!
@@ -26,8 +27,8 @@
 //! when they signal, and the ready list has its own lock, so nothing waits in a cycle.
 
 use augur_store::{End, TenantId};
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A blocked key: tenant, logical database (the client's SELECTed index: after a
@@ -46,6 +47,9 @@ pub enum BlockOp {
     /// (`count` Some: [key, [[member, score], ...]]), from the low end or with `max` the
     /// high end of a sorted set.
     ZPop { max: bool, count: Option<usize> },
+    /// XREAD / XREADGROUP BLOCK: served when a key has entries after the waited-for ID
+    /// (see `commands::stream`).
+    Stream(Box<crate::commands::stream::StreamWait>),
 }
 
 impl BlockOp {
@@ -53,6 +57,7 @@ impl BlockOp {
     pub fn kind(&self) -> augur_store::Kind {
         match self {
             BlockOp::ZPop { .. } => augur_store::Kind::ZSet,
+            BlockOp::Stream(_) => augur_store::Kind::Stream,
             _ => augur_store::Kind::List,
         }
     }
@@ -123,6 +128,8 @@ pub struct Blocked {
 pub struct Registry {
     by_key: HashMap<BlockedKey, VecDeque<Arc<Waiter>>>,
     by_client: HashMap<u64, Arc<Waiter>>,
+    /// Keys WATCHed with [`Blocking::group_flag`] for blocked XREADGROUPs.
+    group_keys: HashSet<BlockedKey>,
 }
 
 impl Registry {
@@ -179,6 +186,33 @@ impl Registry {
         self.by_client.get(&id).cloned()
     }
 
+    /// Records that a blocked XREADGROUP waits on `key`; true if the key is not yet
+    /// watched (the caller then WATCHes it with the group flag).
+    pub fn watch_group_key(&mut self, key: BlockedKey) -> bool {
+        self.group_keys.insert(key)
+    }
+
+    /// Watched keys no blocked XREADGROUP waits on any more, forgotten here (the caller
+    /// drops their watches).
+    pub fn idle_group_keys(&mut self) -> Vec<BlockedKey> {
+        let by_key = &self.by_key;
+        let idle: Vec<BlockedKey> = self
+            .group_keys
+            .iter()
+            .filter(|k| {
+                !by_key.get(*k).is_some_and(|q| {
+                    q.iter()
+                        .any(|w| matches!(&w.op, BlockOp::Stream(s) if s.group.is_some()))
+                })
+            })
+            .cloned()
+            .collect();
+        for k in &idle {
+            self.group_keys.remove(k);
+        }
+        idle
+    }
+
     /// Every blocked key of a tenant's logical database (SWAPDB readies them all).
     pub fn keys_of_db(&self, tenant: TenantId, db: u8) -> Vec<BlockedKey> {
         self.by_key
@@ -198,6 +232,11 @@ pub struct Blocking {
     pending: AtomicUsize,
     ready: Mutex<Vec<BlockedKey>>,
     any_ready: AtomicBool,
+    /// Raised by the store when a key a blocked XREADGROUP waits on changes in any way
+    /// (written, deleted, replaced, flushed, expired: the WATCH hook), so that such a
+    /// waiter learns its key or group is gone, as Redis's signalDeletedKeyAsReady
+    /// arranges. One flag for all of them: a change readies every watched key.
+    group_flag: augur_store::WatchFlag,
 }
 
 impl Blocking {
@@ -261,13 +300,26 @@ impl Blocking {
 
     #[inline]
     pub fn has_ready(&self) -> bool {
-        self.any_ready.load(SeqCst)
+        self.any_ready.load(SeqCst) || self.group_flag.load(Relaxed)
     }
 
-    /// The keys signalled since the last call.
+    /// The flag blocked XREADGROUPs' keys are watched with.
+    pub fn group_flag(&self) -> &augur_store::WatchFlag {
+        &self.group_flag
+    }
+
+    /// The keys signalled since the last call (and, if the group flag was raised, every
+    /// key a blocked XREADGROUP waits on).
     pub fn take_ready(&self) -> Vec<BlockedKey> {
+        let group_keys: Vec<BlockedKey> = if self.group_flag.swap(false, SeqCst) {
+            self.lock().group_keys.iter().cloned().collect()
+        } else {
+            Vec::new()
+        };
         let mut r = self.ready.lock().unwrap();
         self.any_ready.store(false, SeqCst);
-        std::mem::take(&mut *r)
+        let mut keys = std::mem::take(&mut *r);
+        keys.extend(group_keys);
+        keys
     }
 }

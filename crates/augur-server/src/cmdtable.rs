@@ -291,6 +291,21 @@ commands! {
     ZInterStore b"ZINTERSTORE" "zinterstore" -4 [WRITE|DENYOOM] 1 1 1 "sorted-set" "Intersect multiple sorted sets and store the resulting sorted set in a new key" NONE;
     ZDiffStore b"ZDIFFSTORE" "zdiffstore" -4 [WRITE|DENYOOM] 1 1 1 "sorted-set" "Subtract multiple sorted sets and store the resulting sorted set in a new key" NONE;
     ZInterCard b"ZINTERCARD" "zintercard" -3 [READONLY] 0 0 0 "sorted-set" "Intersect multiple sorted sets and return the cardinality of the result" NONE;
+    XAdd b"XADD" "xadd" -5 [WRITE|DENYOOM|FAST] 1 1 1 "stream" "Appends a new message to a stream. Creates the key if it doesn't exist." NONE;
+    XTrim b"XTRIM" "xtrim" -4 [WRITE] 1 1 1 "stream" "Deletes messages from the beginning of a stream." NONE;
+    XDel b"XDEL" "xdel" -3 [WRITE|FAST] 1 1 1 "stream" "Returns the number of messages after removing them from a stream." NONE;
+    XLen b"XLEN" "xlen" 2 [READONLY|FAST] 1 1 1 "stream" "Return the number of messages in a stream." NONE;
+    XRange b"XRANGE" "xrange" -4 [READONLY] 1 1 1 "stream" "Returns the messages from a stream within a range of IDs." NONE;
+    XRevRange b"XREVRANGE" "xrevrange" -4 [READONLY] 1 1 1 "stream" "Returns the messages from a stream within a range of IDs in reverse order." NONE;
+    XRead b"XREAD" "xread" -4 [READONLY] 0 0 0 "stream" "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise." NONE;
+    XReadGroup b"XREADGROUP" "xreadgroup" -7 [WRITE] 0 0 0 "stream" "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise." NONE;
+    XGroup b"XGROUP" "xgroup" -2 [] 0 0 0 "stream" "A container for consumer groups commands." XGROUP_SUBS;
+    XAck b"XACK" "xack" -4 [WRITE|FAST] 1 1 1 "stream" "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream." NONE;
+    XPending b"XPENDING" "xpending" -3 [READONLY] 1 1 1 "stream" "Returns the information and entries from a stream consumer group's pending entries list." NONE;
+    XClaim b"XCLAIM" "xclaim" -6 [WRITE|FAST] 1 1 1 "stream" "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member." NONE;
+    XAutoClaim b"XAUTOCLAIM" "xautoclaim" -6 [WRITE|FAST] 1 1 1 "stream" "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member." NONE;
+    XInfo b"XINFO" "xinfo" -2 [] 0 0 0 "stream" "A container for stream introspection commands." XINFO_SUBS;
+    XSetId b"XSETID" "xsetid" -3 [WRITE|DENYOOM|FAST] 1 1 1 "stream" "An internal command for replicating stream values." NONE;
     GeoAdd b"GEOADD" "geoadd" -5 [WRITE|DENYOOM] 1 1 1 "geo" "Add one or more geospatial items in the geospatial index represented using a sorted set" NONE;
     GeoDist b"GEODIST" "geodist" -4 [READONLY] 1 1 1 "geo" "Returns the distance between two members of a geospatial index" NONE;
     GeoHash b"GEOHASH" "geohash" -2 [READONLY] 1 1 1 "geo" "Returns members of a geospatial index as standard geohash strings" NONE;
@@ -828,6 +843,72 @@ const SCRIPT_SUBS: &[SubSpec] = &[
         arity: 3,
         flags: NOSCRIPT | STALE,
         summary: "Loads a server-side Lua script to the script cache.",
+    },
+];
+
+const XGROUP_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "xgroup|create",
+        arity: -5,
+        flags: WRITE | DENYOOM,
+        summary: "Creates a consumer group.",
+    },
+    SubSpec {
+        name: "xgroup|createconsumer",
+        arity: 5,
+        flags: WRITE | DENYOOM,
+        summary: "Creates a consumer in a consumer group.",
+    },
+    SubSpec {
+        name: "xgroup|delconsumer",
+        arity: 5,
+        flags: WRITE,
+        summary: "Deletes a consumer from a consumer group.",
+    },
+    SubSpec {
+        name: "xgroup|destroy",
+        arity: 4,
+        flags: WRITE,
+        summary: "Destroys a consumer group.",
+    },
+    SubSpec {
+        name: "xgroup|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "xgroup|setid",
+        arity: -5,
+        flags: WRITE,
+        summary: "Sets the last-delivered ID of a consumer group.",
+    },
+];
+
+const XINFO_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "xinfo|consumers",
+        arity: 4,
+        flags: READONLY,
+        summary: "Returns a list of the consumers in a consumer group.",
+    },
+    SubSpec {
+        name: "xinfo|groups",
+        arity: 3,
+        flags: READONLY,
+        summary: "Returns a list of the consumer groups of a stream.",
+    },
+    SubSpec {
+        name: "xinfo|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "xinfo|stream",
+        arity: -3,
+        flags: READONLY,
+        summary: "Returns information about a stream.",
     },
 ];
 

@@ -172,6 +172,10 @@ pub struct ServerConfig {
     /// listpack limits (see `augur_store::ZSet`).
     pub zset_max_listpack_entries: usize,
     pub zset_max_listpack_value: usize,
+    /// `stream-node-max-bytes` and `stream-node-max-entries`: where a stream's nodes
+    /// split (see `augur_store::stream`); Redis's defaults 4096 and 100.
+    pub stream_node_max_bytes: usize,
+    pub stream_node_max_entries: usize,
     /// `hll-sparse-max-bytes`: the longest a sparse HyperLogLog may grow before it is
     /// converted to dense (see `crate::hll`); Redis's default, 3000.
     pub hll_sparse_max_bytes: u64,
@@ -286,6 +290,8 @@ impl Default for ServerConfig {
             list_max_listpack_size: augur_store::DEFAULT_LIST_FILL,
             list_compress_depth: 0,
             zset_max_listpack_entries: 128,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
             // On by default, unlike Redis: a cache held at maxmemory churns entries of
@@ -322,6 +328,10 @@ impl ServerConfig {
             list_compress_depth: self.list_compress_depth,
             zset_max_listpack_entries: self.zset_max_listpack_entries,
             zset_max_listpack_value: self.zset_max_listpack_value,
+            stream_node: augur_store::stream::NodeLimits {
+                max_bytes: self.stream_node_max_bytes,
+                max_entries: self.stream_node_max_entries,
+            },
         }
     }
 }
@@ -387,6 +397,8 @@ pub const PARAMS: &[&str] = &[
     "zset-max-listpack-value",
     "zset-max-ziplist-entries",
     "zset-max-ziplist-value",
+    "stream-node-max-bytes",
+    "stream-node-max-entries",
     "hll-sparse-max-bytes",
     "latency-tracking",
     "latency-tracking-info-percentiles",
@@ -469,6 +481,8 @@ pub const LIVE_PARAMS: &[&str] = &[
     "zset-max-listpack-value",
     "zset-max-ziplist-entries",
     "zset-max-ziplist-value",
+    "stream-node-max-bytes",
+    "stream-node-max-entries",
     "hll-sparse-max-bytes",
     "latency-tracking",
     "latency-tracking-info-percentiles",
@@ -805,6 +819,15 @@ impl ServerConfig {
                     .and_then(|n| usize::try_from(n).ok())
                     .ok_or("argument must be a memory value")?
             }
+            "stream-node-max-bytes" => {
+                self.stream_node_max_bytes = parse_memory(value)
+                    .filter(|&n| n <= i64::MAX as u64)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or("argument must be a memory value")?
+            }
+            "stream-node-max-entries" => {
+                self.stream_node_max_entries = parse_int_in(value, 0, i64::MAX as usize)?
+            }
             "hll-sparse-max-bytes" => {
                 self.hll_sparse_max_bytes = parse_memory(value)
                     .filter(|&n| n <= i64::MAX as u64)
@@ -985,6 +1008,8 @@ impl ServerConfig {
             "zset-max-listpack-value" | "zset-max-ziplist-value" => {
                 self.zset_max_listpack_value.to_string()
             }
+            "stream-node-max-bytes" => self.stream_node_max_bytes.to_string(),
+            "stream-node-max-entries" => self.stream_node_max_entries.to_string(),
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
             "notify-keyspace-events" => {
                 augur_store::notify::flags_to_string(self.notify_keyspace_events)

@@ -20,6 +20,7 @@ mod s3fifo;
 mod shard;
 pub mod slab;
 mod store;
+pub mod stream;
 mod tenant;
 mod watch;
 mod zone;

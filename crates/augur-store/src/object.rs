@@ -32,6 +32,7 @@
 
 use crate::list::List;
 use crate::store::key_hash;
+use crate::stream::Stream;
 use crate::zset::ZSet;
 use hashbrown17::HashTable;
 use rand::Rng;
@@ -45,6 +46,7 @@ pub enum Kind {
     Set,
     List,
     ZSet,
+    Stream,
 }
 
 impl Kind {
@@ -56,6 +58,7 @@ impl Kind {
             Kind::Set => "set",
             Kind::List => "list",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 }
@@ -76,6 +79,8 @@ pub struct Limits {
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`).
     pub zset_max_listpack_value: usize,
+    /// `stream-node-max-bytes` and `stream-node-max-entries` (see `stream`).
+    pub stream_node: crate::stream::NodeLimits,
 }
 
 impl Limits {
@@ -98,6 +103,7 @@ impl Default for Limits {
             list_compress_depth: 0,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            stream_node: crate::stream::NodeLimits::default(),
         }
     }
 }
@@ -120,6 +126,7 @@ pub enum Object {
     Set(Set),
     List(List),
     ZSet(ZSet),
+    Stream(Box<Stream>),
 }
 
 impl Object {
@@ -138,6 +145,7 @@ impl Object {
             Kind::Set => Some(Object::new_set()),
             Kind::List => Some(Object::List(List::new())),
             Kind::ZSet => Some(Object::ZSet(ZSet::new())),
+            Kind::Stream => Some(Object::Stream(Box::default())),
             Kind::String => None,
         }
     }
@@ -148,6 +156,7 @@ impl Object {
             Object::Set(_) => Kind::Set,
             Object::List(_) => Kind::List,
             Object::ZSet(_) => Kind::ZSet,
+            Object::Stream(_) => Kind::Stream,
         }
     }
 
@@ -158,11 +167,14 @@ impl Object {
             Object::Set(s) => s.len(),
             Object::List(l) => l.len(),
             Object::ZSet(z) => z.len(),
+            Object::Stream(s) => s.len() as usize,
         }
     }
 
+    /// Whether the key goes away (a collection emptied by its last removal). A stream
+    /// never does: an empty stream keeps its IDs and groups, as in Redis.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        !matches!(self, Object::Stream(_)) && self.len() == 0
     }
 
     /// OBJECT ENCODING's answer.
@@ -172,6 +184,7 @@ impl Object {
             Object::Set(s) => s.encoding(),
             Object::List(l) => l.encoding(),
             Object::ZSet(z) => z.encoding(),
+            Object::Stream(s) => s.encoding(),
         }
     }
 
@@ -184,6 +197,7 @@ impl Object {
                 Object::Set(s) => s.bytes(),
                 Object::List(l) => l.bytes(),
                 Object::ZSet(z) => z.bytes(),
+                Object::Stream(s) => alloc_size(std::mem::size_of::<Stream>()) + s.bytes(),
             }
     }
 
@@ -232,6 +246,20 @@ impl Object {
     pub fn as_zset(&self) -> Option<&ZSet> {
         match self {
             Object::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    pub fn as_stream(&self) -> Option<&Stream> {
+        match self {
+            Object::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_stream_mut(&mut self) -> Option<&mut Stream> {
+        match self {
+            Object::Stream(s) => Some(s),
             _ => None,
         }
     }

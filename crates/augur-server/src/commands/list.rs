@@ -712,6 +712,7 @@ fn run_block_op(
             };
             out.bulk(&v);
         }
+        BlockOp::Stream(_) => unreachable!("streams block in commands::stream"),
         BlockOp::ZPop { max, count } => {
             let Some((key, items)) =
                 super::zset::pop_first(shared, t, keys, *max, count.unwrap_or(1), now)?
@@ -776,6 +777,20 @@ pub(crate) fn serve_ready(shared: &Shared) {
         let mut reg = shared.blocking.lock();
         for bk in ready {
             for w in reg.waiters(&bk) {
+                if let BlockOp::Stream(wait) = &w.op {
+                    // A stream read takes nothing away from other readers: every waiter
+                    // of the key is tried.
+                    match super::stream::serve_stream_waiter(shared, &w, wait, &bk.2, now) {
+                        Ok(Some(reply)) => {
+                            shared.blocking.finish(&mut reg, &w, Outcome::Served(reply));
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            shared.blocking.finish(&mut reg, &w, Outcome::Failed(e));
+                        }
+                    }
+                    continue;
+                }
                 match serve_one(shared, &w, &bk.2, now) {
                     Ok(Some(reply)) => {
                         shared.blocking.finish(&mut reg, &w, Outcome::Served(reply));
@@ -791,6 +806,7 @@ pub(crate) fn serve_ready(shared: &Shared) {
                 }
             }
         }
+        super::stream::unwatch_idle_group_keys(shared, &mut reg);
     }
 }
 
@@ -888,7 +904,9 @@ pub(super) fn blocking_command(
             // blmoveGenericCommand answers a null bulk, the pops a null array.
             match op {
                 BlockOp::Move { .. } => c.out.null(),
-                BlockOp::Pop { .. } | BlockOp::ZPop { .. } => c.out.null_array(),
+                BlockOp::Pop { .. } | BlockOp::ZPop { .. } | BlockOp::Stream(_) => {
+                    c.out.null_array()
+                }
             }
         }
         Ok(false) => {

@@ -27,6 +27,7 @@ mod scripting;
 mod server;
 mod set;
 mod sort;
+pub(crate) mod stream;
 mod strings;
 mod tenant;
 #[cfg(test)]
@@ -656,6 +657,19 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         | Cmd::ZDiffStore
         | Cmd::ZInterCard => zset::zsetop_command(shared, c, spec, args, now),
         Cmd::ZScan => scan::collection_scan_command(shared, c, args, augur_store::Kind::ZSet, now),
+        Cmd::XAdd => stream::xadd_command(shared, c, args, now),
+        Cmd::XTrim => stream::xtrim_command(shared, c, args, now),
+        Cmd::XDel => stream::xdel_command(shared, c, args, now),
+        Cmd::XLen => stream::xlen_command(shared, c, args, now),
+        Cmd::XRange | Cmd::XRevRange => stream::xrange_command(shared, c, spec, args, now),
+        Cmd::XRead | Cmd::XReadGroup => stream::xread_command(shared, c, spec, args, now),
+        Cmd::XGroup => stream::xgroup_command(shared, c, spec, args, now),
+        Cmd::XAck => stream::xack_command(shared, c, args, now),
+        Cmd::XPending => stream::xpending_command(shared, c, args, now),
+        Cmd::XClaim => stream::xclaim_command(shared, c, args, now),
+        Cmd::XAutoClaim => stream::xautoclaim_command(shared, c, args, now),
+        Cmd::XInfo => stream::xinfo_command(shared, c, spec, args, now),
+        Cmd::XSetId => stream::xsetid_command(shared, c, args, now),
         Cmd::GeoAdd => geo::geoadd_command(shared, c, args, now),
         Cmd::GeoDist | Cmd::GeoHash | Cmd::GeoPos => {
             geo::geo_query_command(shared, c, spec, args, now)
