@@ -914,6 +914,9 @@ async fn wait_blocked<'a>(
         Outcome::TimedOut | Outcome::Waiting => client.out.null_array(),
         Outcome::Failed(e) => client.out.error(&e),
     }
+    if let Some((slot, nanos)) = client.blocked_call.take() {
+        client.out.stats.call(slot, nanos);
+    }
     Ok(true)
 }
 

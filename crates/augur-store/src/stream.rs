@@ -1239,3 +1239,169 @@ impl Stream {
         (next.unwrap_or(StreamId::MIN), claimed, deleted)
     }
 }
+
+/// Logical equality: the same live entries, IDs, counters and groups (node layout and
+/// deleted records aside).
+impl PartialEq for Stream {
+    fn eq(&self, o: &Stream) -> bool {
+        let all = |s: &Stream| -> Vec<OwnedEntry> {
+            s.range(StreamId::MIN, StreamId::MAX, false, 0)
+                .iter()
+                .map(|e| e.to_owned_entry())
+                .collect()
+        };
+        self.length == o.length
+            && self.last_id == o.last_id
+            && self.first_id == o.first_id
+            && self.max_deleted_id == o.max_deleted_id
+            && self.entries_added == o.entries_added
+            && self.groups == o.groups
+            && all(self) == all(o)
+    }
+}
+
+/// A node as DUMP writes it: Redis's listpack layout (master entry, then records).
+#[derive(Debug, Clone)]
+pub struct NodeView<'a> {
+    pub master: StreamId,
+    pub master_fields: Vec<&'a [u8]>,
+    pub live: u32,
+    pub deleted: u32,
+    pub records: Vec<RecordView<'a>>,
+}
+
+/// One record of a [`NodeView`].
+#[derive(Debug, Clone)]
+pub struct RecordView<'a> {
+    pub id: StreamId,
+    pub deleted: bool,
+    pub same_fields: bool,
+    pub pairs: Vec<(&'a [u8], &'a [u8])>,
+}
+
+impl Stream {
+    /// Every node, for DUMP.
+    pub fn node_views(&self) -> Vec<NodeView<'_>> {
+        self.nodes
+            .values()
+            .map(|n| NodeView {
+                master: n.master,
+                master_fields: n.master_fields().iter().map(|&(a, b)| &n.buf[a..b]).collect(),
+                live: n.live,
+                deleted: n.deleted,
+                records: n
+                    .records()
+                    .iter()
+                    .map(|r| RecordView {
+                        id: r.id,
+                        deleted: r.flags & FLAG_DELETED != 0,
+                        same_fields: r.flags & FLAG_SAMEFIELDS != 0,
+                        pairs: n.entry(r).pairs,
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// RESTORE: appends a whole node as the payload had it (`records`: ID, deleted,
+    /// pairs). False, with nothing changed, unless every ID is above the last one, the
+    /// first is the master ID or later, and at least one record is live.
+    pub fn restore_node(
+        &mut self,
+        master: StreamId,
+        master_fields: &[&[u8]],
+        records: &[(StreamId, bool, Vec<(&[u8], &[u8])>)],
+    ) -> bool {
+        let mut prev = self.nodes.values().next_back().map(|n| n.last_id);
+        for (id, _, _) in records {
+            if prev.is_some_and(|p| *id <= p) || *id < master {
+                return false;
+            }
+            prev = Some(*id);
+        }
+        if records.iter().all(|(_, deleted, _)| *deleted) {
+            return false;
+        }
+        let mut node = Node::new(master, master_fields);
+        for (id, deleted, pairs) in records {
+            let off = node.buf.len();
+            node.append(*id, pairs);
+            if *deleted {
+                node.mark_deleted(off);
+            }
+        }
+        self.length += node.live as u64;
+        self.node_bytes += node.bytes();
+        self.nodes.insert(master, node);
+        true
+    }
+
+    /// RESTORE: the stream's IDs and counters (RDB's length, last ID, first ID,
+    /// max-deleted-entry-id and entries-added). False if the length is not the live
+    /// entries' count or the last ID is below the last entry's.
+    pub fn restore_meta(
+        &mut self,
+        length: u64,
+        last: StreamId,
+        first: StreamId,
+        max_deleted: StreamId,
+        entries_added: u64,
+    ) -> bool {
+        if length != self.length || last < self.last_valid_id() {
+            return false;
+        }
+        self.last_id = last;
+        self.first_id = first;
+        self.max_deleted_id = max_deleted;
+        self.entries_added = entries_added;
+        true
+    }
+
+    /// RESTORE: a group with its PEL (ID, delivery time, delivery count) and consumers
+    /// (name, seen time, owned IDs). False if the name is taken, a consumer owns an ID
+    /// missing from the PEL or owned twice, or a PEL ID has no owner.
+    #[allow(clippy::type_complexity)]
+    pub fn restore_group(
+        &mut self,
+        name: &[u8],
+        last_id: StreamId,
+        entries_read: i64,
+        pel: &[(StreamId, u64, u64)],
+        consumers: &[(Vec<u8>, u64, Vec<StreamId>)],
+    ) -> bool {
+        if self.groups.contains_key(name) {
+            return false;
+        }
+        let mut g = Group::new(last_id, entries_read);
+        let mut nacks: BTreeMap<StreamId, (u64, u64)> = BTreeMap::new();
+        for &(id, t, n) in pel {
+            if nacks.insert(id, (t, n)).is_some() {
+                return false;
+            }
+        }
+        for (cname, seen, ids) in consumers {
+            if !g.create_consumer(cname, *seen) {
+                return false;
+            }
+            for id in ids {
+                let Some((t, n)) = nacks.remove(id) else {
+                    return false;
+                };
+                g.pel.insert(
+                    *id,
+                    Nack {
+                        delivery_time: t,
+                        delivery_count: n,
+                        consumer: cname.as_slice().into(),
+                    },
+                );
+                g.consumers.get_mut(cname.as_slice()).unwrap().pel.insert(*id);
+            }
+        }
+        if !nacks.is_empty() {
+            return false;
+        }
+        self.groups.insert(name.into(), g);
+        true
+    }
+}

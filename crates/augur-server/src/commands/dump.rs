@@ -27,6 +27,7 @@
 //! A value type added later needs its own RDB encoding here (its DUMP must not fall
 //! through to another type's).
 
+use augur_store::stream::StreamId;
 use super::{eq, write_error, Client, ERR_NOT_INT, ERR_SYNTAX};
 use crate::resp::{parse_i64, Args};
 use crate::scripting::fmt::fmt_g;
@@ -56,6 +57,8 @@ const RDB_TYPE_ZSET: u8 = 3;
 const RDB_TYPE_ZSET_2: u8 = 5;
 const RDB_TYPE_ZSET_ZIPLIST: u8 = 12;
 const RDB_TYPE_ZSET_LISTPACK: u8 = 17;
+const RDB_TYPE_STREAM_LISTPACKS: u8 = 15;
+const RDB_TYPE_STREAM_LISTPACKS_2: u8 = 19;
 const ERR_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 const ERR_BAD_FORMAT: &str = "ERR Bad data format";
 
@@ -356,6 +359,8 @@ pub enum Restored {
         elems: Vec<(Vec<u8>, f64)>,
         packed: bool,
     },
+    /// A stream, rebuilt node by node as the payload laid it out.
+    Stream(Box<augur_store::stream::Stream>),
 }
 
 /// verifyDumpPayload then rdbLoadObject: the value, or the error text. A collection that
@@ -417,12 +422,156 @@ pub fn load_value(p: &[u8]) -> Result<Restored, &'static str> {
             .string()
             .and_then(|b| listpack_entries(&b))
             .and_then(zset_pairs),
+        Some(RDB_TYPE_STREAM_LISTPACKS) => r.stream(false).map(|s| Restored::Stream(Box::new(s))),
+        Some(RDB_TYPE_STREAM_LISTPACKS_2) => {
+            r.stream(true).map(|s| Restored::Stream(Box::new(s)))
+        }
         _ => None,
     };
     match v {
         Some(v) if r.at == body.len() && valid(&v) => Ok(v),
         _ => Err(ERR_BAD_FORMAT),
     }
+}
+
+/// A stream node's listpack (t_stream.c's layout, see `augur_store::stream`): master
+/// fields and records (ID, deleted, pairs).
+#[allow(clippy::type_complexity)]
+fn stream_node(
+    master: StreamId,
+    lp: &[Vec<u8>],
+) -> Option<(Vec<Vec<u8>>, Vec<(StreamId, bool, Vec<(Vec<u8>, Vec<u8>)>)>)> {
+    let mut at = 0;
+    let next = |at: &mut usize| -> Option<&Vec<u8>> {
+        let e = lp.get(*at)?;
+        *at += 1;
+        Some(e)
+    };
+    let int = |e: &Vec<u8>| parse_i64(e);
+    let count = int(next(&mut at)?)?;
+    let deleted = int(next(&mut at)?)?;
+    let nfields = usize::try_from(int(next(&mut at)?)?).ok()?;
+    let mut fields = Vec::with_capacity(nfields.min(lp.len()));
+    for _ in 0..nfields {
+        fields.push(next(&mut at)?.clone());
+    }
+    if int(next(&mut at)?)? != 0 {
+        return None;
+    }
+    let mut records = Vec::new();
+    let (mut live, mut dead) = (0i64, 0i64);
+    while at < lp.len() {
+        let flags = int(next(&mut at)?)?;
+        let ms = master.ms.checked_add(u64::try_from(int(next(&mut at)?)?).ok()?)?;
+        let seq = master.seq.wrapping_add(int(next(&mut at)?)? as u64);
+        let same = flags & 2 != 0;
+        let n = if same {
+            nfields
+        } else {
+            usize::try_from(int(next(&mut at)?)?).ok()?
+        };
+        let mut pairs = Vec::with_capacity(n.min(lp.len()));
+        for i in 0..n {
+            let f = if same {
+                fields[i].clone()
+            } else {
+                next(&mut at)?.clone()
+            };
+            pairs.push((f, next(&mut at)?.clone()));
+        }
+        let lp_count = int(next(&mut at)?)?;
+        let want = n as i64 + 3 + if same { 0 } else { n as i64 + 1 };
+        if lp_count != want || n == 0 {
+            return None;
+        }
+        let del = flags & 1 != 0;
+        if del {
+            dead += 1;
+        } else {
+            live += 1;
+        }
+        records.push((StreamId::new(ms, seq), del, pairs));
+    }
+    (live == count && dead == deleted && live > 0).then_some((fields, records))
+}
+
+/// The DUMP payload of a stream: RDB_TYPE_STREAM_LISTPACKS_2 as Redis 7.0 writes it.
+pub fn dump_stream(s: &augur_store::stream::Stream) -> Vec<u8> {
+    let mut out = vec![RDB_TYPE_STREAM_LISTPACKS_2];
+    let nodes = s.node_views();
+    put_len(&mut out, nodes.len() as u64);
+    for n in &nodes {
+        rdb_put_raw_string(&mut out, &n.master.encode());
+        let mut lp = listpack_new();
+        let mut count = 0;
+        let mut int = |lp: &mut Vec<u8>, v: i64| {
+            listpack_push_int(lp, v);
+            count += 1;
+        };
+        int(&mut lp, n.live as i64);
+        int(&mut lp, n.deleted as i64);
+        int(&mut lp, n.master_fields.len() as i64);
+        for f in &n.master_fields {
+            listpack_push(&mut lp, f);
+            count += 1;
+        }
+        listpack_push_int(&mut lp, 0);
+        count += 1;
+        for r in &n.records {
+            let flags = (r.deleted as i64) | ((r.same_fields as i64) << 1);
+            listpack_push_int(&mut lp, flags);
+            listpack_push_int(&mut lp, (r.id.ms - n.master.ms) as i64);
+            listpack_push_int(&mut lp, r.id.seq.wrapping_sub(n.master.seq) as i64);
+            count += 3;
+            if !r.same_fields {
+                listpack_push_int(&mut lp, r.pairs.len() as i64);
+                count += 1;
+            }
+            for (f, v) in &r.pairs {
+                if !r.same_fields {
+                    listpack_push(&mut lp, f);
+                    count += 1;
+                }
+                listpack_push(&mut lp, v);
+                count += 1;
+            }
+            let lp_count = r.pairs.len() + 3 + if r.same_fields { 0 } else { r.pairs.len() + 1 };
+            listpack_push_int(&mut lp, lp_count as i64);
+            count += 1;
+        }
+        listpack_finish(&mut lp, count);
+        rdb_put_raw_string(&mut out, &lp);
+    }
+    put_len(&mut out, s.len());
+    for id in [s.last_id(), s.first_id(), s.max_deleted_id()] {
+        put_len(&mut out, id.ms);
+        put_len(&mut out, id.seq);
+    }
+    put_len(&mut out, s.entries_added());
+    put_len(&mut out, s.groups().len() as u64);
+    for (name, g) in s.groups() {
+        rdb_put_raw_string(&mut out, name);
+        put_len(&mut out, g.last_id.ms);
+        put_len(&mut out, g.last_id.seq);
+        put_len(&mut out, g.entries_read as u64);
+        put_len(&mut out, g.pel().len() as u64);
+        for (id, nack) in g.pel() {
+            out.extend_from_slice(&id.encode());
+            out.extend_from_slice(&nack.delivery_time.to_le_bytes());
+            put_len(&mut out, nack.delivery_count);
+        }
+        put_len(&mut out, g.consumers().len() as u64);
+        for (cname, c) in g.consumers() {
+            rdb_put_raw_string(&mut out, cname);
+            out.extend_from_slice(&c.seen_time.to_le_bytes());
+            put_len(&mut out, c.pel.len() as u64);
+            for id in &c.pel {
+                out.extend_from_slice(&id.encode());
+            }
+        }
+    }
+    rdb_seal_payload(&mut out);
+    out
 }
 
 /// Non-empty, and no set member or hash field twice (rdbLoadObject's duplicate checks).
@@ -436,6 +585,7 @@ fn valid(v: &Restored) -> bool {
         Restored::ZSet { elems, .. } => {
             !elems.is_empty() && elems.iter().all(|(m, _)| seen.insert(m.as_slice()))
         }
+        Restored::Stream(_) => true,
     }
 }
 
@@ -734,6 +884,96 @@ impl<'a> Reader<'a> {
         })
     }
 
+    fn plain_len(&mut self) -> Option<u64> {
+        match self.len()? {
+            (n, false) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn raw_id(&mut self) -> Option<StreamId> {
+        Some(StreamId::decode(self.take(16)?.try_into().ok()?))
+    }
+
+    fn ms_time(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    /// RDB_TYPE_STREAM_LISTPACKS (`v2` false: Redis 5 to 6.2) and _2 (7.0): the nodes
+    /// (16-byte master ID, Redis listpack), the stream's IDs and counters, the groups
+    /// with their PELs and consumers (rdbLoadObject). Every count and ID is checked;
+    /// anything inconsistent refuses the payload.
+    fn stream(&mut self, v2: bool) -> Option<augur_store::stream::Stream> {
+        let mut s = augur_store::stream::Stream::new();
+        let nodes = self.plain_len()?;
+        for _ in 0..nodes {
+            let key = self.string()?;
+            let master = StreamId::decode(key.as_slice().try_into().ok()?);
+            let lp = listpack_entries(&self.string()?)?;
+            let (master_fields, records) = stream_node(master, &lp)?;
+            let fields: Vec<&[u8]> = master_fields.iter().map(|f| f.as_slice()).collect();
+            let recs: Vec<(StreamId, bool, Vec<(&[u8], &[u8])>)> = records
+                .iter()
+                .map(|(id, d, pairs)| {
+                    (*id, *d, pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect())
+                })
+                .collect();
+            if !s.restore_node(master, &fields, &recs) {
+                return None;
+            }
+        }
+        let length = self.plain_len()?;
+        let last = StreamId::new(self.plain_len()?, self.plain_len()?);
+        let (first, max_deleted, added) = if v2 {
+            (
+                StreamId::new(self.plain_len()?, self.plain_len()?),
+                StreamId::new(self.plain_len()?, self.plain_len()?),
+                self.plain_len()?,
+            )
+        } else {
+            // Redis <= 6.2 kept none of these: rdbLoadObject derives them.
+            let first = s.edge(false).map_or(StreamId::MIN, |e| e.id);
+            (first, StreamId::MIN, length)
+        };
+        if !s.restore_meta(length, last, first, max_deleted, added) {
+            return None;
+        }
+        let groups = self.plain_len()?;
+        for _ in 0..groups {
+            let name = self.string()?;
+            let glast = StreamId::new(self.plain_len()?, self.plain_len()?);
+            let entries_read = if v2 {
+                self.plain_len()? as i64
+            } else {
+                s.estimate_distance(glast)
+            };
+            let npel = self.plain_len()?;
+            let mut pel = Vec::new();
+            for _ in 0..npel {
+                let id = self.raw_id()?;
+                let t = self.ms_time()?;
+                let n = self.plain_len()?;
+                pel.push((id, t, n));
+            }
+            let nconsumers = self.plain_len()?;
+            let mut consumers = Vec::new();
+            for _ in 0..nconsumers {
+                let cname = self.string()?;
+                let seen = self.ms_time()?;
+                let nids = self.plain_len()?;
+                let mut ids = Vec::new();
+                for _ in 0..nids {
+                    ids.push(self.raw_id()?);
+                }
+                consumers.push((cname, seen, ids));
+            }
+            if !s.restore_group(&name, glast, entries_read, &pel, &consumers) {
+                return None;
+            }
+        }
+        Some(s)
+    }
+
     /// A collection's length, then `arity` strings per item (1 for set members, 2 for
     /// hash pairs). The length is not trusted for allocation: a payload claiming more
     /// items than it holds runs out of bytes and is refused.
@@ -928,12 +1168,13 @@ pub(super) fn dump_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         Ok(Some(v)) => dump_string(v),
         Ok(None) => return c.out.null(),
         Err(_) => match shard.kind(c.ns(), key, now) {
-            Some(kind @ (Kind::Hash | Kind::Set | Kind::List | Kind::ZSet)) => {
+            Some(kind @ (Kind::Hash | Kind::Set | Kind::List | Kind::ZSet | Kind::Stream)) => {
                 match shard.peek_object(c.ns(), key, kind, now) {
                     Ok(Some(augur_store::Object::Hash(h))) => dump_hash(h),
                     Ok(Some(augur_store::Object::Set(s))) => dump_set(s),
                     Ok(Some(augur_store::Object::List(l))) => dump_list(l),
                     Ok(Some(augur_store::Object::ZSet(z))) => dump_zset(z),
+                    Ok(Some(augur_store::Object::Stream(s))) => dump_stream(s),
                     _ => return c.out.null(),
                 }
             }
@@ -1011,7 +1252,11 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
     let ns = c.ns();
     let written = match value {
         Restored::String(v) => shard.set(ns, key, &v, at.map_or(SetTtl::Clear, SetTtl::At), now),
-        Restored::Hash(_) | Restored::Set(_) | Restored::List(_) | Restored::ZSet { .. } => {
+        Restored::Hash(_)
+        | Restored::Set(_)
+        | Restored::List(_)
+        | Restored::ZSet { .. }
+        | Restored::Stream(_) => {
             // REPLACE: the old value goes first (whatever its type), without a "del"
             // event, as restoreCommand's dbDelete.
             shard.delete(ns, key, now);
@@ -1020,6 +1265,7 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
                 Restored::Hash(_) => Kind::Hash,
                 Restored::List(_) => Kind::List,
                 Restored::ZSet { .. } => Kind::ZSet,
+                Restored::Stream(_) => Kind::Stream,
                 _ => Kind::Set,
             };
             let made = shard.write_object(ns, key, kind, true, now, |o| match value {
@@ -1044,6 +1290,7 @@ pub(super) fn restore_command(shared: &Shared, c: &mut Client, args: Args<'_>, n
                 Restored::ZSet { elems, packed } => {
                     *o = augur_store::Object::ZSet(zset_of(&elems, packed, &lim));
                 }
+                Restored::Stream(s) => *o = augur_store::Object::Stream(s),
                 Restored::String(_) => {}
             });
             if let (Ok(Some(())), Some(at)) = (&made, at) {

@@ -677,6 +677,8 @@ pub(super) fn is_blocking(cmd: Cmd) -> bool {
             | Cmd::BZPopMin
             | Cmd::BZPopMax
             | Cmd::BZMPop
+            | Cmd::XRead
+            | Cmd::XReadGroup
     )
 }
 

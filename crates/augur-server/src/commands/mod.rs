@@ -146,6 +146,10 @@ pub struct Client {
     /// A script running for this connection has called a read-only command (CLIENT
     /// TRACKING then remembers the script's declared keys).
     pub script_read: bool,
+    /// A blocked command's statistics slot and run time so far: its call is counted
+    /// when the wait ends (failed if it ends with an error), as Redis's
+    /// updateStatsOnUnblock does.
+    pub blocked_call: Option<(u16, u64)>,
     /// CLIENT REPLY state: [`client::REPLY_OFF`], [`client::REPLY_SKIP`],
     /// [`client::REPLY_SKIP_NEXT`] bits; 0 (the common case) costs one compare per
     /// command.
@@ -187,6 +191,7 @@ impl Client {
             watch_flag,
             pubsub: None,
             script_read: false,
+            blocked_call: None,
             reply: 0,
             monitor: None,
             db_map: Arc::new(augur_store::DbMap::identity(0)),
@@ -370,7 +375,11 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     c.clock = Some(t1);
     if sub_arity.is_some() {
         let nanos = t1.saturating_duration_since(t0).as_nanos() as u64;
-        c.out.stats.call(slot, nanos);
+        if c.blocked.is_some() {
+            c.blocked_call = Some((slot, nanos));
+        } else {
+            c.out.stats.call(slot, nanos);
+        }
     }
 }
 

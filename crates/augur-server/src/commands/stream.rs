@@ -563,8 +563,11 @@ fn read_key(
                 };
                 created = grp.touch_consumer(&g.consumer, now);
                 if history {
-                    let start = after.unwrap_or(StreamId::MIN);
-                    let h = s.read_group_history(&g.group, &g.consumer, start, count, now);
+                    // Like every XREAD ID, a history read's is exclusive.
+                    let h = match after.unwrap_or(StreamId::MIN).next() {
+                        Some(start) => s.read_group_history(&g.group, &g.consumer, start, count, now),
+                        None => Vec::new(),
+                    };
                     (Ok(Some(KeyReply::History(h))), true)
                 } else {
                     let e = s.read_group_new(&g.group, &g.consumer, count, g.noack, now);
