@@ -183,7 +183,6 @@ pub fn lp_str_size(s: &[u8]) -> usize {
 /// A listpack's header (total bytes, element count) and end byte.
 const LP_OVERHEAD: usize = 7;
 
-
 // ----- nodes -----
 
 /// A record's flags (t_stream.c's STREAM_ITEM_FLAG_*).
@@ -282,7 +281,12 @@ impl Node {
         let same = self.same_fields(pairs);
         let flags = if same { FLAG_SAMEFIELDS } else { 0 };
         let dms = id.ms - self.master.ms;
-        let mut rec = Vec::with_capacity(16 + pairs.iter().map(|(f, v)| f.len() + v.len() + 4).sum::<usize>());
+        let mut rec = Vec::with_capacity(
+            16 + pairs
+                .iter()
+                .map(|(f, v)| f.len() + v.len() + 4)
+                .sum::<usize>(),
+        );
         rec.push(flags);
         put_varint(&mut rec, dms as usize);
         put_varint(&mut rec, id.seq as usize);
@@ -690,7 +694,9 @@ impl Stream {
             + self
                 .groups
                 .iter()
-                .map(|(n, g)| alloc_size(n.len()) + slot_bytes(16 + std::mem::size_of::<Group>()) + g.bytes())
+                .map(|(n, g)| {
+                    alloc_size(n.len()) + slot_bytes(16 + std::mem::size_of::<Group>()) + g.bytes()
+                })
                 .sum::<usize>()
     }
 
@@ -749,7 +755,11 @@ impl Stream {
             self.node_bytes += node.bytes();
             self.nodes.insert(id, node);
         }
-        let node = self.nodes.values_mut().next_back().expect("a node to append to");
+        let node = self
+            .nodes
+            .values_mut()
+            .next_back()
+            .expect("a node to append to");
         let before = node.bytes();
         node.append(id, pairs);
         self.node_bytes = self.node_bytes + node.bytes() - before;
@@ -768,7 +778,13 @@ impl Stream {
 
     /// Live entries with IDs in `start..=end`, in order (or reversed), at most `count`
     /// (0: all).
-    pub fn range(&self, start: StreamId, end: StreamId, rev: bool, count: usize) -> Vec<StreamEntry<'_>> {
+    pub fn range(
+        &self,
+        start: StreamId,
+        end: StreamId,
+        rev: bool,
+        count: usize,
+    ) -> Vec<StreamEntry<'_>> {
         let mut out = Vec::new();
         if start > end {
             return out;
@@ -942,7 +958,12 @@ impl Stream {
     }
 
     /// XSETID's changes (the caller checked Redis's conditions).
-    pub fn set_ids(&mut self, last: StreamId, entries_added: Option<u64>, max_deleted: Option<StreamId>) {
+    pub fn set_ids(
+        &mut self,
+        last: StreamId,
+        entries_added: Option<u64>,
+        max_deleted: Option<StreamId>,
+    ) {
         self.last_id = last;
         if let Some(n) = entries_added {
             self.entries_added = n;
@@ -976,7 +997,8 @@ impl Stream {
         if self.groups.contains_key(name) {
             return false;
         }
-        self.groups.insert(name.into(), Group::new(last_id, entries_read));
+        self.groups
+            .insert(name.into(), Group::new(last_id, entries_read));
         true
     }
 
@@ -1087,7 +1109,11 @@ impl Stream {
         count: usize,
         now: u64,
     ) -> Vec<(StreamId, Option<Vec<(Vec<u8>, Vec<u8>)>>)> {
-        let ids: Vec<StreamId> = match self.groups.get(group).and_then(|g| g.consumers.get(consumer)) {
+        let ids: Vec<StreamId> = match self
+            .groups
+            .get(group)
+            .and_then(|g| g.consumers.get(consumer))
+        {
             Some(c) => c
                 .pel
                 .range(start..)
@@ -1134,7 +1160,10 @@ impl Stream {
             } else {
                 None
             };
-            let g = self.groups.get_mut(group).expect("the caller checked the group");
+            let g = self
+                .groups
+                .get_mut(group)
+                .expect("the caller checked the group");
             if !exists {
                 g.drop_pending(id);
                 continue;
@@ -1145,7 +1174,10 @@ impl Stream {
                 continue;
             }
             if let Some(n) = pending {
-                if min_idle > 0 && now.saturating_sub(n.delivery_time) < min_idle && !n.consumer.is_empty() {
+                if min_idle > 0
+                    && now.saturating_sub(n.delivery_time) < min_idle
+                    && !n.consumer.is_empty()
+                {
                     continue;
                 }
             }
@@ -1189,8 +1221,15 @@ impl Stream {
             if count == 0 {
                 break;
             }
-            let g = self.groups.get(group).expect("the caller checked the group");
-            let next = g.pel.range(cursor..).next().map(|(id, n)| (*id, n.delivery_time));
+            let g = self
+                .groups
+                .get(group)
+                .expect("the caller checked the group");
+            let next = g
+                .pel
+                .range(cursor..)
+                .next()
+                .map(|(id, n)| (*id, n.delivery_time));
             let Some((id, delivered)) = next else {
                 last_seen = None;
                 cursor = StreamId::MAX;
@@ -1232,7 +1271,10 @@ impl Stream {
             None => None,
             Some(id) => {
                 let g = self.groups.get(group).unwrap();
-                g.pel.range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded)).next().map(|(k, _)| *k)
+                g.pel
+                    .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded))
+                    .next()
+                    .map(|(k, _)| *k)
             }
         };
         let _ = cursor;
@@ -1286,7 +1328,11 @@ impl Stream {
             .values()
             .map(|n| NodeView {
                 master: n.master,
-                master_fields: n.master_fields().iter().map(|&(a, b)| &n.buf[a..b]).collect(),
+                master_fields: n
+                    .master_fields()
+                    .iter()
+                    .map(|&(a, b)| &n.buf[a..b])
+                    .collect(),
                 live: n.live,
                 deleted: n.deleted,
                 records: n
@@ -1395,7 +1441,11 @@ impl Stream {
                         consumer: cname.as_slice().into(),
                     },
                 );
-                g.consumers.get_mut(cname.as_slice()).unwrap().pel.insert(*id);
+                g.consumers
+                    .get_mut(cname.as_slice())
+                    .unwrap()
+                    .pel
+                    .insert(*id);
             }
         }
         if !nacks.is_empty() {

@@ -27,11 +27,11 @@
 //! A value type added later needs its own RDB encoding here (its DUMP must not fall
 //! through to another type's).
 
-use augur_store::stream::StreamId;
 use super::{eq, write_error, Client, ERR_NOT_INT, ERR_SYNTAX};
 use crate::resp::{parse_i64, Args};
 use crate::scripting::fmt::fmt_g;
 use crate::state::Shared;
+use augur_store::stream::StreamId;
 use augur_store::{Kind, SetTtl};
 
 /// RDB_VERSION of Redis 7.0: payloads from newer versions are refused, as Redis does.
@@ -423,9 +423,7 @@ pub fn load_value(p: &[u8]) -> Result<Restored, &'static str> {
             .and_then(|b| listpack_entries(&b))
             .and_then(zset_pairs),
         Some(RDB_TYPE_STREAM_LISTPACKS) => r.stream(false).map(|s| Restored::Stream(Box::new(s))),
-        Some(RDB_TYPE_STREAM_LISTPACKS_2) => {
-            r.stream(true).map(|s| Restored::Stream(Box::new(s)))
-        }
+        Some(RDB_TYPE_STREAM_LISTPACKS_2) => r.stream(true).map(|s| Restored::Stream(Box::new(s))),
         _ => None,
     };
     match v {
@@ -462,7 +460,9 @@ fn stream_node(
     let (mut live, mut dead) = (0i64, 0i64);
     while at < lp.len() {
         let flags = int(next(&mut at)?)?;
-        let ms = master.ms.checked_add(u64::try_from(int(next(&mut at)?)?).ok()?)?;
+        let ms = master
+            .ms
+            .checked_add(u64::try_from(int(next(&mut at)?)?).ok()?)?;
         let seq = master.seq.wrapping_add(int(next(&mut at)?)? as u64);
         let same = flags & 2 != 0;
         let n = if same {
@@ -915,7 +915,14 @@ impl<'a> Reader<'a> {
             let recs: Vec<(StreamId, bool, Vec<(&[u8], &[u8])>)> = records
                 .iter()
                 .map(|(id, d, pairs)| {
-                    (*id, *d, pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect())
+                    (
+                        *id,
+                        *d,
+                        pairs
+                            .iter()
+                            .map(|(f, v)| (f.as_slice(), v.as_slice()))
+                            .collect(),
+                    )
                 })
                 .collect();
             if !s.restore_node(master, &fields, &recs) {

@@ -257,7 +257,9 @@ fn parse_add_trim(args: Args<'_>, xadd: bool, node_max_entries: usize) -> Result
     }
     if limit_given {
         if !p.approx {
-            return Err("ERR syntax error, LIMIT cannot be used without the special ~ option".into());
+            return Err(
+                "ERR syntax error, LIMIT cannot be used without the special ~ option".into(),
+            );
         }
     } else if p.approx {
         p.limit = (100 * node_max_entries as u64).min(i64::MAX as u64);
@@ -565,7 +567,9 @@ fn read_key(
                 if history {
                     // Like every XREAD ID, a history read's is exclusive.
                     let h = match after.unwrap_or(StreamId::MIN).next() {
-                        Some(start) => s.read_group_history(&g.group, &g.consumer, start, count, now),
+                        Some(start) => {
+                            s.read_group_history(&g.group, &g.consumer, start, count, now)
+                        }
                         None => Vec::new(),
                     };
                     (Ok(Some(KeyReply::History(h))), true)
@@ -613,6 +617,12 @@ pub(super) fn xread_command(
         let more = argc - 1 - i;
         let o = args.get(i);
         if eq(o, "block") && more > 0 {
+            if c.in_script {
+                let name = if xreadgroup { "xreadgroup" } else { "xread" };
+                return c.out.error(&format!(
+                    "ERR {name} command is not allowed with BLOCK option from scripts"
+                ));
+            }
             i += 1;
             match parse_i64(args.get(i)) {
                 None => return c.out.error("ERR timeout is not an integer or out of range"),
@@ -749,7 +759,16 @@ pub(super) fn xread_command(
     let mut again: Vec<(Vec<u8>, KeyReply)> = Vec::new();
     for (k, key) in keys.iter().enumerate() {
         let history = false;
-        if let Ok(Some(r)) = read_key(shared, t, key, ids[k], count, wait.group.as_ref(), history, now) {
+        if let Ok(Some(r)) = read_key(
+            shared,
+            t,
+            key,
+            ids[k],
+            count,
+            wait.group.as_ref(),
+            history,
+            now,
+        ) {
             again.push((key.to_vec(), r));
         }
     }
@@ -846,7 +865,16 @@ pub(crate) fn serve_stream_waiter(
         return Ok(None);
     }
     let after = wait.group.is_none().then_some(wait.ids[k]);
-    match read_key(shared, t, key, after, wait.count, wait.group.as_ref(), false, now) {
+    match read_key(
+        shared,
+        t,
+        key,
+        after,
+        wait.count,
+        wait.group.as_ref(),
+        false,
+        now,
+    ) {
         Ok(Some(r)) => {
             let mut out = Out::new();
             out.resp3 = w.resp3;
@@ -1142,9 +1170,7 @@ pub(super) fn xpending_command(shared: &Shared, c: &mut Client, args: Args<'_>, 
     let mut shard = shared.store.lock_key(key);
     let g: Group = match shard.read_object(c.ns(), key, Kind::Stream, now) {
         Err(_) => return c.out.error(ERR_WRONGTYPE),
-        Ok(Some(o)) if stream(o).group(group).is_some() => {
-            stream(o).group(group).unwrap().clone()
-        }
+        Ok(Some(o)) if stream(o).group(group).is_some() => stream(o).group(group).unwrap().clone(),
         _ => return c.out.error(&nogroup(key, group)),
     };
     drop(shard);
@@ -1310,7 +1336,9 @@ pub(super) fn xclaim_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
             justid,
             now,
         );
-        created &= s.group(group).is_some_and(|g| g.consumer(consumer).is_some());
+        created &= s
+            .group(group)
+            .is_some_and(|g| g.consumer(consumer).is_some());
         changed |= !claimed.is_empty() || before != s.group(group).map(|g| g.pel().len());
         (claimed, changed)
     });
@@ -1339,7 +1367,11 @@ pub(super) fn xautoclaim_command(shared: &Shared, c: &mut Client, args: Args<'_>
     let consumer = args.get(3);
     let min_idle = match parse_i64(args.get(4)) {
         Some(n) => n.max(0) as u64,
-        None => return c.out.error("ERR Invalid min-idle-time argument for XAUTOCLAIM"),
+        None => {
+            return c
+                .out
+                .error("ERR Invalid min-idle-time argument for XAUTOCLAIM")
+        }
     };
     let start = match parse_bound(args.get(5), false) {
         Ok(id) => id,
@@ -1376,9 +1408,13 @@ pub(super) fn xautoclaim_command(shared: &Shared, c: &mut Client, args: Args<'_>
     let mut shard = shared.store.lock_key(key);
     let r = shard.write_object_if(t.ns, key, Kind::Stream, false, now, |o| {
         let s = stream_mut(o);
-        created = s.group(group).is_some_and(|g| g.consumer(consumer).is_none());
+        created = s
+            .group(group)
+            .is_some_and(|g| g.consumer(consumer).is_none());
         let r = s.autoclaim(group, consumer, start, count as u64, min_idle, justid, now);
-        created &= s.group(group).is_some_and(|g| g.consumer(consumer).is_some());
+        created &= s
+            .group(group)
+            .is_some_and(|g| g.consumer(consumer).is_some());
         let changed = !r.1.is_empty() || !r.2.is_empty();
         (r, changed)
     });
@@ -1517,13 +1553,11 @@ pub(super) fn xinfo_command(
         "consumers" => {
             let group = args.get(3);
             let Some(g) = s.group(group) else {
-                return out.error(
-                    &format!(
-                        "NOGROUP No such consumer group '{}' for key name '{}'",
-                        String::from_utf8_lossy(group),
-                        String::from_utf8_lossy(key)
-                    ),
-                );
+                return out.error(&format!(
+                    "NOGROUP No such consumer group '{}' for key name '{}'",
+                    String::from_utf8_lossy(group),
+                    String::from_utf8_lossy(key)
+                ));
             };
             out.array(g.consumers().len());
             for (name, cs) in g.consumers() {
@@ -1604,7 +1638,11 @@ pub(super) fn xinfo_command(
                 reply_lag(out, &s, g);
                 out.bulk_str("pel-count");
                 out.int(g.pel().len() as i64);
-                let limit = if count == 0 { usize::MAX } else { count as usize };
+                let limit = if count == 0 {
+                    usize::MAX
+                } else {
+                    count as usize
+                };
                 let pel: Vec<_> = g.pel().iter().take(limit).collect();
                 out.bulk_str("pending");
                 out.array(pel.len());
@@ -1721,7 +1759,10 @@ mod tests {
         assert_eq!(p("5-"), None);
         assert_eq!(p("a-1"), None);
         assert_eq!(p("18446744073709551616-0"), None);
-        assert_eq!(p("18446744073709551615-18446744073709551615"), Some(StreamId::MAX));
+        assert_eq!(
+            p("18446744073709551615-18446744073709551615"),
+            Some(StreamId::MAX)
+        );
         assert_eq!(p("-01"), None, "a leading '-' splits into an empty ms part");
         assert_eq!(parse_strict_id(b"+"), Err(ERR_INVALID_ID));
         assert_eq!(
@@ -1729,17 +1770,11 @@ mod tests {
             Some((StreamId::new(5, 0), false))
         );
         assert_eq!(parse_id_full(b"5-*", 0, true, false), None);
-        assert_eq!(
-            parse_bound(b"(5-0", false),
-            Ok(StreamId::new(5, 1))
-        );
+        assert_eq!(parse_bound(b"(5-0", false), Ok(StreamId::new(5, 1)));
         assert_eq!(
             parse_bound(b"(0-0", true),
             Err("ERR invalid end ID for the interval")
         );
-        assert_eq!(
-            parse_bound(b"5", true),
-            Ok(StreamId::new(5, u64::MAX))
-        );
+        assert_eq!(parse_bound(b"5", true), Ok(StreamId::new(5, u64::MAX)));
     }
 }
