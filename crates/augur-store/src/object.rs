@@ -984,9 +984,12 @@ mod tests {
                         + t.table.iter().map(|e| alloc_size(e.len())).sum::<usize>()
                 }
             },
-            // list.rs's and zset.rs's own tests check their structures.
+            // list.rs's, zset.rs's and stream.rs's own tests check their structures.
             Object::List(l) => l.bytes(),
             Object::ZSet(z) => z.bytes(),
+            Object::Stream(st) => {
+                alloc_size(std::mem::size_of::<crate::stream::Stream>()) + st.bytes()
+            }
         };
         alloc_size(std::mem::size_of::<Object>()) + inner
     }

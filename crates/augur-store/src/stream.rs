@@ -396,6 +396,13 @@ pub struct StreamEntry<'a> {
 /// An entry with owned bytes (for replies written after the shard lock is released).
 pub type OwnedEntry = (StreamId, Vec<(Vec<u8>, Vec<u8>)>);
 
+/// A consumer's pending entry as a history read returns it: the entry's pairs, or None
+/// if the entry was deleted meanwhile.
+pub type PendingRead = (StreamId, Option<Vec<(Vec<u8>, Vec<u8>)>>);
+
+/// A record as RESTORE hands it over: ID, deleted, pairs.
+pub type RestoredRecord<'a> = (StreamId, bool, Vec<(&'a [u8], &'a [u8])>);
+
 impl StreamEntry<'_> {
     pub fn to_owned_entry(&self) -> OwnedEntry {
         (
@@ -1108,7 +1115,7 @@ impl Stream {
         start: StreamId,
         count: usize,
         now: u64,
-    ) -> Vec<(StreamId, Option<Vec<(Vec<u8>, Vec<u8>)>>)> {
+    ) -> Vec<PendingRead> {
         let ids: Vec<StreamId> = match self
             .groups
             .get(group)
@@ -1195,6 +1202,7 @@ impl Stream {
     /// from `start` idle at least `min_idle`, examining at most `count * 10`. Returns the
     /// next cursor (0-0 at the end), the claimed entries and the IDs whose entries were
     /// deleted (dropped from the PEL).
+    #[allow(clippy::too_many_arguments)]
     pub fn autoclaim(
         &mut self,
         group: &[u8],
@@ -1356,7 +1364,7 @@ impl Stream {
         &mut self,
         master: StreamId,
         master_fields: &[&[u8]],
-        records: &[(StreamId, bool, Vec<(&[u8], &[u8])>)],
+        records: &[RestoredRecord<'_>],
     ) -> bool {
         let mut prev = self.nodes.values().next_back().map(|n| n.last_id);
         for (id, _, _) in records {

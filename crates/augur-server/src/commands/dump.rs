@@ -471,9 +471,10 @@ fn stream_node(
             usize::try_from(int(next(&mut at)?)?).ok()?
         };
         let mut pairs = Vec::with_capacity(n.min(lp.len()));
-        for i in 0..n {
+        let mut master_fields = fields.iter();
+        for _ in 0..n {
             let f = if same {
-                fields[i].clone()
+                master_fields.next()?.clone()
             } else {
                 next(&mut at)?.clone()
             };
@@ -912,7 +913,7 @@ impl<'a> Reader<'a> {
             let lp = listpack_entries(&self.string()?)?;
             let (master_fields, records) = stream_node(master, &lp)?;
             let fields: Vec<&[u8]> = master_fields.iter().map(|f| f.as_slice()).collect();
-            let recs: Vec<(StreamId, bool, Vec<(&[u8], &[u8])>)> = records
+            let recs: Vec<augur_store::stream::RestoredRecord<'_>> = records
                 .iter()
                 .map(|(id, d, pairs)| {
                     (
@@ -1570,6 +1571,7 @@ mod tests {
                     Restored::ZSet { elems, packed } => {
                         load_value(&dump_zset(&zset_of(elems, *packed, &lim)))
                     }
+                    Restored::Stream(st) => load_value(&dump_stream(st)),
                 };
                 let norm = |v: Restored| -> Vec<(Vec<u8>, Vec<u8>)> {
                     let mut x = match v {
@@ -1586,6 +1588,12 @@ mod tests {
                         Restored::ZSet { elems, .. } => elems
                             .into_iter()
                             .map(|(m, s)| (m, fmt_g(s + 0.0, 17).into_bytes()))
+                            .collect(),
+                        // Entries in order, keyed by ID.
+                        Restored::Stream(st) => st
+                            .range(StreamId::MIN, StreamId::MAX, false, 0)
+                            .iter()
+                            .map(|e| (e.id.encode().to_vec(), format!("{:?}", e.pairs).into_bytes()))
                             .collect(),
                     };
                     x.sort();

@@ -482,7 +482,7 @@ pub struct StreamWait {
 enum KeyReply {
     Entries(Vec<OwnedEntry>),
     /// XREADGROUP history: entries, or None for a deleted one ([id, nil]).
-    History(Vec<(StreamId, Option<Vec<(Vec<u8>, Vec<u8>)>>)>),
+    History(Vec<augur_store::stream::PendingRead>),
 }
 
 fn reply_key(out: &mut Out, key: &[u8], r: &KeyReply) {
@@ -638,7 +638,7 @@ pub(super) fn xread_command(
         } else if eq(o, "streams") && more > 0 {
             streams_arg = i + 1;
             let n = argc - streams_arg;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 let name = if xreadgroup { "xreadgroup" } else { "xread" };
                 return c.out.error(&format!(
                     "ERR Unbalanced '{name}' list of streams: for each stream key an ID or '$' must be specified."
@@ -1131,6 +1131,7 @@ pub(super) fn xack_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
 }
 
 /// XPENDING key group [[IDLE min-idle-time] start end count [consumer]].
+#[allow(clippy::type_complexity)]
 pub(super) fn xpending_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
     let argc = args.len();
     if argc != 3 && !(6..=9).contains(&argc) {
@@ -1719,7 +1720,7 @@ pub(super) fn xsetid_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
         if id < s.max_deleted_id() {
             return (Err("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"), false);
         }
-        if s.len() > 0 {
+        if !s.is_empty() {
             if id < s.last_valid_id() {
                 return (Err("ERR The ID specified in XSETID is smaller than the target stream top item"), false);
             }
