@@ -308,18 +308,28 @@ impl Blocking {
         &self.group_flag
     }
 
-    /// The keys signalled since the last call (and, if the group flag was raised, every
-    /// key a blocked XREADGROUP waits on).
-    pub fn take_ready(&self) -> Vec<BlockedKey> {
-        let group_keys: Vec<BlockedKey> = if self.group_flag.swap(false, SeqCst) {
+    /// The keys signalled since the last call, each with whether it was signalled
+    /// (true) or only changed under a blocked XREADGROUP's watch (false: the group flag
+    /// was raised, which readies every such key for the check that its key and group
+    /// still exist, but serves no data, as Redis serves stream readers only on a
+    /// signal).
+    pub fn take_ready(&self) -> Vec<(BlockedKey, bool)> {
+        let watched: Vec<BlockedKey> = if self.group_flag.swap(false, SeqCst) {
             self.lock().group_keys.iter().cloned().collect()
         } else {
             Vec::new()
         };
         let mut r = self.ready.lock().unwrap();
         self.any_ready.store(false, SeqCst);
-        let mut keys = std::mem::take(&mut *r);
-        keys.extend(group_keys);
+        let signalled = std::mem::take(&mut *r);
+        drop(r);
+        let mut keys: Vec<(BlockedKey, bool)> = Vec::with_capacity(signalled.len() + watched.len());
+        for k in watched {
+            if !signalled.contains(&k) {
+                keys.push((k, false));
+            }
+        }
+        keys.extend(signalled.into_iter().map(|k| (k, true)));
         keys
     }
 }

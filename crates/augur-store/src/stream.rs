@@ -633,6 +633,8 @@ pub enum AddIdError {
     Exhausted,
     /// The ID is not greater than the stream's last ID.
     TooSmall,
+    /// `<ms>-*` with `<ms>` the last ID's and its sequence the last possible one.
+    SeqOverflow,
 }
 
 /// A stream: entries, IDs, counters and consumer groups (see the module documentation).
@@ -724,7 +726,7 @@ impl Stream {
             AddId::AutoSeq(ms) => {
                 if ms == last.ms {
                     if last.seq == u64::MAX {
-                        Err(AddIdError::TooSmall)
+                        Err(AddIdError::SeqOverflow)
                     } else {
                         Ok(StreamId::new(ms, last.seq + 1))
                     }

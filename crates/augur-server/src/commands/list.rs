@@ -777,12 +777,14 @@ pub(crate) fn serve_ready(shared: &Shared) {
         }
         let now = crate::state::now_ms();
         let mut reg = shared.blocking.lock();
-        for bk in ready {
+        for (bk, signalled) in ready {
             for w in reg.waiters(&bk) {
                 if let BlockOp::Stream(wait) = &w.op {
                     // A stream read takes nothing away from other readers: every waiter
                     // of the key is tried.
-                    match super::stream::serve_stream_waiter(shared, &w, wait, &bk.2, now) {
+                    let r =
+                        super::stream::serve_stream_waiter(shared, &w, wait, &bk.2, signalled, now);
+                    match r {
                         Ok(Some(reply)) => {
                             shared.blocking.finish(&mut reg, &w, Outcome::Served(reply));
                         }
@@ -791,6 +793,9 @@ pub(crate) fn serve_ready(shared: &Shared) {
                             shared.blocking.finish(&mut reg, &w, Outcome::Failed(e));
                         }
                     }
+                    continue;
+                }
+                if !signalled {
                     continue;
                 }
                 match serve_one(shared, &w, &bk.2, now) {

@@ -247,6 +247,9 @@ fn parse_add_trim(args: Args<'_>, xadd: bool, node_max_entries: usize) -> Result
         i += 1;
     }
     p.next = i;
+    if !xadd && i < argc {
+        return Err(ERR_SYNTAX.into());
+    }
     if p.limit != 0 && p.trim.is_none() {
         return Err(
             "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy".into(),
@@ -306,6 +309,7 @@ pub(super) fn xadd_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
             Ok(id) => id,
             Err(AddIdError::Exhausted) => return (Err("ERR The stream has exhausted the last possible ID, unable to add more items"), false),
             Err(AddIdError::TooSmall) => return (Err("ERR The ID specified in XADD is equal or smaller than the target stream top item"), false),
+            Err(AddIdError::SeqOverflow) => return (Err("ERR Elements are too large to be stored"), false),
         };
         if total > LISTPACK_MAX_SIZE {
             return (Err("ERR Elements are too large to be stored"), false);
@@ -563,7 +567,17 @@ fn read_key(
                 let Some(grp) = s.group_mut(&g.group) else {
                     return (Err(()), false);
                 };
-                created = grp.touch_consumer(&g.consumer, now);
+                // The consumer is created (and seen) when something is served: a
+                // history read, or new entries; a read that blocks creates none.
+                let fresh = !history
+                    && grp
+                        .last_id
+                        .next()
+                        .is_some_and(|start| !s.range(start, StreamId::MAX, false, 1).is_empty());
+                if history || fresh {
+                    let grp = s.group_mut(&g.group).expect("checked above");
+                    created = grp.touch_consumer(&g.consumer, now);
+                }
                 if history {
                     // Like every XREAD ID, a history read's is exclusive.
                     let h = match after.unwrap_or(StreamId::MIN).next() {
@@ -618,9 +632,10 @@ pub(super) fn xread_command(
         let o = args.get(i);
         if eq(o, "block") && more > 0 {
             if c.in_script {
-                let name = if xreadgroup { "xreadgroup" } else { "xread" };
+                // Named as the script wrote it (c->argv[0]).
                 return c.out.error(&format!(
-                    "ERR {name} command is not allowed with BLOCK option from scripts"
+                    "ERR {} command is not allowed with BLOCK option from scripts",
+                    String::from_utf8_lossy(args.get(0))
                 ));
             }
             i += 1;
@@ -639,10 +654,9 @@ pub(super) fn xread_command(
             streams_arg = i + 1;
             let n = argc - streams_arg;
             if !n.is_multiple_of(2) {
-                let name = if xreadgroup { "xreadgroup" } else { "xread" };
-                return c.out.error(&format!(
-                    "ERR Unbalanced '{name}' list of streams: for each stream key an ID or '$' must be specified."
-                ));
+                return c.out.error(
+                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
+                );
             }
             break;
         } else if eq(o, "group") && more >= 2 {
@@ -720,6 +734,9 @@ pub(super) fn xread_command(
             ids.push(None);
         } else {
             match parse_strict_id(arg) {
+                // xreadCommand marks `>` as the largest ID, so that ID given explicitly
+                // to XREADGROUP reads new entries too.
+                Ok(StreamId::MAX) if xreadgroup => ids.push(None),
                 Ok(id) => ids.push(Some(id)),
                 Err(e) => return c.out.error(e),
             }
@@ -831,12 +848,14 @@ pub(crate) fn unwatch_idle_group_keys(shared: &Shared, reg: &mut crate::blocking
 /// Serves a blocked XREAD / XREADGROUP on the one key that readied
 /// (serveClientBlockedOnKey for streams): Ok(Some(reply)) when there are entries for it,
 /// Ok(None) to keep waiting, Err(message) to end the wait with an error (an XREADGROUP
-/// whose key or group is gone).
+/// whose key or group is gone). A key that only changed under a group waiter's watch
+/// (`signalled` false) is checked for that error but serves no entries.
 pub(crate) fn serve_stream_waiter(
     shared: &Shared,
     w: &Waiter,
     wait: &StreamWait,
     key: &[u8],
+    signalled: bool,
     now: u64,
 ) -> Result<Option<Vec<u8>>, String> {
     let t = Target {
@@ -862,6 +881,9 @@ pub(crate) fn serve_stream_waiter(
             );
         }
     } else if kind != Some(Kind::Stream) {
+        return Ok(None);
+    }
+    if !signalled {
         return Ok(None);
     }
     let after = wait.group.is_none().then_some(wait.ids[k]);
@@ -1529,12 +1551,12 @@ pub(super) fn xinfo_command(
     let mut count: i64 = 10;
     if sub == "stream" && args.len() > 3 {
         if args.len() != 4 && args.len() != 6 || !eq(args.get(3), "full") {
-            return c.out.error(ERR_SYNTAX);
+            return subcommand_syntax_error(&mut c.out, args);
         }
         full = true;
         if args.len() == 6 {
             if !eq(args.get(4), "count") {
-                return c.out.error(ERR_SYNTAX);
+                return subcommand_syntax_error(&mut c.out, args);
             }
             match parse_i64(args.get(5)) {
                 Some(n) => count = n.max(0),
@@ -1717,10 +1739,10 @@ pub(super) fn xsetid_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
     let mut shard = shared.store.lock_key(key);
     let r = shard.write_object_if(t.ns, key, Kind::Stream, false, now, |o| {
         let s = stream_mut(o);
-        if id < s.max_deleted_id() {
-            return (Err("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"), false);
-        }
         if !s.is_empty() {
+            if id < s.max_deleted_id() {
+                return (Err("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"), false);
+            }
             if id < s.last_valid_id() {
                 return (Err("ERR The ID specified in XSETID is smaller than the target stream top item"), false);
             }
