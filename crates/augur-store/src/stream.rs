@@ -1183,10 +1183,7 @@ impl Stream {
                 continue;
             }
             if let Some(n) = pending {
-                if min_idle > 0
-                    && now.saturating_sub(n.delivery_time) < min_idle
-                    && !n.consumer.is_empty()
-                {
+                if min_idle > 0 && now.saturating_sub(n.delivery_time) < min_idle {
                     continue;
                 }
             }
@@ -1361,7 +1358,7 @@ impl Stream {
 
     /// RESTORE: appends a whole node as the payload had it (`records`: ID, deleted,
     /// pairs). False, with nothing changed, unless every ID is above the last one, the
-    /// first is the master ID or later, and at least one record is live.
+    /// first is the master ID or later, and there is at least one record.
     pub fn restore_node(
         &mut self,
         master: StreamId,
@@ -1375,7 +1372,9 @@ impl Stream {
             }
             prev = Some(*id);
         }
-        if records.iter().all(|(_, deleted, _)| *deleted) {
+        // (A node may hold no live entry: exact MINID trimming can delete the last live
+        // ones of a node whose last record was deleted before, and Redis keeps it.)
+        if records.is_empty() {
             return false;
         }
         let mut node = Node::new(master, master_fields);

@@ -460,9 +460,8 @@ fn stream_node(
     let (mut live, mut dead) = (0i64, 0i64);
     while at < lp.len() {
         let flags = int(next(&mut at)?)?;
-        let ms = master
-            .ms
-            .checked_add(u64::try_from(int(next(&mut at)?)?).ok()?)?;
+        // Both deltas are an int64 of a u64 difference (wrapping, as in C).
+        let ms = master.ms.wrapping_add(int(next(&mut at)?)? as u64);
         let seq = master.seq.wrapping_add(int(next(&mut at)?)? as u64);
         let same = flags & 2 != 0;
         let n = if same {
@@ -493,7 +492,7 @@ fn stream_node(
         }
         records.push((StreamId::new(ms, seq), del, pairs));
     }
-    (live == count && dead == deleted && live > 0).then_some((fields, records))
+    (live == count && dead == deleted && !records.is_empty()).then_some((fields, records))
 }
 
 /// The DUMP payload of a stream: RDB_TYPE_STREAM_LISTPACKS_2 as Redis 7.0 writes it.

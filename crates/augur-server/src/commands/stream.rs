@@ -1132,15 +1132,16 @@ pub(super) fn xack_command(shared: &Shared, c: &mut Client, args: Args<'_>, now:
         Ok(h) => h,
         Err(e) => return c.out.error(e),
     };
+    // No key or group: nothing to acknowledge, whatever the IDs (7.0 checks this first).
+    if !has {
+        return c.out.int(0);
+    }
     let mut ids = Vec::with_capacity(args.len() - 3);
     for a in args.iter().skip(3) {
         match parse_strict_id(a) {
             Ok(id) => ids.push(id),
             Err(e) => return c.out.error(e),
         }
-    }
-    if !has {
-        return c.out.int(0);
     }
     let mut shard = shared.store.lock_key(key);
     let r = shard.write_object_if(ns, key, Kind::Stream, false, now, |o| {
@@ -1547,6 +1548,14 @@ pub(super) fn xinfo_command(
         return super::help_reply(&mut c.out, "XINFO", XINFO_HELP);
     }
     let key = args.get(2);
+    let mut shard = shared.store.lock_key(key);
+    let s: Stream = match shard.read_object(c.ns(), key, Kind::Stream, now) {
+        Err(_) => return c.out.error(ERR_WRONGTYPE),
+        Ok(None) => return c.out.error(ERR_NO_SUCH_KEY),
+        Ok(Some(o)) => stream(o).clone(),
+    };
+    drop(shard);
+    // The options are read after the key is looked up, as xinfoCommand does.
     let mut full = false;
     let mut count: i64 = 10;
     if sub == "stream" && args.len() > 3 {
@@ -1559,18 +1568,12 @@ pub(super) fn xinfo_command(
                 return subcommand_syntax_error(&mut c.out, args);
             }
             match parse_i64(args.get(5)) {
-                Some(n) => count = n.max(0),
+                // A negative COUNT is the default, 10.
+                Some(n) => count = if n < 0 { 10 } else { n },
                 None => return c.out.error(ERR_NOT_INT),
             }
         }
     }
-    let mut shard = shared.store.lock_key(key);
-    let s: Stream = match shard.read_object(c.ns(), key, Kind::Stream, now) {
-        Err(_) => return c.out.error(ERR_WRONGTYPE),
-        Ok(None) => return c.out.error(ERR_NO_SUCH_KEY),
-        Ok(Some(o)) => stream(o).clone(),
-    };
-    drop(shard);
     let out = &mut c.out;
     match sub {
         "consumers" => {
@@ -1739,10 +1742,8 @@ pub(super) fn xsetid_command(shared: &Shared, c: &mut Client, args: Args<'_>, no
     let mut shard = shared.store.lock_key(key);
     let r = shard.write_object_if(t.ns, key, Kind::Stream, false, now, |o| {
         let s = stream_mut(o);
+        // (Redis 7.0 has no check against the current max-deleted-entry-id; 7.2 added one.)
         if !s.is_empty() {
-            if id < s.max_deleted_id() {
-                return (Err("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"), false);
-            }
             if id < s.last_valid_id() {
                 return (Err("ERR The ID specified in XSETID is smaller than the target stream top item"), false);
             }
