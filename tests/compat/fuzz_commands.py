@@ -67,6 +67,9 @@ SKIP = {
 BLOCKING_TIMEOUT = {"blpop": -1, "brpop": -1, "brpoplpush": 3, "blmove": 5, "blmpop": 1,
                     "bzpopmin": -1, "bzpopmax": -1, "bzmpop": 1}
 SHORT_TIMEOUTS = ["0.001", "0.002", "0.001", "-1", "abc", "inf", "1e400", "", "0x0.004"]
+# XREAD / XREADGROUP: every BLOCK option's milliseconds forced the same way.
+STREAM_BLOCKING = {"xread", "xreadgroup"}
+SHORT_BLOCK_MS = ["1", "2", "1", "-1", "abc", "", "1.5", "9223372036854775808"]
 
 WORDS = [
     "EX", "PX", "EXAT", "PXAT", "NX", "XX", "GT", "LT", "KEEPTTL", "GET", "CH", "INCR",
@@ -332,6 +335,68 @@ def hll_call():
     return ["append", k, rng.choice(["\x00", "hello", "\x7f", "\x80\x80"])]
 
 
+SKEYS = ["st1", "st2", "{k}st"]
+STREAM_IDS = ["0", "0-0", "1-1", "5", "5-*", "*", "$", ">", "+", "-", "(5", "(+", "-1",
+              "18446744073709551615-18446744073709551615", "18446744073709551615-*",
+              "9-18446744073709551615", "1-a", ""]
+
+
+def stream_call():
+    """A stream command on a few stream keys, with IDs, groups and options of its shape."""
+    c = rng.randrange(14)
+    k = rng.choice(SKEYS)
+    sid = lambda: rng.choice(STREAM_IDS) if rng.random() < 0.5 else "%d-%d" % (
+        rng.randrange(100), rng.randrange(4))
+    grp = lambda: rng.choice(["g1", "g2", "nog"])
+    cons = lambda: rng.choice(["c1", "c2", ""])
+    trim = lambda: [rng.choice(["MAXLEN", "MINID"]), rng.choice(["~", "=", ""]),
+                    rng.choice(["0", "1", "5", "-1", "3-0"])] + (
+        ["LIMIT", rng.choice(["0", "1", "-1", "x"])] if rng.random() < 0.3 else [])
+    if c < 4:
+        opts = trim() if rng.random() < 0.3 else []
+        if rng.random() < 0.1:
+            opts.append("NOMKSTREAM")
+        return ["xadd", k] + [o for o in opts if o] + [sid()] + [
+            rng.choice(["f", "g", "", "\x00"]) for _ in range(rng.choice([2, 2, 4, 1, 3]))]
+    if c < 5:
+        return ["xgroup", rng.choice(["create", "setid", "destroy", "createconsumer",
+                                      "delconsumer", "CREATE"]), k, grp()] + rng.choice(
+            [[sid()], [sid(), "MKSTREAM"], [sid(), "ENTRIESREAD", rng.choice(["-1", "3", "-5"])],
+             [cons()], []])
+    if c < 7:
+        ids = [rng.choice([">", "0", "$", sid()]) for _ in range(rng.choice([1, 1, 2]))]
+        head = ["xreadgroup", "GROUP", grp(), cons()] if rng.random() < 0.6 else ["xread"]
+        opts = []
+        if rng.random() < 0.4:
+            opts += ["COUNT", rng.choice(["1", "2", "0", "-1"])]
+        if rng.random() < 0.3:
+            opts += ["BLOCK", "1"]
+        if rng.random() < 0.2:
+            opts.append("NOACK")
+        keys = [rng.choice(SKEYS) for _ in ids]
+        return head + opts + ["STREAMS"] + keys + ids
+    if c < 8:
+        return ["xack", k, grp()] + [sid() for _ in range(rng.choice([1, 2]))]
+    if c < 9:
+        return ["xclaim", k, grp(), cons(), rng.choice(["0", "10", "-1"]), sid()] + rng.choice(
+            [[], ["JUSTID"], ["FORCE"], ["IDLE", "5"], ["TIME", "0"], ["RETRYCOUNT", "3"],
+             ["LASTID", sid()], ["BOGUS"]])
+    if c < 10:
+        return ["xautoclaim", k, grp(), cons(), rng.choice(["0", "10"]), sid()] + rng.choice(
+            [[], ["COUNT", rng.choice(["1", "0", "1000"])], ["JUSTID"]])
+    if c < 11:
+        return ["xpending", k, grp()] + rng.choice(
+            [[], ["-", "+", "10"], ["IDLE", "0", "-", "+", "5", cons()], [sid(), sid(), "3"]])
+    if c < 12:
+        return ["xinfo", rng.choice(["stream", "groups", "consumers"]), k] + rng.choice(
+            [[], ["FULL"], ["FULL", "COUNT", "2"], [grp()]])
+    if c < 13:
+        return [rng.choice(["xdel", "xrange", "xrevrange", "xtrim", "xlen", "xsetid"]), k] + \
+            rng.choice([[sid()], [sid(), sid()], trim(), [sid(), "ENTRIESADDED", "5"]])
+    return [rng.choice(["dump", "type", "exists", "copy", "del"]), k] + rng.choice(
+        [[], [rng.choice(SKEYS)]])
+
+
 def arg():
     c = rng.randrange(100)
     if c < 28:
@@ -568,6 +633,8 @@ def main():
             parts = geo_call()
         elif rng.random() < 1 / 14:  # about one in sixteen of all calls
             parts = hll_call()
+        elif rng.random() < 1 / 13:
+            parts = stream_call()
         elif name in docs and rng.random() < 0.5:
             rest = []
             generate(docs[name], rest)
@@ -581,6 +648,11 @@ def main():
         at = BLOCKING_TIMEOUT.get(parts[0])
         if at is not None and len(parts) > 1 and (at < 0 or at < len(parts)):
             parts[at] = rng.choice(SHORT_TIMEOUTS)
+        if parts[0] in STREAM_BLOCKING:
+            for j in range(1, len(parts) - 1):
+                word = parts[j].decode("latin1") if isinstance(parts[j], bytes) else str(parts[j])
+                if word.upper() == "BLOCK":
+                    parts[j + 1] = rng.choice(SHORT_BLOCK_MS)
         try:
             r = fuzz.call(*parts)
             if r == b"+QUEUED":
