@@ -1464,3 +1464,150 @@ impl Stream {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap as Model;
+
+    #[test]
+    fn listpack_sizes_are_redis_encodings() {
+        // 7-bit uint, 13-bit, 16-bit, 24-bit, 32-bit, 64-bit ints with their back-length.
+        assert_eq!(lp_int_size(0), 2);
+        assert_eq!(lp_int_size(127), 2);
+        assert_eq!(lp_int_size(128), 3);
+        assert_eq!(lp_int_size(-4096), 3);
+        assert_eq!(lp_int_size(4096), 4);
+        assert_eq!(lp_int_size(40_000), 5);
+        assert_eq!(lp_int_size(1 << 30), 6);
+        assert_eq!(lp_int_size(1 << 40), 10);
+        // Strings: 6-bit length up to 63, 12-bit up to 4095, then 32-bit; a canonical
+        // integer is stored as one.
+        assert_eq!(lp_str_size(b"abc"), 5);
+        assert_eq!(lp_str_size(b"12"), 2);
+        assert_eq!(lp_str_size(b"012"), 5);
+        assert_eq!(lp_str_size(&[b'x'; 63]), 65);
+        assert_eq!(lp_str_size(&[b'x'; 64]), 67);
+        assert_eq!(lp_str_size(&[b'x'; 200]), 204);
+    }
+
+    #[test]
+    fn ids_step_and_encode() {
+        assert_eq!(StreamId::new(1, u64::MAX).next(), Some(StreamId::new(2, 0)));
+        assert_eq!(StreamId::MAX.next(), None);
+        assert_eq!(StreamId::new(2, 0).prev(), Some(StreamId::new(1, u64::MAX)));
+        assert_eq!(StreamId::MIN.prev(), None);
+        let id = StreamId::new(0x0102, 7);
+        assert_eq!(StreamId::decode(&id.encode()), id);
+    }
+
+    #[test]
+    fn nodes_close_at_the_entry_limit_as_redis_does() {
+        let mut s = Stream::new();
+        let lim = NodeLimits {
+            max_bytes: 4096,
+            max_entries: 100,
+        };
+        for i in 1..=1000u64 {
+            s.append(StreamId::new(i, 0), &[(b"item", b"1")], lim);
+        }
+        assert_eq!(s.node_count(), 10);
+        // XADD ... MAXLEN ~ 555 leaves 600 (redis-server's answer in unit/type/stream).
+        assert_eq!(s.trim(Trim::MaxLen(555), true, 10_000), 400);
+        assert_eq!(s.len(), 600);
+        assert_eq!(s.first_id(), StreamId::new(401, 0));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Add(u8, u8),
+        Del(u16),
+        MaxLen(u8, bool),
+        MinId(u16, bool),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0u8..4, 0u8..40).prop_map(|(f, v)| Op::Add(f, v)),
+            2 => (0u16..400).prop_map(Op::Del),
+            1 => (0u8..50, any::<bool>()).prop_map(|(n, a)| Op::MaxLen(n, a)),
+            1 => (0u16..400, any::<bool>()).prop_map(|(n, a)| Op::MinId(n, a)),
+        ]
+    }
+
+    proptest! {
+        /// Appends, deletes and trims against an ordered map: the same live entries in
+        /// both directions, the same length and first ID; approximate trimming removes
+        /// no more than exact trimming would; nodes stay within the entry limit.
+        #[test]
+        fn matches_an_ordered_map(ops in prop::collection::vec(op(), 1..300), max_entries in 1usize..8, max_bytes in prop_oneof![Just(0usize), Just(60), Just(4096)]) {
+            let lim = NodeLimits { max_bytes, max_entries };
+            let mut s = Stream::new();
+            let mut m: Model<StreamId, Vec<(Vec<u8>, Vec<u8>)>> = Model::new();
+            let mut next = 1u64;
+            for o in ops {
+                match o {
+                    Op::Add(f, v) => {
+                        let id = StreamId::new(next, (v % 3) as u64);
+                        next += 1;
+                        let field = vec![b'a' + f];
+                        let value = vec![b'v'; v as usize];
+                        let mut pairs = vec![(field.clone(), value.clone())];
+                        if f == 3 {
+                            pairs.push((b"x".to_vec(), b"12".to_vec()));
+                        }
+                        let borrowed: Vec<(&[u8], &[u8])> = pairs.iter().map(|(a, b)| (a.as_slice(), b.as_slice())).collect();
+                        prop_assert_eq!(s.next_add_id(AddId::Explicit(id), 0), Ok(id));
+                        s.append(id, &borrowed, lim);
+                        m.insert(id, pairs);
+                    }
+                    Op::Del(k) => {
+                        let id = StreamId::new(k as u64, 0);
+                        let had = m.remove(&id).is_some();
+                        prop_assert_eq!(s.delete(&[id]), had as u64);
+                    }
+                    Op::MaxLen(n, approx) => {
+                        let before = m.len() as u64;
+                        let removed = s.trim(Trim::MaxLen(n as u64), approx, 0);
+                        let exact = before.saturating_sub(n as u64);
+                        if approx {
+                            prop_assert!(removed <= exact);
+                        } else {
+                            prop_assert_eq!(removed, exact);
+                        }
+                        for _ in 0..removed {
+                            let k = *m.keys().next().unwrap();
+                            m.remove(&k);
+                        }
+                    }
+                    Op::MinId(k, approx) => {
+                        let min = StreamId::new(k as u64, 0);
+                        let exact = m.range(..min).count() as u64;
+                        let removed = s.trim(Trim::MinId(min), approx, 0);
+                        if approx {
+                            prop_assert!(removed <= exact);
+                        } else {
+                            prop_assert_eq!(removed, exact);
+                        }
+                        for _ in 0..removed {
+                            let k = *m.keys().next().unwrap();
+                            m.remove(&k);
+                        }
+                    }
+                }
+                prop_assert_eq!(s.len(), m.len() as u64);
+                let want: Vec<OwnedEntry> = m.iter().map(|(k, v)| (*k, v.clone())).collect();
+                let got: Vec<OwnedEntry> = s.range(StreamId::MIN, StreamId::MAX, false, 0).iter().map(|e| e.to_owned_entry()).collect();
+                prop_assert_eq!(&got, &want);
+                let mut rev: Vec<OwnedEntry> = s.range(StreamId::MIN, StreamId::MAX, true, 0).iter().map(|e| e.to_owned_entry()).collect();
+                rev.reverse();
+                prop_assert_eq!(&rev, &want);
+                prop_assert_eq!(s.first_id(), m.keys().next().copied().unwrap_or(StreamId::MIN));
+                for v in s.node_views() {
+                    prop_assert!((v.live + v.deleted) as usize <= max_entries.max(1));
+                }
+            }
+        }
+    }
+}
