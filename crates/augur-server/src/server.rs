@@ -375,6 +375,14 @@ async fn cron(shared: Arc<Shared>) {
                     c.shrink_qbuf.store(true, Relaxed);
                     c.kill.notify_one();
                 }
+                // clientsCron's closeClientOnOutputBufferLimitReached: a soft limit's
+                // seconds run out with no further message queued.
+                if c.obuf.queued() > 0
+                    && c.obuf
+                        .check(shared.obuf_limits.get(crate::obuf::class_of(c)))
+                {
+                    crate::obuf::close_for_limit(c);
+                }
             }
             crate::commands::evict_clients(&shared);
             let timeout = shared.timeout_secs.load(Relaxed);

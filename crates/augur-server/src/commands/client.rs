@@ -784,7 +784,9 @@ pub(super) fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: 
         ),
     };
     let obl = s.obl.load(Relaxed);
-    let omem = s.omem.load(Relaxed);
+    // MONITOR lines and Pub/Sub messages queued for the connection.
+    let omem = s.omem.load(Relaxed) + m.obuf.queued() as u64;
+
     let events = if obl > 0 { "rw" } else { "r" };
     let _ = write!(
         out,
