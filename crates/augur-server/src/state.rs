@@ -379,7 +379,10 @@ impl Shared {
         let pubsub = Arc::new(crate::pubsub::Registry::new(obuf_limits.clone()));
         store.set_key_event_sink(Arc::new(crate::notify::StoreEvents(pubsub.clone())));
         let clients: Arc<Mutex<HashMap<u64, Arc<ClientMeta>>>> = Arc::default();
-        let tracking = Arc::new(crate::tracking::Tracking::new(clients.clone()));
+        let tracking = Arc::new(crate::tracking::Tracking::new(
+            clients.clone(),
+            obuf_limits.clone(),
+        ));
         tracking
             .max_keys
             .store(config.tracking_table_max_keys, Relaxed);

@@ -24,11 +24,18 @@
 //! a write needs first) goes before it. Messages for other connections are queued on the
 //! receiver ([`ClientTracking`]) and written by its own task, like Pub/Sub messages.
 //!
+//! **Output-buffer limits.** What is queued for a connection counts against its class's
+//! `client-output-buffer-limit` (`crate::obuf`, shared with its Pub/Sub messages): a
+//! RESP2 redirect target is a subscriber (the `pubsub` class), a RESP3 client that
+//! receives its own pushes is `normal` (no limit by Redis's default; configurable). A
+//! receiver past its limit is closed instead of being queued more, as Redis closes it.
+//!
 //! **Cost.** Off (no client ever turned tracking on) a change costs one relaxed load in
 //! the store. On, every change takes this module's lock once; reads by tracking clients
 //! take it once per command. Stale entries (a client that turned tracking off or left)
 //! are dropped lazily when their key changes, as Redis does.
 
+use crate::obuf::{self, LiveLimits};
 use crate::resp::Out;
 use crate::state::ClientMeta;
 use augur_store::{KeyChangeSink, TenantId};
@@ -69,6 +76,19 @@ pub enum Inval {
 }
 
 impl Inval {
+    /// Bytes counted against the receiver's output-buffer limit while the message is
+    /// queued: what it takes encoded, at most (the longer RESP2 `message` header, and
+    /// up to 21 digits of each length), so that the same figure is added when it is
+    /// queued and taken off when it is written, whatever protocol the receiver speaks by
+    /// then.
+    fn cost(&self) -> usize {
+        match self {
+            Inval::Keys { keys: Some(k), .. } => 48 + k.iter().map(|k| k.len() + 26).sum::<usize>(),
+            Inval::Keys { keys: None, .. } => 53,
+            Inval::RedirBroken(_) => 64,
+        }
+    }
+
     /// Writes the message as Redis's sendTrackingMessage does for a receiver speaking
     /// RESP3 (`resp3`) or RESP2 (`subscribed`: in Pub/Sub mode); what such a receiver
     /// cannot be sent is dropped, as in Redis.
@@ -133,25 +153,34 @@ impl ClientTracking {
     pub fn has_queued(&self) -> bool {
         self.queued.load(Relaxed)
     }
-
-    /// Writes the queued messages (see [`Inval::write`]).
-    pub fn drain(&self, out: &mut Out, subscribed: bool) {
-        if !self.queued.swap(false, Relaxed) {
-            return;
-        }
-        let q = std::mem::take(&mut *self.queue.lock());
-        for m in &q {
-            m.write(out, subscribed);
-        }
-    }
 }
 
-/// Queues a message for connection `to` and wakes it (through its `kill` nudge, which a
-/// connection also takes for "look at your state"; it re-arms it when not killed).
-fn queue(to: &ClientMeta, m: Inval) {
-    to.tracking.queue.lock().push_back(m);
-    to.tracking.queued.store(true, Relaxed);
-    to.kill.notify_one();
+/// Writes messages queued for `meta` (see [`Inval::write`]) until about `budget` bytes
+/// are taken, and takes them off its output-buffer account. Returns whether more wait
+/// (the connection writes those once the socket took these, so that a reader that
+/// does not read holds them in the queue, where they are counted, not in its buffer).
+pub fn drain(meta: &ClientMeta, out: &mut Out, subscribed: bool, budget: usize) -> bool {
+    let t = &meta.tracking;
+    if !t.queued.load(Relaxed) {
+        return false;
+    }
+    let mut taken = 0;
+    let batch: Vec<Inval> = {
+        let mut q = t.queue.lock();
+        let mut batch = Vec::new();
+        while taken < budget {
+            let Some(m) = q.pop_front() else { break };
+            taken += m.cost();
+            batch.push(m);
+        }
+        t.queued.store(!q.is_empty(), Relaxed);
+        batch
+    };
+    meta.obuf.taken(taken);
+    for m in &batch {
+        m.write(out, subscribed);
+    }
+    t.queued.load(Relaxed)
 }
 
 /// What one BCAST prefix gathered since its last broadcast.
@@ -176,6 +205,7 @@ struct Inner {
 pub struct Tracking {
     inner: Mutex<Inner>,
     registry: Arc<Mutex<HashMap<u64, Arc<ClientMeta>>>>,
+    limits: Arc<LiveLimits>,
     /// `tracking-table-max-keys` (0: no limit).
     pub max_keys: AtomicU64,
     /// Rounds in a row the limit could not be met (trackingLimitUsedSlots's effort).
@@ -241,10 +271,14 @@ fn current_id() -> u64 {
 }
 
 impl Tracking {
-    pub fn new(registry: Arc<Mutex<HashMap<u64, Arc<ClientMeta>>>>) -> Self {
+    pub fn new(
+        registry: Arc<Mutex<HashMap<u64, Arc<ClientMeta>>>>,
+        limits: Arc<LiveLimits>,
+    ) -> Self {
         Tracking {
             inner: Mutex::default(),
             registry,
+            limits,
             max_keys: AtomicU64::new(DEFAULT_MAX_KEYS),
             over_limit_rounds: AtomicU32::new(0),
             bcast_pending: AtomicBool::new(false),
@@ -442,6 +476,25 @@ impl Tracking {
         }
     }
 
+    /// Queues a message for connection `to` and wakes it (through its `kill` nudge,
+    /// which a connection also takes for "look at your state"; it re-arms it when not
+    /// killed). Past its output-buffer limit the connection is closed instead.
+    fn queue(&self, to: &ClientMeta, m: Inval) {
+        if to.killed.load(Relaxed) {
+            return;
+        }
+        if to.obuf.add(m.cost(), self.limits.get(obuf::class_of(to))) {
+            obuf::close_for_limit(to);
+            return;
+        }
+        {
+            let mut q = to.tracking.queue.lock();
+            q.push_back(m);
+            to.tracking.queued.store(true, Relaxed);
+        }
+        to.kill.notify_one();
+    }
+
     /// sendTrackingMessage: `keys` (None: all) for tracking client `c`, to the client
     /// it redirects to, or to itself: into `own` when that is the caller's reply buffer,
     /// else queued.
@@ -454,11 +507,11 @@ impl Tracking {
                 let m = Inval::RedirBroken(redirect);
                 match own {
                     Some(out) => m.write(out, false),
-                    None => queue(c, m),
+                    None => self.queue(c, m),
                 }
                 return;
             };
-            queue(
+            self.queue(
                 &to,
                 Inval::Keys {
                     keys,
@@ -475,7 +528,7 @@ impl Tracking {
         };
         match own {
             Some(out) => m.write(out, false),
-            None => queue(c, m),
+            None => self.queue(c, m),
         }
     }
 
