@@ -671,7 +671,9 @@ impl Tracking {
     /// shards in one message per prefix and client, in key order (Redis's rax order).
     /// The current connection's own copy goes into `own` (after its reply).
     pub fn broadcast(&self, own: Option<(&ClientMeta, &mut Out)>) {
-        if !self.bcast_pending.swap(false, Relaxed) {
+        // Every tracked command comes here: a load first, so that with nothing gathered
+        // no thread writes the flag's line (a swap would, from every core, per command).
+        if !self.bcast_pending.load(Relaxed) || !self.bcast_pending.swap(false, Relaxed) {
             return;
         }
         let mut sends: Vec<(Arc<ClientMeta>, Vec<Bytes>)> = Vec::new();
