@@ -1054,6 +1054,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn output_buffer_limit_lines_accumulate() {
+        let mut c = ServerConfig::default();
+        c.apply_file_contents(
+            "client-output-buffer-limit normal 1mb 0 0\nclient-output-buffer-limit pubsub 1 2 3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.get("client-output-buffer-limit").unwrap(),
+            "normal 1048576 0 0 slave 268435456 67108864 60 pubsub 1 2 3"
+        );
+        let e = c
+            .apply_file_contents("client-output-buffer-limit master 1 2 3")
+            .unwrap_err();
+        assert!(e.contains("Invalid client class"), "{e}");
+    }
+
+    #[test]
     fn memory_units() {
         assert_eq!(parse_memory("1024"), Some(1024));
         assert_eq!(parse_memory("100mb"), Some(100 * 1024 * 1024));
