@@ -195,6 +195,10 @@ pub struct ServerConfig {
     /// `tracking-table-max-keys`: keys CLIENT TRACKING remembers before it invalidates
     /// some to stay under (0: no limit).
     pub tracking_table_max_keys: u64,
+    /// `client-output-buffer-limit`: per class (normal, replica, pubsub), how much may be
+    /// queued for a connection that does not read before it is closed (see
+    /// `crate::obuf`).
+    pub client_output_buffer_limit: crate::obuf::Limits,
     /// Accepted and reported for compatibility (tools and Redis's tests set them); they
     /// change nothing in Augur, which has no replication and no persistence:
     /// `repl-backlog-size`, `save` (the snapshot points, kept as given) and the hidden
@@ -306,6 +310,7 @@ impl Default for ServerConfig {
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             tracking_table_max_keys: crate::tracking::DEFAULT_MAX_KEYS,
+            client_output_buffer_limit: crate::obuf::DEFAULTS,
             repl_backlog_size: 1024 * 1024,
             save: String::new(),
             key_load_delay: 0,
@@ -361,6 +366,7 @@ pub const PARAMS: &[&str] = &[
     "databases",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
+    "client-output-buffer-limit",
     "loglevel",
     "logfile",
     "hz",
@@ -450,6 +456,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "loglevel",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
+    "client-output-buffer-limit",
     "hz",
     "tenant-partitioning",
     "tenant-objective",
@@ -702,6 +709,9 @@ impl ServerConfig {
                 }
                 self.client_query_buffer_limit = n;
             }
+            "client-output-buffer-limit" => {
+                crate::obuf::parse(value, &mut self.client_output_buffer_limit)?
+            }
             "loglevel" => {
                 self.loglevel = LogLevel::parse(value)
                     .ok_or("argument(s) must be one of the following: debug, verbose, notice, warning, nothing")?
@@ -948,6 +958,7 @@ impl ServerConfig {
             "databases" => self.databases.to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
+            "client-output-buffer-limit" => crate::obuf::format(&self.client_output_buffer_limit),
             "loglevel" => self.loglevel.name().to_string(),
             "logfile" => self.logfile.clone(),
             "hz" => self.hz.to_string(),
@@ -1066,6 +1077,23 @@ impl ServerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_buffer_limit_lines_accumulate() {
+        let mut c = ServerConfig::default();
+        c.apply_file_contents(
+            "client-output-buffer-limit normal 1mb 0 0\nclient-output-buffer-limit pubsub 1 2 3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.get("client-output-buffer-limit").unwrap(),
+            "normal 1048576 0 0 slave 268435456 67108864 60 pubsub 1 2 3"
+        );
+        let e = c
+            .apply_file_contents("client-output-buffer-limit master 1 2 3")
+            .unwrap_err();
+        assert!(e.contains("Invalid client class"), "{e}");
+    }
 
     #[test]
     fn memory_units() {

@@ -21,6 +21,7 @@ pub mod memstats;
 pub mod metrics;
 pub mod monitor;
 pub mod notify;
+pub mod obuf;
 pub mod profiler;
 pub mod pubsub;
 mod redis_commands;

@@ -18,10 +18,12 @@
 //! subscriber's connection task wakes on its channel even while its client is idle,
 //! encodes the message in the protocol the client speaks at that moment (RESP2 array or
 //! RESP3 push), and writes it. What a subscriber has not yet taken off its channel is
-//! counted in bytes against Redis's default `client-output-buffer-limit pubsub 32mb 8mb
-//! 60`: past the hard limit, or above the soft limit for 60 seconds, the subscriber is
-//! disconnected (Redis's "scheduled to be closed ASAP for overcoming of output buffer
-//! limits"), so a stalled subscriber cannot make the server hold unbounded memory.
+//! counted in bytes (with the CLIENT TRACKING invalidations queued for it, in the
+//! connection's [`crate::obuf::Account`]) against `client-output-buffer-limit pubsub`
+//! (Redis's default `32mb 8mb 60`): past the hard limit, or above the soft limit for
+//! longer than its seconds, the subscriber is disconnected (Redis's "scheduled to be
+//! closed ASAP for overcoming of output buffer limits"), so a stalled subscriber cannot
+//! make the server hold unbounded memory.
 //!
 //! **Order.** Publishing holds the registry lock while it hands out a message, so every
 //! subscriber receives the messages of all publishers in one global order, as with
@@ -29,20 +31,16 @@
 //! gets its copy written straight into its own reply buffer, before PUBLISH's reply, as
 //! in Redis.
 
+use crate::obuf::{Class, LiveLimits};
 use crate::resp::Out;
 use crate::state::ClientMeta;
 use augur_store::{glob_match, TenantId};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use tokio::sync::mpsc;
-
-/// Redis's default `client-output-buffer-limit pubsub 32mb 8mb 60`.
-pub const OBUF_HARD_LIMIT: usize = 32 * 1024 * 1024;
-pub const OBUF_SOFT_LIMIT: usize = 8 * 1024 * 1024;
-pub const OBUF_SOFT_SECONDS: u64 = 60;
 
 /// The three kinds of subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,10 +141,9 @@ impl Push {
 pub struct Mailbox {
     id: u64,
     tx: mpsc::UnboundedSender<Push>,
-    /// Bytes handed to the channel and not yet taken off by the connection.
-    queued: AtomicUsize,
-    /// When the backlog first went over the soft limit (Unix ms), 0 while under it.
-    soft_since_ms: AtomicU64,
+    /// The server's `client-output-buffer-limit`; what is handed to the channel and not
+    /// yet taken off by the connection is counted in `meta.obuf`.
+    limits: Arc<LiveLimits>,
     meta: Arc<ClientMeta>,
 }
 
@@ -157,26 +154,12 @@ impl Mailbox {
         if self.meta.killed.load(Relaxed) {
             return;
         }
-        let cost = push.cost();
-        let backlog = self.queued.fetch_add(cost, Relaxed) + cost;
-        let mut over = backlog > OBUF_HARD_LIMIT;
-        if backlog > OBUF_SOFT_LIMIT {
-            let now = crate::state::now_ms();
-            match self.soft_since_ms.load(Relaxed) {
-                0 => self.soft_since_ms.store(now.max(1), Relaxed),
-                since => over |= now.saturating_sub(since) >= OBUF_SOFT_SECONDS * 1000,
-            }
-        } else if self.soft_since_ms.load(Relaxed) != 0 {
-            self.soft_since_ms.store(0, Relaxed);
-        }
-        if over {
-            tracing::warn!(
-                "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                self.id,
-                self.meta.addr
-            );
-            self.queued.fetch_sub(cost, Relaxed);
-            self.meta.close();
+        if self
+            .meta
+            .obuf
+            .add(push.cost(), self.limits.get(Class::Pubsub))
+        {
+            crate::obuf::close_for_limit(&self.meta);
             return;
         }
         let _ = self.tx.send(push);
@@ -195,6 +178,7 @@ struct Space {
 #[derive(Default)]
 pub struct Registry {
     tenants: Mutex<HashMap<TenantId, Space>>,
+    limits: Arc<LiveLimits>,
 }
 
 /// Counts for INFO: channels, patterns and shard channels with at least one subscriber.
@@ -206,6 +190,15 @@ pub struct Counts {
 }
 
 impl Registry {
+    /// A registry whose subscribers are held to `limits` (the server's
+    /// `client-output-buffer-limit`).
+    pub fn new(limits: Arc<LiveLimits>) -> Self {
+        Registry {
+            tenants: Mutex::default(),
+            limits,
+        }
+    }
+
     /// Hands a message to every subscriber of `channel` in `tenant` (and, for
     /// [`Kind::Channel`], of every matching pattern) and returns how many receptions
     /// that made, counting a connection once per matching subscription as Redis does.
@@ -384,8 +377,7 @@ impl Subscriptions {
         let mailbox = Arc::new(Mailbox {
             id: meta.id,
             tx,
-            queued: AtomicUsize::new(0),
-            soft_since_ms: AtomicU64::new(0),
+            limits: registry.limits.clone(),
             meta,
         });
         Self {
@@ -462,7 +454,7 @@ impl Subscriptions {
         while out.buf.len() < budget {
             match self.rx.try_recv() {
                 Ok(p) => {
-                    self.mailbox.queued.fetch_sub(p.cost(), Relaxed);
+                    self.mailbox.meta.obuf.taken(p.cost());
                     p.write(out);
                     any = true;
                 }
@@ -477,7 +469,7 @@ impl Subscriptions {
     /// holds a sender.
     pub async fn recv(&mut self) -> Option<Push> {
         let p = self.rx.recv().await?;
-        self.mailbox.queued.fetch_sub(p.cost(), Relaxed);
+        self.mailbox.meta.obuf.taken(p.cost());
         Some(p)
     }
 }
@@ -491,6 +483,11 @@ impl Drop for Subscriptions {
                     Registry::remove_locked(&mut g, self.tenant, kind, name, self.mailbox.id);
                 }
             }
+        }
+        // Unregistered: nothing more arrives. What was queued and not written is
+        // dropped with the channel; it no longer counts against the connection's limit.
+        while let Ok(p) = self.rx.try_recv() {
+            self.mailbox.meta.obuf.taken(p.cost());
         }
         for n in &mut self.names {
             n.clear();
@@ -584,6 +581,8 @@ mod tests {
         // Taking messages off lowers the backlog.
         let mut out = Out::new();
         a.drain(&mut out, 1);
-        assert!(a.mailbox.queued.load(Relaxed) < 31 * 1024 * 1024);
+        assert!(m.obuf.queued() < 31 * 1024 * 1024);
+        drop(a);
+        assert_eq!(m.obuf.queued(), 0, "dropped with the subscriptions");
     }
 }

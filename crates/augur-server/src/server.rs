@@ -25,8 +25,9 @@ const READ_CHUNK: usize = 16 * 1024;
 const KEEP_BUFFER: usize = 1024 * 1024;
 /// Most a single read may pre-reserve for a large bulk whose length the client announced.
 const MAX_PRERESERVE: usize = 4 * 1024 * 1024;
-/// An idle subscriber's Pub/Sub messages are written in batches of about this size; the
-/// rest stay queued (and counted against its output-buffer limit) until the write ends.
+/// An idle subscriber's Pub/Sub messages (and a tracking client's invalidations) are
+/// written in batches of about this size; the rest stay queued (and counted against its
+/// output-buffer limit) until the write ends.
 const PUSH_BATCH: usize = 64 * 1024;
 
 /// Redis's PROTO_RESIZE_THRESHOLD: a read buffer larger than this is trimmed when its
@@ -375,6 +376,14 @@ async fn cron(shared: Arc<Shared>) {
                     c.shrink_qbuf.store(true, Relaxed);
                     c.kill.notify_one();
                 }
+                // clientsCron's closeClientOnOutputBufferLimitReached: a soft limit's
+                // seconds run out with no further message queued.
+                if c.obuf.queued() > 0
+                    && c.obuf
+                        .check(shared.obuf_limits.get(crate::obuf::class_of(c)))
+                {
+                    crate::obuf::close_for_limit(c);
+                }
             }
             crate::commands::evict_clients(&shared);
             let timeout = shared.timeout_secs.load(Relaxed);
@@ -659,10 +668,21 @@ async fn serve(
                     }
                     killed.set(meta.kill.notified());
                     if meta.tracking.has_queued() {
-                        // Invalidations for this client-side cache (CLIENT TRACKING).
-                        meta.tracking
-                            .drain(&mut client.out, client.pubsub.is_some());
+                        // Invalidations for this client-side cache (CLIENT TRACKING), a
+                        // batch at a time: the rest stay queued, counted against the
+                        // output-buffer limit, while the socket takes this one; then
+                        // the nudge comes back for them (after any command that arrived,
+                        // as the select prefers the socket).
+                        let more = crate::tracking::drain(
+                            meta,
+                            &mut client.out,
+                            client.pubsub.is_some(),
+                            PUSH_BATCH,
+                        );
                         write_pushed(sock, shared, meta, client, &mut killed).await?;
+                        if more {
+                            meta.kill.notify_one();
+                        }
                         continue;
                     }
                     if meta.shrink_qbuf.swap(false, Relaxed)
@@ -725,8 +745,7 @@ async fn serve(
             m.drain(&mut client.out.buf, usize::MAX);
         }
         if meta.tracking.has_queued() {
-            meta.tracking
-                .drain(&mut client.out, client.pubsub.is_some());
+            crate::tracking::drain(meta, &mut client.out, client.pubsub.is_some(), usize::MAX);
         }
         let mut consumed = 0;
         let mut fatal = None;

@@ -152,6 +152,9 @@ pub struct ClientMeta {
     pub shrink_qbuf: AtomicBool,
     /// CLIENT TRACKING state and the invalidations queued for this connection.
     pub tracking: crate::tracking::ClientTracking,
+    /// Bytes of Pub/Sub messages and invalidations queued for the connection, counted
+    /// against its class's `client-output-buffer-limit` (see `crate::obuf`).
+    pub obuf: crate::obuf::Account,
 }
 
 /// Per-connection figures for CLIENT LIST / CLIENT INFO (networking.c
@@ -225,6 +228,7 @@ impl ClientMeta {
             dirty_cas: augur_store::WatchFlag::default(),
             shrink_qbuf: AtomicBool::new(false),
             tracking: Default::default(),
+            obuf: Default::default(),
         }
     }
 
@@ -276,6 +280,8 @@ pub struct Shared {
     pub clients: Arc<Mutex<HashMap<u64, Arc<ClientMeta>>>>,
     /// CLIENT TRACKING (client-side caching): the key table and invalidations.
     pub tracking: Arc<crate::tracking::Tracking>,
+    /// `client-output-buffer-limit`, as Pub/Sub and tracking delivery read it.
+    pub obuf_limits: Arc<crate::obuf::LiveLimits>,
     pub next_client_id: AtomicU64,
     pub started: Instant,
     pub shutdown_requested: AtomicBool,
@@ -368,10 +374,15 @@ impl Shared {
         store.set_lhd_samples(config.lhd_samples);
         store.set_lfu_log_factor(config.lfu_log_factor);
         store.set_lfu_decay_minutes(config.lfu_decay_time);
-        let pubsub: Arc<crate::pubsub::Registry> = Arc::default();
+        let obuf_limits = Arc::new(crate::obuf::LiveLimits::default());
+        obuf_limits.set(&config.client_output_buffer_limit);
+        let pubsub = Arc::new(crate::pubsub::Registry::new(obuf_limits.clone()));
         store.set_key_event_sink(Arc::new(crate::notify::StoreEvents(pubsub.clone())));
         let clients: Arc<Mutex<HashMap<u64, Arc<ClientMeta>>>> = Arc::default();
-        let tracking = Arc::new(crate::tracking::Tracking::new(clients.clone()));
+        let tracking = Arc::new(crate::tracking::Tracking::new(
+            clients.clone(),
+            obuf_limits.clone(),
+        ));
         tracking
             .max_keys
             .store(config.tracking_table_max_keys, Relaxed);
@@ -409,6 +420,7 @@ impl Shared {
             counters: Counters::default(),
             clients,
             tracking,
+            obuf_limits,
             next_client_id: AtomicU64::new(1),
             started: Instant::now(),
             shutdown_requested: AtomicBool::new(false),
@@ -484,6 +496,7 @@ impl Shared {
         self.tracking
             .max_keys
             .store(new.tracking_table_max_keys, Relaxed);
+        self.obuf_limits.set(&new.client_output_buffer_limit);
         let old = self.config.read().clone();
         if old.requirepass != new.requirepass {
             // requirepass is the default user's password, as in Redis.

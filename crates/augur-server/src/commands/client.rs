@@ -759,6 +759,16 @@ pub(super) fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: 
     if bits & flag::MULTI != 0 {
         flags.push('x');
     }
+    let tf = m.tracking.flags();
+    if tf & tracking::ON != 0 {
+        flags.push('t');
+    }
+    if tf & tracking::BROKEN_REDIR != 0 {
+        flags.push('R');
+    }
+    if tf & tracking::BCAST != 0 {
+        flags.push('B');
+    }
     if m.dirty_cas.load(Relaxed) {
         flags.push('d');
     }
@@ -784,11 +794,18 @@ pub(super) fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: 
         ),
     };
     let obl = s.obl.load(Relaxed);
-    let omem = s.omem.load(Relaxed);
+    // MONITOR lines, Pub/Sub messages and invalidations queued for the connection.
+    let omem = s.omem.load(Relaxed) + m.obuf.queued() as u64;
+    // Redis's `redir=`: the tracking redirect (0: none), -1 with tracking off.
+    let redir = if tf & tracking::ON != 0 {
+        m.tracking.redirect.load(Relaxed) as i64
+    } else {
+        -1
+    };
     let events = if obl > 0 { "rw" } else { "r" };
     let _ = write!(
         out,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         m.id,
         m.addr,
         m.laddr,
@@ -815,6 +832,7 @@ pub(super) fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: 
         events,
         cmd_name(m.last_cmd.load(Relaxed)),
         m.user.lock(),
+        redir,
         m.resp.load(Relaxed),
         lossy(&m.lib_name.lock()),
         lossy(&m.lib_ver.lock()),
