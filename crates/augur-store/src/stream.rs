@@ -1471,6 +1471,8 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap as Model;
 
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
     #[test]
     fn listpack_sizes_are_redis_encodings() {
         // 7-bit uint, 13-bit, 16-bit, 24-bit, 32-bit, 64-bit ints with their back-length.
@@ -1544,7 +1546,7 @@ mod tests {
         fn matches_an_ordered_map(ops in prop::collection::vec(op(), 1..300), max_entries in 1usize..8, max_bytes in prop_oneof![Just(0usize), Just(60), Just(4096)]) {
             let lim = NodeLimits { max_bytes, max_entries };
             let mut s = Stream::new();
-            let mut m: Model<StreamId, Vec<(Vec<u8>, Vec<u8>)>> = Model::new();
+            let mut m: Model<StreamId, Pairs> = Model::new();
             let mut next = 1u64;
             for o in ops {
                 match o {
