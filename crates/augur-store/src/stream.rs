@@ -200,6 +200,8 @@ struct Node {
     master: StreamId,
     /// Where the records start.
     records_at: u32,
+    /// The master fields' count (a SAMEFIELDS record has this many values).
+    master_count: u32,
     /// Live and deleted records.
     live: u32,
     deleted: u32,
@@ -221,6 +223,15 @@ fn get_bytes(buf: &[u8], off: &mut usize) -> (usize, usize) {
     let r = (*off, *off + len);
     *off += len;
     r
+}
+
+/// A record's flags and ID, where its body starts and where it ends.
+#[derive(Debug, Clone, Copy)]
+struct Header {
+    flags: u8,
+    id: StreamId,
+    body: usize,
+    end: usize,
 }
 
 /// One decoded record: its offset, flags, ID and the (field, value) spans in the
@@ -246,6 +257,7 @@ impl Node {
             + lp_int_size(0);
         Node {
             records_at: buf.len() as u32,
+            master_count: fields.len() as u32,
             buf,
             master: id,
             live: 0,
@@ -376,6 +388,92 @@ impl Node {
                 .map(|&((a, b), (c, d))| (&self.buf[a..b], &self.buf[c..d]))
                 .collect(),
         }
+    }
+
+    /// The record at `off`: flags and ID decoded, its body skipped over by lengths
+    /// (no allocation), for scans that decode only the entries they return.
+    fn header_at(&self, off: usize) -> Header {
+        let buf = &self.buf;
+        let mut p = off;
+        let flags = buf[p];
+        p += 1;
+        let (dms, k) = get_varint(&buf[p..]);
+        p += k;
+        let (seq, k) = get_varint(&buf[p..]);
+        p += k;
+        let body = p;
+        let skip = |p: &mut usize| {
+            let (len, k) = get_varint(&buf[*p..]);
+            *p += k + len;
+        };
+        if flags & FLAG_SAMEFIELDS != 0 {
+            for _ in 0..self.master_count {
+                skip(&mut p);
+            }
+        } else {
+            let (n, k) = get_varint(&buf[p..]);
+            p += k;
+            for _ in 0..2 * n {
+                skip(&mut p);
+            }
+        }
+        Header {
+            flags,
+            id: StreamId::new(self.master.ms + dms as u64, seq as u64),
+            body,
+            end: p,
+        }
+    }
+
+    fn headers_with_offsets(&self) -> impl Iterator<Item = (usize, Header)> + '_ {
+        let mut off = self.records_at as usize;
+        std::iter::from_fn(move || {
+            if off >= self.buf.len() {
+                return None;
+            }
+            let at = off;
+            let h = self.header_at(off);
+            off = h.end;
+            Some((at, h))
+        })
+    }
+
+    fn headers(&self) -> impl Iterator<Item = Header> + '_ {
+        let mut off = self.records_at as usize;
+        std::iter::from_fn(move || {
+            if off >= self.buf.len() {
+                return None;
+            }
+            let h = self.header_at(off);
+            off = h.end;
+            Some(h)
+        })
+    }
+
+    /// The entry of a record found by [`Node::headers`].
+    fn entry_of(&self, h: &Header) -> StreamEntry<'_> {
+        let buf = &self.buf;
+        let mut p = h.body;
+        let mut pairs = Vec::new();
+        if h.flags & FLAG_SAMEFIELDS != 0 {
+            let (_, mut m) = get_varint(buf);
+            pairs.reserve(self.master_count as usize);
+            for _ in 0..self.master_count {
+                let (fa, fb) = get_bytes(buf, &mut m);
+                let (va, vb) = get_bytes(buf, &mut p);
+                pairs.push((&buf[fa..fb], &buf[va..vb]));
+            }
+        } else {
+            let (n, k) = get_varint(&buf[p..]);
+            p += k;
+            pairs.reserve(n);
+            for _ in 0..n {
+                let (fa, fb) = get_bytes(buf, &mut p);
+                let (va, vb) = get_bytes(buf, &mut p);
+                pairs.push((&buf[fa..fb], &buf[va..vb]));
+            }
+        }
+        StreamEntry { id: h.id, pairs }
     }
 
     /// Marks the record at `off` deleted.
@@ -805,32 +903,35 @@ impl Stream {
                 if node.last_id < start {
                     continue;
                 }
-                for r in node.records() {
-                    if r.flags & FLAG_DELETED != 0 || r.id < start {
+                for h in node.headers() {
+                    if h.flags & FLAG_DELETED != 0 || h.id < start {
                         continue;
                     }
-                    if r.id > end {
+                    if h.id > end {
                         return out;
                     }
-                    out.push(node.entry(&r));
+                    out.push(node.entry_of(&h));
                     if full(&out) {
                         return out;
                     }
                 }
             }
         } else {
+            let mut hs: Vec<Header> = Vec::new();
             for (_, node) in self.nodes.range(first_key..=end).rev() {
                 if node.last_id < start {
                     return out;
                 }
-                for r in node.records().iter().rev() {
-                    if r.flags & FLAG_DELETED != 0 || r.id > end {
+                hs.clear();
+                hs.extend(node.headers());
+                for h in hs.iter().rev() {
+                    if h.flags & FLAG_DELETED != 0 || h.id > end {
                         continue;
                     }
-                    if r.id < start {
+                    if h.id < start {
                         return out;
                     }
-                    out.push(node.entry(r));
+                    out.push(node.entry_of(h));
                     if full(&out) {
                         return out;
                     }
@@ -862,10 +963,9 @@ impl Stream {
         };
         let node = self.nodes.get_mut(&key).expect("key from the map");
         let Some(off) = node
-            .records()
-            .iter()
-            .find(|r| r.id == id && r.flags & FLAG_DELETED == 0)
-            .map(|r| r.off)
+            .headers_with_offsets()
+            .find(|(_, h)| h.id == id && h.flags & FLAG_DELETED == 0)
+            .map(|(off, _)| off)
         else {
             return false;
         };

@@ -151,6 +151,20 @@ fn reply_entry(out: &mut Out, (id, pairs): &OwnedEntry) {
     }
 }
 
+/// Entries straight from the stream (under its shard lock: no copies).
+fn reply_borrowed(out: &mut Out, entries: &[augur_store::stream::StreamEntry<'_>]) {
+    out.array(entries.len());
+    for e in entries {
+        out.array(2);
+        reply_id(out, e.id);
+        out.array(e.pairs.len() * 2);
+        for (f, v) in &e.pairs {
+            out.bulk(f);
+            out.bulk(v);
+        }
+    }
+}
+
 fn reply_entries(out: &mut Out, entries: &[OwnedEntry]) {
     out.array(entries.len());
     for e in entries {
@@ -446,21 +460,15 @@ pub(super) fn xrange_command(
     }
     let key = args.get(1);
     let mut shard = shared.store.lock_key(key);
-    let entries: Vec<OwnedEntry> = match shard.read_object(c.ns(), key, Kind::Stream, now) {
-        Err(_) => return c.out.error(ERR_WRONGTYPE),
-        Ok(None) => Vec::new(),
-        Ok(Some(_)) if count == 0 => {
-            drop(shard);
-            return c.out.null_array();
+    match shard.read_object(c.ns(), key, Kind::Stream, now) {
+        Err(_) => c.out.error(ERR_WRONGTYPE),
+        Ok(None) => c.out.array(0),
+        Ok(Some(_)) if count == 0 => c.out.null_array(),
+        Ok(Some(o)) => {
+            let entries = stream(o).range(start, end, rev, count.max(0) as usize);
+            reply_borrowed(&mut c.out, &entries);
         }
-        Ok(Some(o)) => stream(o)
-            .range(start, end, rev, count.max(0) as usize)
-            .iter()
-            .map(|e| e.to_owned_entry())
-            .collect(),
-    };
-    drop(shard);
-    reply_entries(&mut c.out, &entries);
+    }
 }
 
 // ----- XREAD / XREADGROUP -----
@@ -485,6 +493,8 @@ pub struct StreamWait {
 /// One key's part of an XREAD reply.
 enum KeyReply {
     Entries(Vec<OwnedEntry>),
+    /// Entries already encoded (arrays and bulks: the same in RESP2 and RESP3).
+    Encoded(Vec<u8>),
     /// XREADGROUP history: entries, or None for a deleted one ([id, nil]).
     History(Vec<augur_store::stream::PendingRead>),
 }
@@ -493,6 +503,7 @@ fn reply_key(out: &mut Out, key: &[u8], r: &KeyReply) {
     out.bulk(key);
     match r {
         KeyReply::Entries(e) => reply_entries(out, e),
+        KeyReply::Encoded(b) => out.buf.extend_from_slice(b),
         KeyReply::History(h) => {
             out.array(h.len());
             for (id, pairs) in h {
@@ -551,12 +562,14 @@ fn read_key(
                     let Some(start) = after.next() else {
                         return Ok(None);
                     };
-                    let e: Vec<OwnedEntry> = s
-                        .range(start, StreamId::MAX, false, count)
-                        .iter()
-                        .map(|e| e.to_owned_entry())
-                        .collect();
-                    Ok((!e.is_empty()).then_some(KeyReply::Entries(e)))
+                    let e = s.range(start, StreamId::MAX, false, count);
+                    if e.is_empty() {
+                        return Ok(None);
+                    }
+                    // Encoded now, under the lock, instead of copied out.
+                    let mut enc = Out::new();
+                    reply_borrowed(&mut enc, &e);
+                    Ok(Some(KeyReply::Encoded(enc.buf.to_vec())))
                 }
             }
         }
