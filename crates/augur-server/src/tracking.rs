@@ -304,6 +304,11 @@ struct Current {
     /// reply (`after`) or before it (`before`: changed before the command ran).
     after: Vec<Option<Bytes>>,
     before: Vec<Option<Bytes>>,
+    /// Keys the running read-only command registered before it read them that the
+    /// connection did not hold before: their invalidation by this command itself (a
+    /// lazy expiry) is not sent, since Redis, which remembers a read's keys only after
+    /// it, would not send it (see [`Tracking::remember_before`]).
+    fresh: Vec<(TenantId, Box<[u8]>)>,
 }
 
 thread_local! {
@@ -316,7 +321,13 @@ pub fn begin_command(id: u64) {
         let mut c = c.borrow_mut();
         c.id = id;
         c.executing = false;
+        c.fresh.clear();
     });
+}
+
+/// Forgets the keys [`Tracking::remember_before`] noted (the read has been remembered).
+pub fn clear_fresh() {
+    CURRENT.with(|c| c.borrow_mut().fresh.clear());
 }
 
 /// Marks the current command's body as running (`true`) or done (`false`).
@@ -493,6 +504,39 @@ impl Tracking {
         tenant: TenantId,
         keys: impl Iterator<Item = &'a [u8]>,
     ) {
+        self.remember_noting(meta, tenant, keys, None)
+    }
+
+    /// Registers a read-only command's keys *before* it reads them (and
+    /// [`Tracking::remember`] registers them again after). Redis's single thread
+    /// remembers them after the read only; here another connection's write can land
+    /// between the read and that registration, and would then invalidate nobody while
+    /// the reader caches the old value. Registered first, that write invalidates the
+    /// reader. The keys it did not hold before are noted so that the command's own lazy
+    /// expiry of them sends nothing, as in Redis.
+    pub fn remember_before<'a>(
+        &self,
+        meta: &ClientMeta,
+        tenant: TenantId,
+        keys: impl Iterator<Item = &'a [u8]>,
+    ) {
+        let mut fresh = Vec::new();
+        self.remember_noting(meta, tenant, keys, Some(&mut fresh));
+        if !fresh.is_empty() {
+            CURRENT.with(|c| {
+                let mut c = c.borrow_mut();
+                c.fresh.extend(fresh.into_iter().map(|k| (tenant, k)));
+            });
+        }
+    }
+
+    fn remember_noting<'a>(
+        &self,
+        meta: &ClientMeta,
+        tenant: TenantId,
+        keys: impl Iterator<Item = &'a [u8]>,
+        mut fresh: Option<&mut Vec<Box<[u8]>>>,
+    ) {
         let f = meta.tracking.flags();
         if f & ON == 0 || f & BCAST != 0 {
             return;
@@ -516,9 +560,15 @@ impl Tracking {
                     if !ids.contains(&meta.id) {
                         ids.push(meta.id);
                         self.items.fetch_add(1, Relaxed);
+                        if let Some(f) = fresh.as_deref_mut() {
+                            f.push(k.into());
+                        }
                     }
                 }
                 RawEntryMut::Vacant(e) => {
+                    if let Some(f) = fresh.as_deref_mut() {
+                        f.push(k.into());
+                    }
                     e.insert_hashed_nocheck(h, (tenant, k.into()), vec![meta.id]);
                     shard.len.store(g.table.len(), Relaxed);
                     // Counted under the shard's lock, as the removal is: the totals
@@ -596,6 +646,11 @@ impl Tracking {
             if id == cur {
                 CURRENT.with(|c| {
                     let mut c = c.borrow_mut();
+                    if c.fresh.iter().any(|(t, k)| *t == tenant && **k == *key) {
+                        // Registered by this very read (`remember_before`): Redis would
+                        // not have held it yet.
+                        return;
+                    }
                     if c.executing {
                         c.after.push(Some(key.clone()));
                     } else {
@@ -958,6 +1013,38 @@ mod tests {
         );
         assert_eq!(t.info(), (2, 998, 1497, 0));
         assert_eq!(a.obuf.queued(), 0, "taken off as written");
+    }
+
+    #[test]
+    fn a_read_registers_first_and_its_own_expiry_of_a_new_key_tells_nobody() {
+        let (t, _) = tracking();
+        let a = meta(1);
+        t.enable(&a, 0, 0, 0, &[]);
+        // Connection 1 reads "k" (new to it) and "held" (remembered earlier).
+        t.remember(&a, 0, [&b"held"[..]].into_iter());
+        begin_command(1);
+        set_executing(true);
+        t.remember_before(&a, 0, [&b"k"[..], &b"held"[..]].into_iter());
+        // Its own lazy expiry of "k" during the read: nothing (Redis had not remembered
+        // it yet); of "held": queued after its reply, as before.
+        t.invalidate(0, b"k", false);
+        t.invalidate(0, b"held", false);
+        let own = CURRENT.with(|c| c.borrow().after.len());
+        assert_eq!(own, 1, "only the key it held before");
+        set_executing(false);
+        t.remember(&a, 0, [&b"k"[..], &b"held"[..]].into_iter());
+        clear_fresh();
+        end_command();
+        CURRENT.with(|c| c.borrow_mut().after.clear());
+        // A write by another connection after the read's registration, before its
+        // remembering, reaches it (the race remembering after only would lose).
+        begin_command(2);
+        t.remember_before(&a, 0, [&b"r"[..]].into_iter());
+        end_command();
+        begin_command(3);
+        t.invalidate(0, b"r", false);
+        end_command();
+        assert_eq!(pushes(&a), ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nr\r\n");
     }
 
     #[test]

@@ -491,20 +491,33 @@ pub(crate) fn call(
     if script {
         c.script_read = false;
     }
+    let read = tracked && !script && spec.flags & cmdtable::READONLY != 0;
+    if read {
+        // Registered before the read too, so a write racing it on another thread
+        // invalidates this client (see `Tracking::remember_before`).
+        remember_keys(shared, c, spec, args, true);
+    }
     dispatch(shared, c, spec, args, now);
     if !script && monitors {
         client::feed_monitors(shared, c, spec, args);
     }
     // CLIENT TRACKING remembers what a read-only command read; a script's declared keys
     // once it has called a read-only command (its own READONLY flag does not count).
-    if tracked && ((!script && spec.flags & cmdtable::READONLY != 0) || (script && c.script_read)) {
-        remember_keys(shared, c, spec, args);
+    if read || (tracked && script && c.script_read) {
+        remember_keys(shared, c, spec, args, false);
+        crate::tracking::clear_fresh();
     }
 }
 
 /// The keys of `args` (the command's key specs), remembered for the client's tracking.
 #[cold]
-fn remember_keys(shared: &Shared, c: &Client, spec: &'static CommandSpec, args: Args<'_>) {
+fn remember_keys(
+    shared: &Shared,
+    c: &Client,
+    spec: &'static CommandSpec,
+    args: Args<'_>,
+    before: bool,
+) {
     if spec.flags & cmdtable::PUBSUB != 0 {
         return;
     }
@@ -513,9 +526,12 @@ fn remember_keys(shared: &Shared, c: &Client, spec: &'static CommandSpec, args: 
     };
     let list: Vec<&[u8]> = args.iter().collect();
     if let Ok(keys) = cmdtable::get_keys(rc, &list) {
-        shared
-            .tracking
-            .remember(&c.meta, c.tenant, keys.iter().map(|k| list[k.pos]));
+        let keys = keys.iter().map(|k| list[k.pos]);
+        if before {
+            shared.tracking.remember_before(&c.meta, c.tenant, keys);
+        } else {
+            shared.tracking.remember(&c.meta, c.tenant, keys);
+        }
     }
 }
 
