@@ -47,13 +47,14 @@
 //! client that turned tracking off or left) are dropped lazily when their key changes,
 //! as Redis does.
 //!
-//! **Known gap.** A read-only command's keys are remembered after it ran, as Redis
-//! does (`call()`), but here without one thread around both: a write of the key by
-//! another connection between the read and the remembering finds no entry and sends
-//! nothing, and the client keeps the value it read until the key's next change.
-//! Remembering before the read would close it (a write then comes after the entry in
-//! the store shard's lock order), at the price of handling the read's own lazy expiry,
-//! which Redis does not report to the reader.
+//! **A read races a write.** Redis remembers a read-only command's keys after it ran
+//! (`call()`), with one thread around both. Here a write of the key by another
+//! connection could land between the read and the remembering, find no entry and send
+//! nothing, leaving the reader a stale copy. So a read registers its keys before it
+//! reads as well as after ([`Tracking::remember_before`]): such a write then finds the
+//! entry and invalidates the reader (at worst the reader gets an invalidation for the
+//! value it is about to receive, which is safe). The read's own lazy expiry of a key it
+//! did not hold before is not reported to it, as Redis would not.
 
 use crate::obuf::{self, LiveLimits};
 use crate::resp::Out;
