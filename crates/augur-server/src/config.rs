@@ -505,6 +505,20 @@ pub const LIVE_PARAMS: &[&str] = &[
     "acl-pubsub-default",
 ];
 
+/// memtoull's units (case-insensitive; k = 1000, kb = 1024): the multiplier.
+pub fn memory_unit(unit: &str) -> Option<u64> {
+    Some(match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    })
+}
+
 /// Parses a memory amount as Redis's `memtoull`: digits with an optional unit
 /// (b, k, kb, m, mb, g, gb; case-insensitive; k = 1000, kb = 1024).
 pub fn parse_memory(s: &str) -> Option<u64> {
@@ -514,17 +528,7 @@ pub fn parse_memory(s: &str) -> Option<u64> {
     if num.is_empty() {
         return None;
     }
-    let mul: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    num.parse::<u64>().ok()?.checked_mul(mul)
+    num.parse::<u64>().ok()?.checked_mul(memory_unit(unit)?)
 }
 
 /// Parses a duration such as `200us`, `2ms`, `1.5s` or a bare number of microseconds,

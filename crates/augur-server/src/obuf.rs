@@ -137,16 +137,7 @@ pub fn memtoull(s: &str) -> Option<u64> {
         return None;
     }
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-    let mul: u64 = match s[digits..].to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
+    let mul = crate::config::memory_unit(&s[digits..])?;
     if digits >= 128 {
         return None;
     }

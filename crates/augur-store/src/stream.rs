@@ -234,15 +234,6 @@ struct Header {
     end: usize,
 }
 
-/// One decoded record: its offset, flags, ID and the (field, value) spans in the
-/// node's buffer.
-struct Record {
-    off: usize,
-    flags: u8,
-    id: StreamId,
-    pairs: Vec<((usize, usize), (usize, usize))>,
-}
-
 impl Node {
     fn new(id: StreamId, fields: &[&[u8]]) -> Node {
         let mut buf = Vec::new();
@@ -329,65 +320,6 @@ impl Node {
         self.lp_fixed += lp;
         self.live += 1;
         self.last_id = id;
-    }
-
-    fn record_at(&self, off: usize, master: &mut Option<Vec<(usize, usize)>>) -> (Record, usize) {
-        let buf = &self.buf;
-        let mut p = off;
-        let flags = buf[p];
-        p += 1;
-        let (dms, k) = get_varint(&buf[p..]);
-        p += k;
-        let (seq, k) = get_varint(&buf[p..]);
-        p += k;
-        let id = StreamId::new(self.master.ms + dms as u64, seq as u64);
-        let mut pairs = Vec::new();
-        if flags & FLAG_SAMEFIELDS != 0 {
-            let m = master.get_or_insert_with(|| self.master_fields());
-            for &f in m.iter() {
-                pairs.push((f, get_bytes(buf, &mut p)));
-            }
-        } else {
-            let (n, k) = get_varint(&buf[p..]);
-            p += k;
-            for _ in 0..n {
-                let f = get_bytes(buf, &mut p);
-                pairs.push((f, get_bytes(buf, &mut p)));
-            }
-        }
-        (
-            Record {
-                off,
-                flags,
-                id,
-                pairs,
-            },
-            p,
-        )
-    }
-
-    /// Every record, in order (deleted ones too).
-    fn records(&self) -> Vec<Record> {
-        let mut v = Vec::with_capacity((self.live + self.deleted) as usize);
-        let mut master = None;
-        let mut off = self.records_at as usize;
-        while off < self.buf.len() {
-            let (r, next) = self.record_at(off, &mut master);
-            v.push(r);
-            off = next;
-        }
-        v
-    }
-
-    fn entry<'a>(&'a self, r: &Record) -> StreamEntry<'a> {
-        StreamEntry {
-            id: r.id,
-            pairs: r
-                .pairs
-                .iter()
-                .map(|&((a, b), (c, d))| (&self.buf[a..b], &self.buf[c..d]))
-                .collect(),
-        }
     }
 
     /// The record at `off`: flags and ID decoded, its body skipped over by lengths
@@ -1043,7 +975,8 @@ impl Stream {
                 break;
             }
             let node = self.nodes.get_mut(&key).expect("first node");
-            for r in node.records() {
+            let records: Vec<(usize, Header)> = node.headers_with_offsets().collect();
+            for (off, r) in records {
                 if r.flags & FLAG_DELETED != 0 {
                     continue;
                 }
@@ -1054,7 +987,7 @@ impl Stream {
                 if stop {
                     break;
                 }
-                node.mark_deleted(r.off);
+                node.mark_deleted(off);
                 self.length -= 1;
                 deleted += 1;
             }
@@ -1443,13 +1376,12 @@ impl Stream {
                 live: n.live,
                 deleted: n.deleted,
                 records: n
-                    .records()
-                    .iter()
+                    .headers()
                     .map(|r| RecordView {
                         id: r.id,
                         deleted: r.flags & FLAG_DELETED != 0,
                         same_fields: r.flags & FLAG_SAMEFIELDS != 0,
-                        pairs: n.entry(r).pairs,
+                        pairs: n.entry_of(&r).pairs,
                     })
                     .collect(),
             })
