@@ -879,22 +879,29 @@ pub(crate) fn serve_stream_waiter(
     let Some(k) = w.keys.iter().position(|x| x == key) else {
         return Ok(None);
     };
-    let kind = shared.store.lock_key(key).kind(t.ns, key, now);
-    if let Some(g) = &wait.group {
-        if kind != Some(Kind::Stream) {
-            return Err("UNBLOCKED the stream key no longer exists".into());
-        }
-        let has_group = matches!(
-            shared.store.lock_key(key).peek_object(t.ns, key, Kind::Stream, now),
-            Ok(Some(o)) if stream(o).group(&g.group).is_some()
-        );
-        if !has_group {
+    // One look at the key: not a stream (or gone), or a stream with or without the group.
+    let has_group: Option<bool> =
+        match shared
+            .store
+            .lock_key(key)
+            .peek_object(t.ns, key, Kind::Stream, now)
+        {
+            Ok(Some(o)) => Some(
+                wait.group
+                    .as_ref()
+                    .is_none_or(|g| stream(o).group(&g.group).is_some()),
+            ),
+            _ => None,
+        };
+    match (has_group, wait.group.is_some()) {
+        (None, true) => return Err("UNBLOCKED the stream key no longer exists".into()),
+        (None, false) => return Ok(None),
+        (Some(false), _) => {
             return Err(
                 "NOGROUP the consumer group this client was blocked on no longer exists".into(),
-            );
+            )
         }
-    } else if kind != Some(Kind::Stream) {
-        return Ok(None);
+        (Some(true), _) => {}
     }
     if !signalled {
         return Ok(None);
