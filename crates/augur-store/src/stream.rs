@@ -1096,9 +1096,10 @@ impl Stream {
     }
 
     /// XREADGROUP `>`: up to `count` (0: all) entries after the group's last ID,
-    /// delivered to `consumer` (created if need be, its seen time refreshed by the
-    /// caller), added to the PELs unless `noack`, the group's last ID and read counter
-    /// advanced (streamReplyWithRange with a group).
+    /// delivered to `consumer`, added to the PELs unless `noack`, the group's last ID
+    /// and read counter advanced (streamReplyWithRange with a group). The consumer is
+    /// created and its seen time refreshed only when there is something to deliver (a
+    /// read that finds nothing creates none, as in Redis); the flag says it was created.
     pub fn read_group_new(
         &mut self,
         group: &[u8],
@@ -1106,18 +1107,23 @@ impl Stream {
         count: usize,
         noack: bool,
         now: u64,
-    ) -> Vec<OwnedEntry> {
+    ) -> (Vec<OwnedEntry>, bool) {
         let Some(g) = self.groups.get(group) else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         let Some(start) = g.last_id.next() else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         let entries: Vec<OwnedEntry> = self
             .range(start, StreamId::MAX, false, count)
             .iter()
             .map(|e| e.to_owned_entry())
             .collect();
+        let created = !entries.is_empty()
+            && self
+                .groups
+                .get_mut(group)
+                .is_some_and(|g| g.touch_consumer(consumer, now));
         for (id, _) in &entries {
             let id = *id;
             let tomb = self.range_has_tombstones(id);
@@ -1136,7 +1142,7 @@ impl Stream {
                 g.deliver(id, consumer, now);
             }
         }
-        entries
+        (entries, created)
     }
 
     /// XREADGROUP with an ID: the consumer's pending entries after `start`, at most

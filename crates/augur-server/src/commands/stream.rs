@@ -581,14 +581,9 @@ fn read_key(
                     return (Err(()), false);
                 };
                 // The consumer is created (and seen) when something is served: a
-                // history read, or new entries; a read that blocks creates none.
-                let fresh = !history
-                    && grp
-                        .last_id
-                        .next()
-                        .is_some_and(|start| !s.range(start, StreamId::MAX, false, 1).is_empty());
-                if history || fresh {
-                    let grp = s.group_mut(&g.group).expect("checked above");
+                // history read, or new entries (`read_group_new` decides); a read that
+                // blocks creates none.
+                if history {
                     created = grp.touch_consumer(&g.consumer, now);
                 }
                 if history {
@@ -601,8 +596,9 @@ fn read_key(
                     };
                     (Ok(Some(KeyReply::History(h))), true)
                 } else {
-                    let e = s.read_group_new(&g.group, &g.consumer, count, g.noack, now);
-                    let changed = !e.is_empty() || created;
+                    let (e, made) = s.read_group_new(&g.group, &g.consumer, count, g.noack, now);
+                    created = made;
+                    let changed = !e.is_empty();
                     (Ok((!e.is_empty()).then_some(KeyReply::Entries(e))), changed)
                 }
             });
