@@ -44,13 +44,19 @@ async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
 
     // Phase 1: a loop over 1300 keys (30 % more than fit). LRU evicts each key just
     // before it comes back; random eviction keeps ~a third of the loop.
+    // The loop runs until two whole 20 000-GET intervals of it alone have ended (45 500
+    // GETs without drops; the profiler drops references on a full queue under load, so
+    // an interval can need more), at most 200 rounds.
     let before = dlru_interval(&dlru_decision(&mut con).await);
-    for _ in 0..35 {
+    for round in 0.. {
         for i in 0..1300 {
             get_or_set(&mut con, &format!("loop:{i}"), &value).await;
         }
+        if round >= 34 && dlru_interval(&dlru_decision(&mut con).await) >= before + 2 {
+            break;
+        }
+        assert!(round < 200, "no two loop intervals after 200 rounds");
     }
-    // 45 500 GETs: two whole 20 000-GET intervals of the loop alone.
     let d = wait_dlru_interval(&mut con, before + 2).await;
     let k_loop: u32 = d["k"].parse().unwrap();
     assert_eq!(d["fallback"], "0", "{d:?}");
@@ -67,14 +73,25 @@ async fn auto_k_follows_the_workload_and_a_number_turns_it_off() {
 
     // Phase 2: each new key is read again 400 new keys later (800 distinct keys in
     // between fit under LRU; random eviction loses ~33 % of them).
+    // The first interval it ends also holds the loop's tail; the pattern runs until two
+    // more, of it alone, have ended (59 600 GETs without drops), so the decision weighs
+    // two whole intervals of it against the loop's (DLRU's `should_switch`: a large
+    // smoothed gain switches at once).
     let before = dlru_interval(&dlru_decision(&mut con).await);
-    for i in 0..30_000u32 {
+    for i in 0u32.. {
         get_or_set(&mut con, &format!("new:{i}"), &value).await;
         if i >= 400 {
             get_or_set(&mut con, &format!("new:{}", i - 400), &value).await;
         }
+        if i >= 30_000
+            && i % 1000 == 0
+            && dlru_interval(&dlru_decision(&mut con).await) >= before + 3
+        {
+            break;
+        }
+        assert!(i < 300_000, "no three intervals after 600 000 GETs");
     }
-    let d = wait_dlru_interval(&mut con, before + 2).await;
+    let d = wait_dlru_interval(&mut con, before + 3).await;
     let k_rec: u32 = d["k"].parse().unwrap();
     assert!(k_rec >= 5, "recency chose K = {k_rec}: {d:?}");
     let m1: f64 = d["misses_k1"].parse().unwrap();
