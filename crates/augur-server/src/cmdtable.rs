@@ -188,6 +188,8 @@ commands! {
     Command b"COMMAND" "command" -1 [LOADING|STALE] 0 0 0 "server" "Returns detailed information about all commands." COMMAND_SUBS;
     Client b"CLIENT" "client" -2 [] 0 0 0 "connection" "A container for client connection commands." CLIENT_SUBS;
     Memory b"MEMORY" "memory" -2 [] 0 0 0 "server" "A container for memory diagnostics commands." MEMORY_SUBS;
+    SlowLog b"SLOWLOG" "slowlog" -2 [] 0 0 0 "server" "A container for slow log commands." SLOWLOG_SUBS;
+    Latency b"LATENCY" "latency" -2 [] 0 0 0 "server" "A container for latency diagnostics commands." LATENCY_SUBS;
     Object b"OBJECT" "object" -2 [] 0 0 0 "generic" "A container for object introspection commands." OBJECT_SUBS;
     Acl b"ACL" "acl" -2 [] 0 0 0 "server" "A container for Access List Control commands." ACL_SUBS;
     Tenant b"TENANT" "tenant" -2 [] 0 0 0 "server" "A container for Augur's tenant commands: limits, statistics and miss-ratio curves of each tenant (ACL user)." TENANT_SUBS;
@@ -708,6 +710,78 @@ const PUBSUB_SUBS: &[SubSpec] = &[
         arity: 2,
         flags: LOADING | STALE,
         summary: "Returns helpful text about the different subcommands.",
+    },
+];
+
+const SLOWLOG_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "slowlog|get",
+        arity: -2,
+        flags: ADMIN | LOADING | STALE,
+        summary: "Returns the slow log's entries.",
+    },
+    SubSpec {
+        name: "slowlog|len",
+        arity: 2,
+        flags: ADMIN | LOADING | STALE,
+        summary: "Returns the number of entries in the slow log.",
+    },
+    SubSpec {
+        name: "slowlog|reset",
+        arity: 2,
+        flags: ADMIN | LOADING | STALE,
+        summary: "Clears all entries from the slow log.",
+    },
+    SubSpec {
+        name: "slowlog|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Show helpful text about the different subcommands",
+    },
+];
+
+const LATENCY_SUBS: &[SubSpec] = &[
+    SubSpec {
+        name: "latency|doctor",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Returns a human-readable latency analysis report.",
+    },
+    SubSpec {
+        name: "latency|graph",
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Returns a latency graph for an event.",
+    },
+    SubSpec {
+        name: "latency|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        summary: "Returns helpful text about the different subcommands.",
+    },
+    SubSpec {
+        name: "latency|histogram",
+        arity: -2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Returns the cumulative distribution of latencies of a subset or all commands.",
+    },
+    SubSpec {
+        name: "latency|history",
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Returns timestamp-latency samples for an event.",
+    },
+    SubSpec {
+        name: "latency|latest",
+        arity: 2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Returns the latest latency samples for all events.",
+    },
+    SubSpec {
+        name: "latency|reset",
+        arity: -2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        summary: "Resets the latency data for one or more events.",
     },
 ];
 

@@ -211,6 +211,14 @@ pub struct ServerConfig {
     pub notify_keyspace_events: u32,
     /// ACL LOG's length (`acllog-max-len`).
     pub acllog_max_len: usize,
+    /// SLOWLOG: commands that ran at least this many µs are logged; negative: none
+    /// (`slowlog-log-slower-than`, crate::slowlog).
+    pub slowlog_log_slower_than: i64,
+    /// SLOWLOG's length per tenant (`slowlog-max-len`).
+    pub slowlog_max_len: u64,
+    /// The latency monitor's threshold in ms; 0: off (`latency-monitor-threshold`,
+    /// crate::latency).
+    pub latency_monitor_threshold: u64,
     /// `acl-pubsub-default`: whether new users start with `allchannels` (Redis 7.0's
     /// default is `resetchannels`).
     pub acl_pubsub_default_all: bool,
@@ -316,6 +324,9 @@ impl Default for ServerConfig {
             key_load_delay: 0,
             notify_keyspace_events: 0,
             acllog_max_len: 128,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
             acl_pubsub_default_all: false,
             aclfile: String::new(),
         }
@@ -420,6 +431,9 @@ pub const PARAMS: &[&str] = &[
     "key-load-delay",
     "notify-keyspace-events",
     "acllog-max-len",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
+    "latency-monitor-threshold",
     "acl-pubsub-default",
     "aclfile",
 ];
@@ -502,6 +516,9 @@ pub const LIVE_PARAMS: &[&str] = &[
     "key-load-delay",
     "notify-keyspace-events",
     "acllog-max-len",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
+    "latency-monitor-threshold",
     "acl-pubsub-default",
 ];
 
@@ -907,6 +924,15 @@ impl ServerConfig {
                     .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?
             }
             "acllog-max-len" => self.acllog_max_len = parse_int(value)?,
+            "slowlog-log-slower-than" => {
+                self.slowlog_log_slower_than = parse_int_in(value, -1, i64::MAX)?
+            }
+            "slowlog-max-len" => {
+                self.slowlog_max_len = parse_int_in(value, 0i64, i64::MAX)? as u64
+            }
+            "latency-monitor-threshold" => {
+                self.latency_monitor_threshold = parse_int_in(value, 0i64, i64::MAX)? as u64
+            }
             "aclfile" => self.aclfile = value.to_string(),
             "acl-pubsub-default" => {
                 self.acl_pubsub_default_all = match value.to_ascii_lowercase().as_str() {
@@ -927,6 +953,9 @@ impl ServerConfig {
             "bind" => self.bind.join(" "),
             "requirepass" => self.requirepass.clone().unwrap_or_default(),
             "acllog-max-len" => self.acllog_max_len.to_string(),
+            "slowlog-log-slower-than" => self.slowlog_log_slower_than.to_string(),
+            "slowlog-max-len" => self.slowlog_max_len.to_string(),
+            "latency-monitor-threshold" => self.latency_monitor_threshold.to_string(),
             "aclfile" => self.aclfile.clone(),
             "acl-pubsub-default" => if self.acl_pubsub_default_all {
                 "allchannels"

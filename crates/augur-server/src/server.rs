@@ -337,7 +337,13 @@ async fn cron(shared: Arc<Shared>) {
         if shared.pause.active(now_ms()).is_none() {
             let _ = tokio::task::spawn_blocking(move || {
                 let _hold = store_shared.gate.shared();
-                store_shared.store.active_expire_cycle(now_ms())
+                let t0 = std::time::Instant::now();
+                let expired = store_shared.store.active_expire_cycle(now_ms());
+                // The latency monitor's `expire-cycle` (expire.c: the cycle's duration).
+                store_shared
+                    .latency
+                    .add_if_needed("expire-cycle", t0.elapsed().as_millis() as u64);
+                expired
             })
             .await;
         }
@@ -935,6 +941,9 @@ async fn wait_blocked<'a>(
     }
     if let Some((slot, nanos)) = client.blocked_call.take() {
         client.out.stats.call(slot, nanos);
+    }
+    if let Some(entry) = client.blocked_slow.take() {
+        shared.slowlog.push(entry);
     }
     Ok(true)
 }

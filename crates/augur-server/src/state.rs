@@ -306,6 +306,10 @@ pub struct Shared {
         Mutex<Option<tokio::sync::mpsc::UnboundedSender<crate::server::ListenerChange>>>,
     /// ACL LOG.
     pub acl_log: crate::acl::AclLog,
+    /// SLOWLOG.
+    pub slowlog: crate::slowlog::SlowLog,
+    /// LATENCY's event monitor.
+    pub latency: crate::latency::LatencyMonitor,
 }
 
 /// CLIENT PAUSE state (networking.c `pauseClients`): until when, and whether every
@@ -396,6 +400,10 @@ impl Shared {
         };
         let tenants = crate::tenants::Registry::new(config.requirepass.as_deref());
         let stats = crate::stats::CommandStats::default();
+        let slowlog = crate::slowlog::SlowLog::default();
+        slowlog.configure(config.slowlog_log_slower_than, config.slowlog_max_len);
+        let latency = crate::latency::LatencyMonitor::default();
+        latency.set_threshold_ms(config.latency_monitor_threshold);
         stats
             .latency_tracking
             .store(config.latency_tracking, Relaxed);
@@ -435,6 +443,8 @@ impl Shared {
             pause: Pause::default(),
             listener_ctl: Mutex::new(None),
             acl_log: crate::acl::AclLog::default(),
+            slowlog,
+            latency,
         }
     }
 
@@ -490,6 +500,9 @@ impl Shared {
             .pubsub_default_all
             .store(new.acl_pubsub_default_all, Relaxed);
         self.acl_log.truncate(new.acllog_max_len);
+        self.slowlog
+            .configure(new.slowlog_log_slower_than, new.slowlog_max_len);
+        self.latency.set_threshold_ms(new.latency_monitor_threshold);
         self.stats
             .latency_tracking
             .store(new.latency_tracking, Relaxed);

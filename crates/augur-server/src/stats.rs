@@ -475,6 +475,88 @@ impl CommandStats {
     }
 }
 
+/// One command's LATENCY HISTOGRAM entry: its full name, calls, and the cumulative
+/// distribution as (µs, calls that took at most about that long) pairs.
+pub type CommandCdf = (&'static str, u64, Vec<(u64, u64)>);
+
+impl CommandStats {
+    /// LATENCY HISTOGRAM: every command with a histogram (`names` None), or the named
+    /// ones in the order given, a container standing for itself and its subcommands
+    /// (`client`: `client|id`, `client|list`, ...) and unknown names skipped, as
+    /// latency.c's latencySpecificCommandsFillCDF. A command has a histogram from its
+    /// first call after CONFIG RESETSTAT while `latency-tracking` is on.
+    pub fn latency_histogram(&self, names: Option<&[&[u8]]>) -> Vec<CommandCdf> {
+        let t = self.merged();
+        let cdf_of = |i: usize| -> Option<CommandCdf> {
+            let h = t.slots.get(i)?.hist.as_ref()?;
+            Some((slot_name(i), h.len(), command_cdf(h)))
+        };
+        match names {
+            None => (0..t.slots.len()).filter_map(cdf_of).collect(),
+            Some(names) => names
+                .iter()
+                .flat_map(|n| slots_named(n))
+                .filter_map(cdf_of)
+                .collect(),
+        }
+    }
+}
+
+/// The stat slots a LATENCY HISTOGRAM argument names: `container|sub` its subcommand's,
+/// a command its own and (a container) each of its subcommands'.
+fn slots_named(name: &[u8]) -> Vec<usize> {
+    let upper = |b: &[u8]| b.to_ascii_uppercase();
+    if let Some(bar) = memchr::memchr(b'|', name) {
+        let Some(spec) = crate::cmdtable::lookup(&upper(&name[..bar])) else {
+            return Vec::new();
+        };
+        let sub = &name[bar + 1..];
+        return spec
+            .subcommands
+            .iter()
+            .position(|s| s.short().as_bytes().eq_ignore_ascii_case(sub))
+            .map(|i| vec![slot(spec, Some(i)) as usize])
+            .unwrap_or_default();
+    }
+    let Some(spec) = crate::cmdtable::lookup(&upper(name)) else {
+        return Vec::new();
+    };
+    std::iter::once(slot(spec, None) as usize)
+        .chain((0..spec.subcommands.len()).map(|i| slot(spec, Some(i)) as usize))
+        .collect()
+}
+
+/// fillCommandCDF's pairs: hdr_iter_log from 1024 ns doubling, each reporting level
+/// answered at the first bucket at or above it (that bucket's count included, its
+/// highest equivalent value in µs), a pair written only where the cumulative count
+/// grew: `histogram_usec 1 2 2 5 ...` as Redis replies.
+fn command_cdf(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    let total = h.len();
+    let mut out = Vec::new();
+    let mut level = 1024u64;
+    let mut level_low = h.lowest_equivalent(level);
+    let (mut cumulative, mut reported) = (0u64, 0u64);
+    for v in h.iter_all() {
+        cumulative += v.count_at_value();
+        let low = h.lowest_equivalent(v.value_iterated_to());
+        while low >= level_low {
+            if cumulative > reported {
+                out.push((
+                    h.highest_equivalent(v.value_iterated_to()) / 1000,
+                    cumulative,
+                ));
+            }
+            reported = cumulative;
+            level = level.saturating_mul(2);
+            level_low = h.lowest_equivalent(level);
+        }
+        if reported == total {
+            break;
+        }
+    }
+    out
+}
+
 /// A percentile as Redis prints it (`%f`, trailing zeros and dot trimmed): 50, 99.9.
 pub fn format_percentile(p: f64) -> String {
     let s = format!("{p:.6}");

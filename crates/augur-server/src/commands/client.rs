@@ -97,16 +97,7 @@ pub(super) fn feed_monitors(
     if !shared.monitors.active() || is_admin(spec, args) {
         return;
     }
-    let hello_auth = if spec.cmd == Cmd::Hello {
-        (2..args.len()).find(|&j| eq(args.get(j), "auth") && j + 2 < args.len())
-    } else {
-        None
-    };
-    let redact = |i: usize| match spec.cmd {
-        Cmd::Auth => i >= 1,
-        Cmd::Hello => hello_auth.is_some_and(|j| i == j + 1 || i == j + 2),
-        _ => false,
-    };
+    let redact = crate::slowlog::redacted(spec, args);
     shared
         .monitors
         .feed(c.tenant, c.db, Origin::Client(&c.meta), args, redact);

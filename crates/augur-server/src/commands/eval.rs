@@ -345,7 +345,11 @@ impl ScriptHost for Host<'_> {
         if flags & crate::cmdtable::READONLY != 0 {
             self.c.script_read = true;
         }
-        self.c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
+        let nanos = t0.elapsed().as_nanos() as u64;
+        self.c.out.stats.call(slot, nanos);
+        self.c.in_script = true;
+        super::diagnostics::after_call(self.shared, self.c, spec, args, nanos);
+        self.c.in_script = false;
         std::mem::swap(&mut self.c.out, &mut self.out);
         self.c.out.stats.absorb(&mut self.out.stats);
         if self.shared.monitors.active() {

@@ -12,6 +12,7 @@
 mod bits;
 mod client;
 mod connection;
+mod diagnostics;
 pub mod dump;
 pub mod eval;
 mod expire;
@@ -150,6 +151,9 @@ pub struct Client {
     /// when the wait ends (failed if it ends with an error), as Redis's
     /// updateStatsOnUnblock does.
     pub blocked_call: Option<(u16, u64)>,
+    /// The slow-log entry of that command, added when it is served (server.c logs a
+    /// blocked command at unblock).
+    pub blocked_slow: Option<crate::slowlog::Draft>,
     /// CLIENT REPLY state: [`client::REPLY_OFF`], [`client::REPLY_SKIP`],
     /// [`client::REPLY_SKIP_NEXT`] bits; 0 (the common case) costs one compare per
     /// command.
@@ -192,6 +196,7 @@ impl Client {
             pubsub: None,
             script_read: false,
             blocked_call: None,
+            blocked_slow: None,
             reply: 0,
             monitor: None,
             db_map: Arc::new(augur_store::DbMap::identity(0)),
@@ -324,7 +329,16 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         // processCommand's performEvictions runs before every command, not only the
         // ones it may refuse: a read after a write that took the store over its limit
         // evicts first (and CLIENT TRACKING tells of it before the read's reply).
-        shared.store.evict_before_command();
+        if shared.latency.enabled() {
+            // The latency monitor's `eviction-cycle` (evict.c performEvictions).
+            let t0 = Instant::now();
+            shared.store.evict_before_command();
+            shared
+                .latency
+                .add_if_needed("eviction-cycle", t0.elapsed().as_millis() as u64);
+        } else {
+            shared.store.evict_before_command();
+        }
     }
     if c.pubsub.is_some() && !c.out.resp3 && !pubsub::resp2_context_allows(c, spec, args) {
         c.out.stats.reject(slot);
@@ -380,6 +394,7 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
         } else {
             c.out.stats.call(slot, nanos);
         }
+        diagnostics::after_call(shared, c, spec, args, nanos);
     }
 }
 
@@ -456,7 +471,9 @@ fn dispatch_call(
     c.out.stats.begin();
     call(shared, c, spec, args, now);
     if sub_arity.is_some() {
-        c.out.stats.call(slot, t0.elapsed().as_nanos() as u64);
+        let nanos = t0.elapsed().as_nanos() as u64;
+        c.out.stats.call(slot, nanos);
+        diagnostics::after_call(shared, c, spec, args, nanos);
     }
 }
 
@@ -590,6 +607,8 @@ fn dispatch(shared: &Shared, c: &mut Client, spec: &'static CommandSpec, args: A
         Cmd::Command => server::command_command(c, spec, args),
         Cmd::Client => client::client_command(shared, c, spec, args),
         Cmd::Memory => keyspace::memory_command(shared, c, spec, args, now),
+        Cmd::SlowLog => diagnostics::slowlog_command(shared, c, spec, args),
+        Cmd::Latency => diagnostics::latency_command(shared, c, spec, args),
         Cmd::Object => keyspace::object_command(shared, c, spec, args, now),
         Cmd::Shutdown => server::shutdown_command(shared, c, args),
         Cmd::Multi => multi::multi_command(c),
@@ -802,6 +821,17 @@ fn unknown_subcommand(out: &mut Out, args: Args<'_>) {
     let sub = c_str(args.get(1));
     out.error(&format!(
         "ERR unknown subcommand '{}'. Try {} HELP.",
+        lossy(&sub[..sub.len().min(128)]),
+        lossy(args.get(0)).to_uppercase()
+    ));
+}
+
+/// Redis's addReplySubcommandSyntaxError: a container's subcommand with arguments its
+/// implementation does not take.
+fn subcommand_syntax_error(out: &mut Out, args: Args<'_>) {
+    let sub = c_str(args.get(1));
+    out.error(&format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
         lossy(&sub[..sub.len().min(128)]),
         lossy(args.get(0)).to_uppercase()
     ));

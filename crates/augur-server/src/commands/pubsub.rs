@@ -117,7 +117,7 @@ pub(super) fn pubsub_command(
     match sub {
         "channels" | "shardchannels" => {
             if args.len() > 3 {
-                return syntax_error(&mut c.out, args);
+                return super::subcommand_syntax_error(&mut c.out, args);
             }
             let kind = if sub == "channels" {
                 Kind::Channel
@@ -162,16 +162,6 @@ pub(super) fn pubsub_command(
             ],
         ),
     }
-}
-
-/// Redis's addReplySubcommandSyntaxError.
-fn syntax_error(out: &mut Out, args: Args<'_>) {
-    let sub = super::c_str(args.get(1));
-    out.error(&format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        super::lossy(&sub[..sub.len().min(128)]),
-        super::lossy(args.get(0)).to_uppercase()
-    ));
 }
 
 /// processCommand's rule for a RESP2 connection in Pub/Sub mode: only the

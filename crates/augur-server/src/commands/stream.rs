@@ -982,7 +982,7 @@ pub(super) fn xgroup_command(
                 }
                 i += 2;
             } else {
-                return subcommand_syntax_error(&mut c.out, args);
+                return super::subcommand_syntax_error(&mut c.out, args);
             }
         }
     }
@@ -1101,16 +1101,6 @@ pub(super) fn xgroup_command(
             }
         }
     }
-}
-
-/// addReplySubcommandSyntaxError.
-fn subcommand_syntax_error(out: &mut Out, args: Args<'_>) {
-    let sub = String::from_utf8_lossy(args.get(1));
-    out.error(&format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        sub.chars().take(128).collect::<String>(),
-        String::from_utf8_lossy(args.get(0)).to_uppercase()
-    ));
 }
 
 // ----- XACK / XPENDING / XCLAIM / XAUTOCLAIM -----
@@ -1576,12 +1566,12 @@ pub(super) fn xinfo_command(
     let mut count: i64 = 10;
     if sub == "stream" && args.len() > 3 {
         if args.len() != 4 && args.len() != 6 || !eq(args.get(3), "full") {
-            return subcommand_syntax_error(&mut c.out, args);
+            return super::subcommand_syntax_error(&mut c.out, args);
         }
         full = true;
         if args.len() == 6 {
             if !eq(args.get(4), "count") {
-                return subcommand_syntax_error(&mut c.out, args);
+                return super::subcommand_syntax_error(&mut c.out, args);
             }
             match parse_i64(args.get(5)) {
                 // A negative COUNT is the default, 10.
