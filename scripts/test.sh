@@ -13,4 +13,4 @@ cargo build --release -p augur
 bash tests/compat/run.sh
 bash tests/compat/fuzz.sh
 bash tests/redis-suite/run.sh
-bash tests/redis-suite/run-spawn.sh unit/acl unit/acl-v2 unit/auth unit/maxmemory
+bash tests/redis-suite/run-spawn.sh unit/acl unit/acl-v2 unit/auth unit/maxmemory unit/pause

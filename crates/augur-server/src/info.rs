@@ -169,7 +169,10 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
             line!("# Clients");
             line!("connected_clients:{}", shared.connected_clients());
             line!("maxclients:{}", cfg.maxclients);
-            line!("blocked_clients:{}", shared.blocking.blocked_clients());
+            line!(
+                "blocked_clients:{}",
+                shared.blocking.blocked_clients() + shared.pause.waiting.load(Relaxed)
+            );
             line!("tracking_clients:{}", shared.tracking.info().0);
         }
         "memory" => {

@@ -1018,6 +1018,15 @@ async fn wait_pause_end<'a>(
     meta: &'a ClientMeta,
     killed: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'a>>,
 ) {
+    /// Counts the connection as blocked while it waits (also when its task is dropped).
+    struct Waiting<'p>(&'p std::sync::atomic::AtomicUsize);
+    impl Drop for Waiting<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Relaxed);
+        }
+    }
+    shared.pause.waiting.fetch_add(1, Relaxed);
+    let _waiting = Waiting(&shared.pause.waiting);
     loop {
         let ended = shared.pause.ended.notified();
         let mut ended = std::pin::pin!(ended);

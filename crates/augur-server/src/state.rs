@@ -322,6 +322,9 @@ pub struct Pause {
     pub all: AtomicBool,
     /// Wakes paused connections on CLIENT UNPAUSE.
     pub ended: Notify,
+    /// Connections waiting for the pause to end: Redis counts them in INFO
+    /// blocked_clients (a paused client is blocked, BLOCKED_POSTPONE).
+    pub waiting: std::sync::atomic::AtomicUsize,
 }
 
 impl Pause {

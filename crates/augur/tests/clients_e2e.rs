@@ -889,3 +889,66 @@ async fn info_memory_reports_process_figures() {
     assert!(peak2 >= peak);
     srv.stop().await;
 }
+
+/// CLIENT PAUSE WRITE holds what may write by its flags as Redis's getCommandFlags gives
+/// them: a script with no shebang (may replicate) and one with flags but no `no-writes`
+/// wait; a `no-writes` script, an FCALL of a `no-writes` function and a transaction of
+/// them run. (Held EXECs and blocked_clients of held clients: unit/pause in CI.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_pause_write_judges_scripts_by_their_flags() {
+    let s = TestServer::start(ServerConfig::default()).await;
+    let mut admin = s.con().await;
+    let blocked = |info: String| common::info_field(&info, "blocked_clients");
+    let _: String = q(
+        &mut admin,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function{function_name='ro', callback=function() return 'hello' end, flags={'no-writes'}}",
+        ],
+    )
+    .await
+    .unwrap();
+    let _: String = q(&mut admin, &["CLIENT", "PAUSE", "60000", "WRITE"])
+        .await
+        .unwrap();
+    // Not held.
+    let mut rr = s.con().await;
+    let v: String = q(
+        &mut rr,
+        &["EVAL", "#!lua flags=no-writes\nreturn 'ro'", "0"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, "ro");
+    let v: String = q(&mut rr, &["FCALL", "ro", "0"]).await.unwrap();
+    assert_eq!(v, "hello");
+    let mut pipe = redis::pipe();
+    pipe.cmd("MULTI")
+        .ignore()
+        .cmd("EVAL")
+        .arg("#!lua flags=no-writes\nreturn 12")
+        .arg(0)
+        .ignore()
+        .cmd("EXEC");
+    let v: (Vec<i64>,) = pipe.query_async(&mut rr).await.unwrap_or_else(|_| {
+        panic!("the no-writes transaction did not run");
+    });
+    assert_eq!(v.0, [12]);
+    assert_eq!(
+        blocked(q(&mut admin, &["INFO", "clients"]).await.unwrap()),
+        0
+    );
+    // Held: a script with no shebang, and one with a shebang but no no-writes.
+    for script in ["return 1", "#!lua\nreturn 2"] {
+        let mut c = s.con().await;
+        let r = tokio::time::timeout(
+            Duration::from_millis(300),
+            q::<i64>(&mut c, &["EVAL", script, "0"]),
+        )
+        .await;
+        assert!(r.is_err(), "{script:?} ran during the pause: {r:?}");
+    }
+    let _: String = q(&mut admin, &["CLIENT", "UNPAUSE"]).await.unwrap();
+    s.stop().await;
+}

@@ -831,9 +831,9 @@ pub(super) fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: 
 }
 
 /// Whether CLIENT PAUSE holds this command now (server.c processCommand): every
-/// command under PAUSE ALL; under PAUSE WRITE, those that may write or replicate
-/// (`write` commands, scripts, PUBLISH, FUNCTION's changes, an EXEC with a write
-/// queued).
+/// command under PAUSE ALL; under PAUSE WRITE, those that may write or replicate by
+/// [`command_flags`] (`write` and `may-replicate` commands, scripts that may write,
+/// FUNCTION's changes, an EXEC with such a command queued).
 pub fn paused_for(shared: &Shared, c: &Client, args: Args<'_>, now: u64) -> bool {
     let Some(all) = shared.pause.active(now) else {
         return false;
@@ -845,25 +845,71 @@ pub fn paused_for(shared: &Shared, c: &Client, args: Args<'_>, now: u64) -> bool
     let Some(spec) = cmdtable::upper(args.get(0), &mut buf).and_then(cmdtable::lookup) else {
         return false;
     };
-    let flags = if !spec.subcommands.is_empty() && args.len() >= 2 {
-        spec.sub(args.get(1)).map_or(spec.flags, |s| s.flags)
-    } else {
-        spec.flags
-    };
-    flags & (cmdtable::WRITE | cmdtable::MAY_REPLICATE) != 0
-        || matches!(
-            spec.cmd,
-            Cmd::Eval | Cmd::EvalSha | Cmd::Publish | Cmd::SPublish
-        )
+    let may_write = cmdtable::WRITE | cmdtable::MAY_REPLICATE;
+    command_flags(shared, c.tenant, spec, args) & may_write != 0
         || (spec.cmd == Cmd::Function
             && args.len() >= 2
             && ["load", "delete", "flush", "restore"]
                 .iter()
                 .any(|s| eq(args.get(1), s)))
-        || (spec.cmd == Cmd::Exec
-            && c.multi
-                .as_ref()
-                .is_some_and(|m| m.flags() & cmdtable::WRITE != 0))
+        || (spec.cmd == Cmd::Exec && c.multi.as_ref().is_some_and(|m| m.flags() & may_write != 0))
+}
+
+/// A command's flags as server.c's getCommandFlags sees them: its subcommand's, and
+/// for EVAL / EVALSHA / FCALL the script's (eval.c evalGetCommandFlags,
+/// scriptFlagsToCmdFlags): a script with no shebang, or one not found (an EVALSHA not
+/// cached, an FCALL of no function), may replicate; one with flags writes unless it
+/// declares `no-writes`, and is `denyoom` unless `no-writes` or `allow-oom`.
+pub fn command_flags(
+    shared: &Shared,
+    tenant: augur_store::TenantId,
+    spec: &'static crate::cmdtable::CommandSpec,
+    args: Args<'_>,
+) -> u32 {
+    use crate::scripting::{FLAG_ALLOW_OOM, FLAG_EVAL_COMPAT_MODE, FLAG_NO_WRITES};
+    let base = if !spec.subcommands.is_empty() && args.len() >= 2 {
+        spec.sub(args.get(1)).map_or(spec.flags, |s| s.flags)
+    } else {
+        spec.flags
+    };
+    if !matches!(spec.cmd, Cmd::Eval | Cmd::EvalSha | Cmd::FCall) || args.len() < 2 {
+        return base;
+    }
+    let unknown = base | cmdtable::MAY_REPLICATE;
+    // A script's flags; the engines' locks are only tried (a running script holds them):
+    // not known then, as for a script not cached.
+    let script = match spec.cmd {
+        Cmd::Eval => crate::scripting::extract_shebang_flags(args.get(1))
+            .ok()
+            .map(|f| f.0),
+        Cmd::EvalSha => {
+            let sha = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
+            shared
+                .scripting
+                .engine
+                .try_lock()
+                .and_then(|e| e.scripts.get(&sha).map(|s| s.flags))
+        }
+        _ => shared
+            .scripting
+            .functions
+            .try_lock()
+            .and_then(|f| f.find(tenant, args.get(1)).map(|i| i.flags)),
+    };
+    let Some(flags) = script else {
+        return unknown;
+    };
+    if flags & FLAG_EVAL_COMPAT_MODE != 0 {
+        return unknown;
+    }
+    let mut out = base & !(cmdtable::WRITE | cmdtable::DENYOOM | cmdtable::MAY_REPLICATE);
+    if flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES) == 0 {
+        out |= cmdtable::DENYOOM;
+    }
+    if flags & FLAG_NO_WRITES == 0 {
+        out |= cmdtable::WRITE;
+    }
+    out
 }
 
 /// `maxmemory-clients` (networking.c `getClientEvictionLimit` and `evictClients`):

@@ -360,7 +360,8 @@ fn execute_command(shared: &Shared, c: &mut Client, args: Args<'_>, now: u64) {
             spec.cmd,
             Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch | Cmd::Quit | Cmd::Reset
         ) {
-            m.queue(spec, args);
+            let flags = client::command_flags(shared, c.tenant, spec, args);
+            m.queue(spec, args, flags);
             return c.out.simple("QUEUED");
         }
     }

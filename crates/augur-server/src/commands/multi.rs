@@ -72,14 +72,16 @@ impl MultiState {
             .sum()
     }
 
-    pub fn queue(&mut self, spec: &'static CommandSpec, args: Args<'_>) {
+    /// Queues a command; `flags` are its flags as getCommandFlags gives them
+    /// (`client::command_flags`: a script's own).
+    pub fn queue(&mut self, spec: &'static CommandSpec, args: Args<'_>, flags: u32) {
         let mut bytes = Vec::new();
         let mut ranges = Vec::with_capacity(args.len());
         for a in args.iter() {
             ranges.push((bytes.len(), bytes.len() + a.len()));
             bytes.extend_from_slice(a);
         }
-        self.flags |= spec.flags;
+        self.flags |= flags;
         self.queue.push(Queued {
             spec,
             bytes,
