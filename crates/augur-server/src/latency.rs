@@ -141,9 +141,7 @@ impl LatencyMonitor {
     /// LATENCY HISTORY: (time, latency) oldest first; empty for an unknown event.
     pub fn history(&self, event: &[u8]) -> Vec<(u64, u64)> {
         let events = self.events.lock();
-        events
-            .iter()
-            .find(|(n, _)| n.as_bytes() == event)
+        series(&events, event)
             .map(|(_, ts)| ts.ordered().map(|s| (s.time, s.latency_ms)).collect())
             .unwrap_or_default()
     }
@@ -168,7 +166,7 @@ impl LatencyMonitor {
     /// LATENCY GRAPH: latencyCommandGenSparkeline's text, or None for an unknown event.
     pub fn graph(&self, event: &[u8]) -> Option<String> {
         let events = self.events.lock();
-        let (name, ts) = events.iter().find(|(n, _)| n.as_bytes() == event)?;
+        let (name, ts) = series(&events, event)?;
         Some(graph_text(name, ts, unix_now()))
     }
 
@@ -254,6 +252,15 @@ impl LatencyMonitor {
         }
         report
     }
+}
+
+/// The series of `event` (an exact name, as Redis's dict lookup).
+fn series<'a>(
+    events: &'a BTreeMap<&'static str, Series>,
+    event: &[u8],
+) -> Option<(&'static str, &'a Series)> {
+    let name = std::str::from_utf8(event).ok()?;
+    events.get_key_value(name).map(|(n, ts)| (*n, ts))
 }
 
 #[derive(Default, PartialEq)]

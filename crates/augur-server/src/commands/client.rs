@@ -832,8 +832,8 @@ pub(super) fn client_line(m: &ClientMeta, me: Option<(&Client, Args<'_>)>, out: 
 
 /// Whether CLIENT PAUSE holds this command now (server.c processCommand): every
 /// command under PAUSE ALL; under PAUSE WRITE, those that may write or replicate by
-/// [`command_flags`] (`write` and `may-replicate` commands, scripts that may write,
-/// FUNCTION's changes, an EXEC with such a command queued).
+/// [`command_flags`] (`write` and `may-replicate` commands and subcommands, scripts
+/// that may write, an EXEC with such a command queued).
 pub fn paused_for(shared: &Shared, c: &Client, args: Args<'_>, now: u64) -> bool {
     let Some(all) = shared.pause.active(now) else {
         return false;
@@ -846,12 +846,8 @@ pub fn paused_for(shared: &Shared, c: &Client, args: Args<'_>, now: u64) -> bool
         return false;
     };
     let may_write = cmdtable::WRITE | cmdtable::MAY_REPLICATE;
+    // FUNCTION LOAD / DELETE / FLUSH / RESTORE are `write` subcommands.
     command_flags(shared, c.tenant, spec, args) & may_write != 0
-        || (spec.cmd == Cmd::Function
-            && args.len() >= 2
-            && ["load", "delete", "flush", "restore"]
-                .iter()
-                .any(|s| eq(args.get(1), s)))
         || (spec.cmd == Cmd::Exec && c.multi.as_ref().is_some_and(|m| m.flags() & may_write != 0))
 }
 

@@ -22,14 +22,12 @@ pub(super) fn after_call(
     nanos: u64,
 ) {
     let us = nanos / 1000;
-    if shared.latency.enabled() {
-        let event = if spec.flags & FAST != 0 {
-            "fast-command"
-        } else {
-            "command"
-        };
-        shared.latency.add_if_needed(event, us / 1000);
-    }
+    let event = if spec.flags & FAST != 0 {
+        "fast-command"
+    } else {
+        "command"
+    };
+    shared.latency.add_if_needed(event, us / 1000);
     if shared.slowlog.is_slow(us) {
         let draft = draft_of(c, spec, args, us);
         if c.blocked.is_some() {
