@@ -171,6 +171,17 @@ fn entry_hash(e: Entry) -> u64 {
     db_hash(key_hash(e.key()), e.db())
 }
 
+/// How a key lookup treats a key it finds expired.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// A write's lookup: the expired key is removed (the write takes its place).
+    Write,
+    /// A read's lookup: the expired key is removed too, except while expiry is paused
+    /// (CLIENT PAUSE, [`crate::Store::pause_expiry`]), when it is reported missing and
+    /// left in place, as Redis 7.0's `expireIfNeeded` does.
+    Read,
+}
+
 /// One tenant's dictionary in a shard (kRedis §4.3): its entries, TTL list, eviction
 /// pool and counters. See the `tenant` module for why tenants are parts of shards.
 pub(crate) struct Part {
@@ -508,11 +519,44 @@ impl Part {
         h: u64,
         now_ms: u64,
     ) -> Result<usize, Option<usize>> {
-        match self.find_live_pos_n(db, key, h, now_ms) {
-            Err(vacancy) if self.zone.is_some() => match self.fault_in(db, key, h, now_ms) {
-                Some(pos) => Ok(pos),
-                None => Err(vacancy),
-            },
+        self.find_pos(db, key, h, now_ms, Lookup::Write)
+    }
+
+    /// [`Self::find_live_pos`] for a read: an expired key is left in place while
+    /// expiry is paused ([`Lookup::Read`]).
+    fn find_readable_pos(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        h: u64,
+        now_ms: u64,
+    ) -> Result<usize, Option<usize>> {
+        self.find_pos(db, key, h, now_ms, Lookup::Read)
+    }
+
+    fn find_pos(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        h: u64,
+        now_ms: u64,
+        lookup: Lookup,
+    ) -> Result<usize, Option<usize>> {
+        match self.find_pos_n(db, key, h, now_ms, lookup) {
+            Err(vacancy) if self.zone.is_some() => {
+                // Taking an expired key out of the Z-zone drops it: a paused read only
+                // takes a live one.
+                if lookup == Lookup::Read
+                    && self.cfg.expiry_paused(now_ms)
+                    && !self.zone_contains(db, key, now_ms)
+                {
+                    return Err(vacancy);
+                }
+                match self.fault_in(db, key, h, now_ms) {
+                    Some(pos) => Ok(pos),
+                    None => Err(vacancy),
+                }
+            }
             r => r,
         }
     }
@@ -525,10 +569,35 @@ impl Part {
         h: u64,
         now_ms: u64,
     ) -> Result<usize, Option<usize>> {
+        self.find_pos_n(db, key, h, now_ms, Lookup::Write)
+    }
+
+    /// [`Self::find_readable_pos`] in the N-zone only.
+    fn find_readable_pos_n(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        h: u64,
+        now_ms: u64,
+    ) -> Result<usize, Option<usize>> {
+        self.find_pos_n(db, key, h, now_ms, Lookup::Read)
+    }
+
+    fn find_pos_n(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        h: u64,
+        now_ms: u64,
+        lookup: Lookup,
+    ) -> Result<usize, Option<usize>> {
         let pos = self
             .table
             .find_or_vacancy(h, |e| e.db() == db && e.key() == key)?;
         if self.entry(pos).expire_at().is_some_and(|at| now_ms > at) {
+            if lookup == Lookup::Read && self.cfg.expiry_paused(now_ms) {
+                return Err(None);
+            }
             self.event_at(KeyEvent::Expired, pos);
             self.remove_at(pos);
             self.expired += 1;
@@ -540,6 +609,14 @@ impl Part {
     fn find_live(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<Entry> {
         let h = db_hash(key_hash(key), db);
         self.find_live_pos(db, key, h, now_ms)
+            .ok()
+            .map(|pos| self.entry(pos))
+    }
+
+    /// [`Self::find_live`] for a read ([`Lookup::Read`]).
+    fn find_readable(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let h = db_hash(key_hash(key), db);
+        self.find_readable_pos(db, key, h, now_ms)
             .ok()
             .map(|pos| self.entry(pos))
     }
@@ -1595,7 +1672,7 @@ impl Shard {
         let part = self.part(ns.tenant);
         part.accessed(clock);
         // The N-zone only: a Z-zone hit is served in place or promoted below.
-        match part.find_live_pos_n(ns.db, key, h, now_ms) {
+        match part.find_readable_pos_n(ns.db, key, h, now_ms) {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
@@ -1631,6 +1708,11 @@ impl Shard {
     ) -> Result<Option<&[u8]>, WrongType> {
         let t = ns.tenant;
         let part = &mut self.parts[t as usize];
+        // Reading an expired item drops it: a paused read only reads a live one.
+        if part.cfg.expiry_paused(now_ms) && !part.zone_contains(ns.db, key, now_ms) {
+            self.read_missed(t, ns.db, key, h);
+            return Ok(None);
+        }
         match part.zone_read(ns.db, key, h, now_ms) {
             ZoneRead::Served => {
                 part.hits += 1;
@@ -1659,7 +1741,7 @@ impl Shard {
     /// Reads a string value without counting stats or touching recency (lazily expires
     /// it); `Err(WrongType)` for a hash or set.
     pub fn peek(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Result<Option<&[u8]>, WrongType> {
-        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
+        match self.part(ns.tenant).find_readable(ns.db, key, now_ms) {
             Some(e) if e.is_object() => Err(WrongType),
             Some(e) => Ok(Some(e.value())),
             None => Ok(None),
@@ -1676,7 +1758,7 @@ impl Shard {
     fn live(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<Entry> {
         let part = self.part(ns.tenant);
         let expired = part.expired;
-        let e = part.find_live(ns.db, key, now_ms);
+        let e = part.find_readable(ns.db, key, now_ms);
         if part.expired != expired {
             self.publish();
         }
@@ -1698,7 +1780,7 @@ impl Shard {
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
         part.accessed(clock);
-        match part.find_live_pos(ns.db, key, h, now_ms) {
+        match part.find_readable_pos(ns.db, key, h, now_ms) {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
@@ -1910,7 +1992,7 @@ impl Shard {
     pub fn info(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> Option<EntryInfo> {
         let clock = self.clock as u32;
         let part = self.part(ns.tenant);
-        let e = part.find_live(ns.db, key, now_ms)?;
+        let e = part.find_readable(ns.db, key, now_ms)?;
         Some(EntryInfo {
             kind: e.kind(),
             encoding: e.object().map(|o| o.encoding()),
@@ -2011,7 +2093,7 @@ impl Shard {
     pub fn exists(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
         let part = self.part(ns.tenant);
         let h = db_hash(key_hash(key), ns.db);
-        part.find_live_pos_n(ns.db, key, h, now_ms).is_ok()
+        part.find_readable_pos_n(ns.db, key, h, now_ms).is_ok()
             || part.zone_contains(ns.db, key, now_ms)
     }
 
@@ -2021,7 +2103,7 @@ impl Shard {
         let clock = self.clock;
         let part = self.part(ns.tenant);
         part.accessed(clock);
-        match part.find_live(ns.db, key, now_ms) {
+        match part.find_readable(ns.db, key, now_ms) {
             Some(e) => {
                 part.referenced(e, clock);
                 true
@@ -2065,7 +2147,7 @@ impl Shard {
     }
 
     pub fn ttl(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> TtlState {
-        match self.part(ns.tenant).find_live(ns.db, key, now_ms) {
+        match self.part(ns.tenant).find_readable(ns.db, key, now_ms) {
             None => TtlState::Missing,
             Some(e) => match e.expire_at() {
                 None => TtlState::Persistent,
@@ -2079,7 +2161,7 @@ impl Shard {
     /// change (Redis 7.0 remembers such keys as stale for the same reason).
     pub fn watch(&mut self, ns: Ns, key: &[u8], flag: &WatchFlag, now_ms: u64) {
         let part = self.part(ns.tenant);
-        let _ = part.find_live(ns.db, key, now_ms);
+        let _ = part.find_readable(ns.db, key, now_ms);
         part.watched
             .get_or_insert_with(Default::default)
             .add(ns.db, key, flag);
@@ -2473,6 +2555,9 @@ impl Shard {
             let pos = part.random_position_of_db(ns.db, &mut self.rng)?;
             let e = part.entry(pos);
             if e.expire_at().is_some_and(|at| now_ms > at) {
+                if part.cfg.expiry_paused(now_ms) {
+                    continue;
+                }
                 part.event_at(KeyEvent::Expired, pos);
                 part.remove_at(pos);
                 part.expired += 1;

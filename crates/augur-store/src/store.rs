@@ -96,6 +96,11 @@ pub(crate) struct SharedConfig {
     pub(crate) key_changes_on: std::sync::atomic::AtomicBool,
     /// Writes may exceed the memory limits (set while an `allow-oom` script runs).
     pub(crate) oom_exempt: std::sync::atomic::AtomicBool,
+    /// Until when (Unix ms) reads leave expired keys in place (0: no pause): CLIENT
+    /// PAUSE, during which Redis's `expireIfNeeded` reports a key expired without
+    /// deleting it, so that a paused dataset does not change (see
+    /// [`Store::pause_expiry`]).
+    pub(crate) expiry_paused_until_ms: AtomicU64,
     /// Shards over their share of `maxmemory` on room the others left, for a write
     /// large against the share or because their policy found nothing to evict there (a
     /// volatile policy and no key with a TTL; `Shard::make_room_unpublished`). While any
@@ -147,6 +152,12 @@ fn ceil_share_is_div_ceil() {
 }
 
 impl SharedConfig {
+    /// Whether reads at `now_ms` leave expired keys in place ([`Store::pause_expiry`]).
+    #[inline]
+    pub(crate) fn expiry_paused(&self, now_ms: u64) -> bool {
+        now_ms < self.expiry_paused_until_ms.load(Ordering::Relaxed)
+    }
+
     /// A shard's share of a store-wide limit of `bytes`, rounded up: a limit smaller than
     /// the shard count is still a limit (a share of 0 would mean unlimited).
     pub(crate) fn shard_share(&self, bytes: u64) -> u64 {
@@ -408,6 +419,7 @@ impl Store {
             changes: OnceLock::new(),
             key_changes_on: std::sync::atomic::AtomicBool::new(false),
             oom_exempt: std::sync::atomic::AtomicBool::new(false),
+            expiry_paused_until_ms: AtomicU64::new(0),
             borrowing_shards: AtomicUsize::new(0),
             zone: crate::zone::ZoneSettings::new(&config.zone),
             published,
@@ -539,6 +551,18 @@ impl Store {
     /// still is): Redis's `allow-oom` scripts write past the limit, since the OOM check
     /// happens once, before the script runs (script.c). The server sets it only while
     /// such a script holds the gate exclusively.
+    /// Reads leave expired keys in place until `until_ms` (Unix ms; 0 ends it at
+    /// once): while clients are paused (CLIENT PAUSE), a read sees an expired key as
+    /// missing, as always, but does not delete it, so `expired_keys` does not move and
+    /// nothing is announced until the pause ends (Redis 7.0 `expireIfNeeded`:
+    /// `checkClientPauseTimeoutAndReturnIfPaused`). Writes, which a pause holds, still
+    /// remove an expired key they meet, since they replace it.
+    pub fn pause_expiry(&self, until_ms: u64) {
+        self.config
+            .expiry_paused_until_ms
+            .store(until_ms, Ordering::Relaxed);
+    }
+
     pub fn set_oom_exempt(&self, on: bool) {
         self.config.oom_exempt.store(on, Ordering::Relaxed);
     }

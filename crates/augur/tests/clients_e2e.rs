@@ -8,6 +8,7 @@ mod common;
 
 use augur_server::ServerConfig;
 use common::{err, q, TestServer};
+use futures_util::StreamExt;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -950,5 +951,71 @@ async fn client_pause_write_judges_scripts_by_their_flags() {
         assert!(r.is_err(), "{script:?} ran during the pause: {r:?}");
     }
     let _: String = q(&mut admin, &["CLIENT", "UNPAUSE"]).await.unwrap();
+    s.stop().await;
+}
+
+/// During CLIENT PAUSE nothing expires (Redis 7.0 `expireIfNeeded`): a read sees an
+/// expired key as missing but leaves it in place, so `expired_keys` and DBSIZE stay
+/// put and no `expired` event is published until the pause ends; the first read after
+/// CLIENT UNPAUSE deletes it. Checked the same way against redis-server 7.0.15.
+#[tokio::test]
+async fn client_pause_leaves_expired_keys_in_place_until_unpause() {
+    let s = TestServer::start(ServerConfig::default()).await;
+    let mut c = s.con().await;
+    let expired = |info: String| common::info_field(&info, "expired_keys");
+    let _: String = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ex"])
+        .await
+        .unwrap();
+    let client = redis::Client::open(format!("redis://{}/", s.addr)).unwrap();
+    let mut ps = client.get_async_pubsub().await.unwrap();
+    ps.subscribe("__keyevent@0__:expired").await.unwrap();
+    let mut sub = Box::pin(ps.into_on_message());
+    let before = expired(q(&mut c, &["INFO", "stats"]).await.unwrap());
+    for k in ["a", "b", "c"] {
+        let _: String = q(&mut c, &["SET", k, "v", "PX", "20"]).await.unwrap();
+    }
+    let _: String = q(&mut c, &["SET", "hash-kept", "v"]).await.unwrap();
+    let _: i64 = q(&mut c, &["HSET", "h", "f", "v"]).await.unwrap();
+    let _: i64 = q(&mut c, &["PEXPIRE", "h", "20"]).await.unwrap();
+    let _: String = q(&mut c, &["CLIENT", "PAUSE", "60000", "WRITE"])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Every read reports the keys gone...
+    let v: Option<String> = q(&mut c, &["GET", "a"]).await.unwrap();
+    assert_eq!(v, None);
+    let n: i64 = q(&mut c, &["EXISTS", "b"]).await.unwrap();
+    assert_eq!(n, 0);
+    let t: i64 = q(&mut c, &["PTTL", "c"]).await.unwrap();
+    assert_eq!(t, -2);
+    let t: String = q(&mut c, &["TYPE", "h"]).await.unwrap();
+    assert_eq!(t, "none");
+    let n: i64 = q(&mut c, &["HLEN", "h"]).await.unwrap();
+    assert_eq!(n, 0);
+    // ... and none was deleted.
+    assert_eq!(
+        expired(q(&mut c, &["INFO", "stats"]).await.unwrap()),
+        before
+    );
+    let n: i64 = q(&mut c, &["DBSIZE"]).await.unwrap();
+    assert_eq!(n, 5);
+    let none = tokio::time::timeout(Duration::from_millis(300), sub.next()).await;
+    assert!(none.is_err(), "an expired event during the pause: {none:?}");
+    let _: String = q(&mut c, &["CLIENT", "UNPAUSE"]).await.unwrap();
+    for k in ["a", "b", "c", "h"] {
+        let n: i64 = q(&mut c, &["EXISTS", k]).await.unwrap();
+        assert_eq!(n, 0);
+    }
+    assert_eq!(
+        expired(q(&mut c, &["INFO", "stats"]).await.unwrap()),
+        before + 4
+    );
+    let n: i64 = q(&mut c, &["DBSIZE"]).await.unwrap();
+    assert_eq!(n, 1);
+    let msg = tokio::time::timeout(Duration::from_secs(3), sub.next())
+        .await
+        .expect("an expired event after the unpause")
+        .unwrap();
+    assert_eq!(msg.get_channel_name(), "__keyevent@0__:expired");
     s.stop().await;
 }

@@ -183,6 +183,7 @@ pub(super) fn client_command(
         "unblock" => unblock(shared, c, args),
         "unpause" => {
             shared.pause.unpause();
+            shared.store.pause_expiry(0);
             c.out.ok();
         }
         "setinfo" => {
@@ -681,6 +682,14 @@ fn pause(shared: &Shared, c: &mut Client, args: Args<'_>) {
     };
     if ms > 0 {
         shared.pause.pause(until, all, now);
+        // Nothing expires while clients are paused: the cron's active expiry checks the
+        // pause, reads leave expired keys in place until it ends.
+        shared.store.pause_expiry(
+            shared
+                .pause
+                .until_ms
+                .load(std::sync::atomic::Ordering::Relaxed),
+        );
     }
     c.out.ok();
 }

@@ -433,7 +433,7 @@ impl Shard {
         let clock = self.clock;
         let lfu = self.config.tenant_policy(ns.tenant).is_lfu();
         let part = self.part(ns.tenant);
-        let e = part.find_live(ns.db, key, now_ms)?;
+        let e = part.find_readable(ns.db, key, now_ms)?;
         let freq = lfu.then(|| crate::lfu::counter(e, clock, &part.lfu_state_mut().marks));
         // The entry keeps the clock's low 32 bits; widen within the last 2^32 accesses.
         let atime = clock - e.idle(clock as u32) as u64;
