@@ -1019,3 +1019,60 @@ async fn client_pause_leaves_expired_keys_in_place_until_unpause() {
     assert_eq!(msg.get_channel_name(), "__keyevent@0__:expired");
     s.stop().await;
 }
+
+/// CLIENT PAUSE WRITE holds scripts that may write and an EXEC of a write on their own
+/// connections, each counted in blocked_clients while it waits, and CLIENT UNPAUSE
+/// releases them all with their replies.
+#[tokio::test]
+async fn client_pause_holds_concurrent_writers_and_unpause_releases_them() {
+    let s = TestServer::start(ServerConfig::default()).await;
+    let mut admin = s.con().await;
+    let _: String = q(&mut admin, &["CLIENT", "PAUSE", "60000", "WRITE"])
+        .await
+        .unwrap();
+    let mut held = Vec::new();
+    for (script, want) in [("return 1", 1), ("#!lua\nreturn 2", 2)] {
+        let mut c = s.con().await;
+        held.push(tokio::spawn(async move {
+            let v = q::<i64>(&mut c, &["EVAL", script, "0"]).await.unwrap();
+            assert_eq!(v, want, "{script:?}");
+        }));
+    }
+    let mut m = s.con().await;
+    held.push(tokio::spawn(async move {
+        let mut pipe = redis::pipe();
+        pipe.cmd("MULTI")
+            .ignore()
+            .cmd("SET")
+            .arg("k")
+            .arg("v")
+            .ignore()
+            .cmd("EXEC");
+        let (v,): (Vec<String>,) = pipe.query_async(&mut m).await.unwrap();
+        assert_eq!(v, ["OK"]);
+    }));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = q(&mut admin, &["INFO", "clients"]).await.unwrap();
+        if common::info_field(&info, "blocked_clients") == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not all three held: {info}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(held.iter().all(|t| !t.is_finished()));
+    let v: Option<String> = q(&mut admin, &["GET", "k"]).await.unwrap();
+    assert_eq!(v, None, "the EXEC ran during the pause");
+    let _: String = q(&mut admin, &["CLIENT", "UNPAUSE"]).await.unwrap();
+    for t in held {
+        tokio::time::timeout(Duration::from_secs(5), t)
+            .await
+            .expect("released by the unpause")
+            .unwrap();
+    }
+    let v: Option<String> = q(&mut admin, &["GET", "k"]).await.unwrap();
+    assert_eq!(v.as_deref(), Some("v"));
+    let info: String = q(&mut admin, &["INFO", "clients"]).await.unwrap();
+    assert_eq!(common::info_field(&info, "blocked_clients"), 0);
+    s.stop().await;
+}
