@@ -13,4 +13,5 @@ cargo build --release -p augur
 bash tests/compat/run.sh
 bash tests/compat/fuzz.sh
 bash tests/redis-suite/run.sh
-bash tests/redis-suite/run-spawn.sh unit/acl unit/acl-v2 unit/auth unit/maxmemory unit/pause
+bash tests/redis-suite/run-spawn.sh unit/acl unit/acl-v2 unit/auth unit/maxmemory unit/pause \
+  unit/info unit/lazyfree unit/limits unit/quit unit/pubsubshard unit/printver

@@ -190,6 +190,15 @@ pub struct ServerConfig {
     pub active_defrag_cycle_max: u64,
     /// Per-command latency histograms for INFO latencystats (`latency-tracking`).
     pub latency_tracking: bool,
+    /// `lazyfree-lazy-*` (Redis's names, all `no` by default): which removals free a
+    /// large value on the background thread (`augur_store::lazyfree`): evictions,
+    /// expiries, values a command replaces, DEL (as UNLINK), and FLUSHDB / FLUSHALL
+    /// without SYNC or ASYNC (as ASYNC).
+    pub lazyfree_lazy_eviction: bool,
+    pub lazyfree_lazy_expire: bool,
+    pub lazyfree_lazy_server_del: bool,
+    pub lazyfree_lazy_user_del: bool,
+    pub lazyfree_lazy_user_flush: bool,
     /// The percentiles INFO latencystats reports (`latency-tracking-info-percentiles`).
     pub latency_tracking_info_percentiles: Vec<f64>,
     /// `tracking-table-max-keys`: keys CLIENT TRACKING remembers before it invalidates
@@ -224,6 +233,9 @@ pub struct ServerConfig {
     pub acl_pubsub_default_all: bool,
     /// `aclfile`: users come from this file (ACL LOAD / ACL SAVE); empty = none.
     pub aclfile: String,
+    /// The configuration file the server was started with, as an absolute path (INFO
+    /// server `config_file`); empty = none.
+    pub config_file: String,
 }
 
 /// The kRedis tuner's objective (`tenant-objective`).
@@ -316,6 +328,11 @@ impl Default for ServerConfig {
             active_defrag_threshold_lower: 5,
             active_defrag_cycle_max: 25,
             latency_tracking: true,
+            lazyfree_lazy_eviction: false,
+            lazyfree_lazy_expire: false,
+            lazyfree_lazy_server_del: false,
+            lazyfree_lazy_user_del: false,
+            lazyfree_lazy_user_flush: false,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             tracking_table_max_keys: crate::tracking::DEFAULT_MAX_KEYS,
             client_output_buffer_limit: crate::obuf::DEFAULTS,
@@ -329,6 +346,7 @@ impl Default for ServerConfig {
             latency_monitor_threshold: 0,
             acl_pubsub_default_all: false,
             aclfile: String::new(),
+            config_file: String::new(),
         }
     }
 }
@@ -355,6 +373,21 @@ impl ServerConfig {
 /// Parameters CONFIG GET knows about, in the order it lists them. `save` and `appendonly`
 /// are fixed (persistence is off) but answered, because tools such as redis-benchmark
 /// query them.
+fn yes_no(on: bool) -> String {
+    if on { "yes" } else { "no" }.to_string()
+}
+
+/// The store's `lazyfree-lazy-*` share of `cfg` (the others are the server's).
+impl ServerConfig {
+    pub fn lazyfree(&self) -> augur_store::lazyfree::LazyFreeConfig {
+        augur_store::lazyfree::LazyFreeConfig {
+            expire: self.lazyfree_lazy_expire,
+            eviction: self.lazyfree_lazy_eviction,
+            server_del: self.lazyfree_lazy_server_del,
+        }
+    }
+}
+
 pub const PARAMS: &[&str] = &[
     "port",
     "bind",
@@ -419,6 +452,11 @@ pub const PARAMS: &[&str] = &[
     "hll-sparse-max-bytes",
     "latency-tracking",
     "latency-tracking-info-percentiles",
+    "lazyfree-lazy-eviction",
+    "lazyfree-lazy-expire",
+    "lazyfree-lazy-server-del",
+    "lazyfree-lazy-user-del",
+    "lazyfree-lazy-user-flush",
     "tracking-table-max-keys",
     "activedefrag",
     "active-defrag-ignore-bytes",
@@ -507,6 +545,11 @@ pub const LIVE_PARAMS: &[&str] = &[
     "hll-sparse-max-bytes",
     "latency-tracking",
     "latency-tracking-info-percentiles",
+    "lazyfree-lazy-eviction",
+    "lazyfree-lazy-expire",
+    "lazyfree-lazy-server-del",
+    "lazyfree-lazy-user-del",
+    "lazyfree-lazy-user-flush",
     "tracking-table-max-keys",
     "activedefrag",
     "active-defrag-ignore-bytes",
@@ -865,6 +908,11 @@ impl ServerConfig {
                     .ok_or("argument must be a memory value")?
             }
             "latency-tracking" => self.latency_tracking = parse_bool(value)?,
+            "lazyfree-lazy-eviction" => self.lazyfree_lazy_eviction = parse_bool(value)?,
+            "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = parse_bool(value)?,
+            "lazyfree-lazy-server-del" => self.lazyfree_lazy_server_del = parse_bool(value)?,
+            "lazyfree-lazy-user-del" => self.lazyfree_lazy_user_del = parse_bool(value)?,
+            "lazyfree-lazy-user-flush" => self.lazyfree_lazy_user_flush = parse_bool(value)?,
             "tracking-table-max-keys" => {
                 self.tracking_table_max_keys = parse_int_in(value, 0, i64::MAX)? as u64
             }
@@ -1019,6 +1067,11 @@ impl ServerConfig {
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),
             "save" => self.save.clone(),
             "latency-tracking" => if self.latency_tracking { "yes" } else { "no" }.to_string(),
+            "lazyfree-lazy-eviction" => yes_no(self.lazyfree_lazy_eviction),
+            "lazyfree-lazy-expire" => yes_no(self.lazyfree_lazy_expire),
+            "lazyfree-lazy-server-del" => yes_no(self.lazyfree_lazy_server_del),
+            "lazyfree-lazy-user-del" => yes_no(self.lazyfree_lazy_user_del),
+            "lazyfree-lazy-user-flush" => yes_no(self.lazyfree_lazy_user_flush),
             "tracking-table-max-keys" => self.tracking_table_max_keys.to_string(),
             "activedefrag" => if self.activedefrag { "yes" } else { "no" }.to_string(),
             "active-defrag-ignore-bytes" => self.active_defrag_ignore_bytes.to_string(),

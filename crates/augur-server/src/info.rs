@@ -147,23 +147,40 @@ fn section_text(shared: &Shared, tenant: TenantId, section: &str, o: &mut String
         }
         "server" => {
             line!("# Server");
+            // Redis's fields, in its order (server.c genRedisInfoString), less its
+            // compiler's (atomicvar_api, gcc_version); augur_version after the version.
             line!("redis_version:{REDIS_COMPAT_VERSION}");
             line!("augur_version:{}", env!("CARGO_PKG_VERSION"));
+            line!("redis_git_sha1:00000000");
+            line!("redis_git_dirty:0");
+            line!("redis_build_id:{}", build_id());
             line!("redis_mode:standalone");
-            line!("os:{} {}", std::env::consts::OS, std::env::consts::ARCH);
+            line!("os:{}", os_name());
             line!("arch_bits:64");
+            line!("monotonic_clock:POSIX clock_gettime");
             line!("multiplexing_api:tokio");
             line!("process_id:{}", std::process::id());
+            line!("process_supervised:no");
             line!("run_id:{}", shared.run_id);
             let addrs = shared.listen_addrs.lock();
             line!("tcp_port:{}", addrs.first().map_or(cfg.port, |a| a.port()));
+            let now_us = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros());
+            line!("server_time_usec:{now_us}");
             line!("uptime_in_seconds:{uptime}");
             line!("uptime_in_days:{}", uptime / 86400);
             line!("hz:{}", cfg.hz);
             line!("configured_hz:{}", cfg.hz);
+            // Redis's LRU clock: seconds, 24 bits (LRU_CLOCK_MAX), at 1 s resolution.
+            line!("lru_clock:{}", (now_us / 1_000_000) & ((1 << 24) - 1));
+            line!(
+                "executable:{}",
+                std::env::current_exe()
+                    .map_or_else(|_| "augur".into(), |p| p.display().to_string())
+            );
+            line!("config_file:{}", cfg.config_file);
             line!("io_threads_active:0");
-            line!("executable:augur");
-            line!("config_file:");
         }
         "clients" => {
             line!("# Clients");
@@ -449,4 +466,40 @@ mod tests {
         assert_eq!(human_bytes(1536), "1.50K");
         assert_eq!(human_bytes(100 * 1024 * 1024), "100.00M");
     }
+}
+
+/// INFO server `os`: `uname -s -r -m`, as Redis prints it (server.c: `name.sysname`,
+/// `name.release`, `name.machine`).
+fn os_name() -> String {
+    // SAFETY: uname fills the zeroed struct it is given; its fields are NUL-terminated.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!(
+        "{} {} {}",
+        field(&u.sysname),
+        field(&u.release),
+        field(&u.machine)
+    )
+}
+
+/// INFO server `redis_build_id`: Redis hashes its build's name, date and compiler; this
+/// is an FNV-1a hash of Augur's version and target, so it changes with the build's
+/// version, in hex as Redis prints it.
+fn build_id() -> String {
+    let name = concat!("augur-", env!("CARGO_PKG_VERSION"));
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes().chain(std::env::consts::ARCH.bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:x}")
 }

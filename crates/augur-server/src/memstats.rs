@@ -31,6 +31,8 @@ pub struct MemStats {
     lua: u64,
     overhead: u64,
     defrag_running: bool,
+    /// (`lazyfree_pending_objects`, `lazyfreed_objects`): augur_store::lazyfree.
+    lazyfree: (u64, u64),
 }
 
 impl MemStats {
@@ -68,6 +70,7 @@ impl MemStats {
             lua,
             overhead: clients_normal + clients_monitors + lua,
             defrag_running: shared.counters.active_defrag_running.load(Relaxed),
+            lazyfree: shared.store.lazyfree_stats(),
         }
     }
 
@@ -149,8 +152,8 @@ impl MemStats {
         line!("mem_cluster_links:0");
         line!("mem_aof_buffer:0");
         line!("active_defrag_running:{}", self.defrag_running as u8);
-        line!("lazyfree_pending_objects:0");
-        line!("lazyfreed_objects:0");
+        line!("lazyfree_pending_objects:{}", self.lazyfree.0);
+        line!("lazyfreed_objects:{}", self.lazyfree.1);
     }
 }
 
@@ -440,6 +443,7 @@ mod tests {
             lua: 0,
             overhead: 0,
             defrag_running: false,
+            lazyfree: (0, 0),
         }
     }
 

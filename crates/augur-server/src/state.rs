@@ -271,6 +271,10 @@ pub struct Shared {
     pub proto_max_bulk_len: AtomicU64,
     /// `hll-sparse-max-bytes`, read by every PFADD / PFMERGE without the config lock.
     pub hll_sparse_max_bytes: AtomicU64,
+    /// `lazyfree-lazy-user-del` and `-user-flush`, read by DEL and FLUSH* without the
+    /// config lock.
+    pub lazy_user_del: AtomicBool,
+    pub lazy_user_flush: AtomicBool,
     pub query_buffer_limit: AtomicU64,
     pub maxclients: AtomicU64,
     pub timeout_secs: AtomicU64,
@@ -378,6 +382,7 @@ impl Shared {
         });
         store.set_encoding_limits(config.encoding_limits());
         store.set_notify_flags(config.notify_keyspace_events);
+        store.set_lazyfree(config.lazyfree());
         store.set_lhd_samples(config.lhd_samples);
         store.set_lfu_log_factor(config.lfu_log_factor);
         store.set_lfu_decay_minutes(config.lfu_decay_time);
@@ -422,6 +427,8 @@ impl Shared {
             ref_queue: Arc::new(crate::profiler::RefQueue::new()),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
             hll_sparse_max_bytes: AtomicU64::new(config.hll_sparse_max_bytes),
+            lazy_user_del: AtomicBool::new(config.lazyfree_lazy_user_del),
+            lazy_user_flush: AtomicBool::new(config.lazyfree_lazy_user_flush),
             query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
             maxclients: AtomicU64::new(config.maxclients),
             timeout_secs: AtomicU64::new(config.timeout),
@@ -490,6 +497,11 @@ impl Shared {
         self.store.set_zone_window_ms(new.zone.window_ms);
         self.store.set_encoding_limits(new.encoding_limits());
         self.store.set_notify_flags(new.notify_keyspace_events);
+        self.store.set_lazyfree(new.lazyfree());
+        self.lazy_user_del
+            .store(new.lazyfree_lazy_user_del, Relaxed);
+        self.lazy_user_flush
+            .store(new.lazyfree_lazy_user_flush, Relaxed);
         self.proto_max_bulk_len
             .store(new.proto_max_bulk_len, Relaxed);
         self.hll_sparse_max_bytes

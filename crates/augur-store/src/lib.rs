@@ -10,6 +10,7 @@ pub mod defrag;
 mod entry;
 mod glob;
 mod index;
+pub mod lazyfree;
 mod lfu;
 mod lhd;
 mod list;

@@ -599,7 +599,7 @@ impl Part {
                 return Err(None);
             }
             self.event_at(KeyEvent::Expired, pos);
-            self.remove_at(pos);
+            self.remove_at_lazily(pos, self.cfg.lazyfree.on_expire());
             self.expired += 1;
             return Err(None);
         }
@@ -724,7 +724,7 @@ impl Part {
         if fresh.shares_object_with(&old) {
             old.free_block();
         } else {
-            old.free();
+            self.release(old, self.cfg.lazyfree.on_server_del());
         }
     }
 
@@ -781,6 +781,25 @@ impl Part {
     /// Deletes the entry at `pos`, keeping index, volatile list and counters consistent.
     fn remove_at(&mut self, pos: usize) {
         self.unlink_at(pos).free();
+    }
+
+    /// [`Self::remove_at`], the value freed on the background thread when `lazy` and
+    /// it is large (`crate::lazyfree`).
+    fn remove_at_lazily(&mut self, pos: usize, lazy: bool) {
+        let e = self.unlink_at(pos);
+        self.release(e, lazy);
+    }
+
+    /// Frees an entry taken out of the index: its value on the background freer when
+    /// `lazy` (the freer keeps small values here), its block at once.
+    fn release(&self, e: Entry, lazy: bool) {
+        if !lazy {
+            return e.free();
+        }
+        if let Some(obj) = e.take_object() {
+            self.cfg.lazyfree.free(obj);
+        }
+        e.free_block();
     }
 
     /// Takes the entry at `pos` out of the index, TTL list and counters without freeing
@@ -852,7 +871,7 @@ impl Part {
     }
 
     /// Removes every entry of `db`.
-    fn flush_db(&mut self, db: u8) {
+    fn flush_db(&mut self, db: u8, lazy: bool) {
         let mut pos = self.table.positions();
         while pos > 0 {
             pos -= 1;
@@ -860,7 +879,7 @@ impl Part {
             // A shrink reassigns positions wholesale: then start over from the top.
             if self.table.at(pos).is_some_and(|e| e.db() == db) {
                 let epoch = self.table.epoch();
-                self.remove_at(pos);
+                self.remove_at_lazily(pos, lazy);
                 if self.table.epoch() != epoch {
                     pos = self.table.positions();
                 }
@@ -884,7 +903,7 @@ impl Part {
     }
 
     /// Removes everything and returns the memory to the allocator.
-    fn flush_all(&mut self) {
+    fn flush_all(&mut self, lazy: bool) {
         // Redis's touchAllWatchedKeysInDb: the watched keys that exist are touched.
         if let Some(w) = &self.watched {
             for (db, key) in w.keys() {
@@ -897,7 +916,7 @@ impl Part {
             }
         }
         for e in self.table.entries() {
-            e.free();
+            self.release(e, lazy);
         }
         self.table.clear();
         self.volatile = Vec::new();
@@ -1290,7 +1309,7 @@ impl Part {
             return;
         }
         self.event_at(KeyEvent::Evicted, pos);
-        self.remove_at(pos);
+        self.remove_at_lazily(pos, self.cfg.lazyfree.on_eviction());
         self.evicted += 1;
     }
 
@@ -1966,7 +1985,7 @@ impl Shard {
         part.accessed(clock);
         let vacancy = match part.find_live_pos(ns.db, key, h, now_ms) {
             Ok(pos) => {
-                part.remove_at(pos);
+                part.remove_at_lazily(pos, part.cfg.lazyfree.on_server_del());
                 None
             }
             Err(v) => {
@@ -2073,11 +2092,21 @@ impl Shard {
 
     /// Removes a key; true if it existed (and had not expired).
     pub fn delete(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
+        self.delete_as(ns, key, now_ms, false)
+    }
+
+    /// UNLINK: [`Self::delete`], the value freed on the background thread when it is
+    /// large (`crate::lazyfree`).
+    pub fn unlink(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
+        self.delete_as(ns, key, now_ms, true)
+    }
+
+    fn delete_as(&mut self, ns: Ns, key: &[u8], now_ms: u64, lazy: bool) -> bool {
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
         match part.find_live_pos(ns.db, key, h, now_ms) {
             Ok(pos) => {
-                part.remove_at(pos);
+                part.remove_at_lazily(pos, lazy);
                 self.sample(ns.tenant, h, 0, RefKind::Delete);
                 self.publish();
                 true
@@ -2125,7 +2154,7 @@ impl Shard {
         let e = part.entry(pos);
         match at_ms {
             // Redis counts this as a deletion, not an expiry (no expired_keys bump).
-            Some(at) if at <= now_ms => part.remove_at(pos),
+            Some(at) if at <= now_ms => part.remove_at_lazily(pos, part.cfg.lazyfree.on_expire()),
             Some(at) if e.has_ttl() => {
                 part.modified(e.db(), e.key());
                 e.set_expire_at(at);
@@ -2268,9 +2297,9 @@ impl Shard {
     }
 
     /// Removes every entry of `ns`.
-    pub(crate) fn flush_db(&mut self, ns: Ns) {
+    pub(crate) fn flush_db(&mut self, ns: Ns, lazy: bool) {
         if let Some(p) = self.parts.get_mut(ns.tenant as usize) {
-            p.flush_db(ns.db);
+            p.flush_db(ns.db, lazy);
         }
         self.shared_pool
             .retain(|k| pool_tenant(k) != ns.tenant || k[2] != ns.db);
@@ -2280,9 +2309,9 @@ impl Shard {
 
     /// Removes every entry of tenant `t` and returns its memory to the allocator;
     /// `reset` also zeroes its counters (the tenant is being deleted).
-    pub(crate) fn flush_tenant(&mut self, t: TenantId, reset: bool) {
+    pub(crate) fn flush_tenant(&mut self, t: TenantId, reset: bool, lazy: bool) {
         if let Some(p) = self.parts.get_mut(t as usize) {
-            p.flush_all();
+            p.flush_all(lazy);
             if reset {
                 p.reset_counters();
             }
@@ -2353,7 +2382,7 @@ impl Shard {
                     if e.expire_at().is_some_and(|at| now_ms > at) {
                         let pos = part.position_of(e);
                         part.event_at(KeyEvent::Expired, pos);
-                        part.remove_at(pos);
+                        part.remove_at_lazily(pos, part.cfg.lazyfree.on_expire());
                         part.expired += 1;
                         expired_here += 1;
                     }
@@ -2559,7 +2588,7 @@ impl Shard {
                     continue;
                 }
                 part.event_at(KeyEvent::Expired, pos);
-                part.remove_at(pos);
+                part.remove_at_lazily(pos, part.cfg.lazyfree.on_expire());
                 part.expired += 1;
                 self.publish();
                 continue;

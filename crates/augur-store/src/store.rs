@@ -101,6 +101,8 @@ pub(crate) struct SharedConfig {
     /// deleting it, so that a paused dataset does not change (see
     /// [`Store::pause_expiry`]).
     pub(crate) expiry_paused_until_ms: AtomicU64,
+    /// The background freer of large values (`crate::lazyfree`).
+    pub(crate) lazyfree: crate::lazyfree::LazyFree,
     /// Shards over their share of `maxmemory` on room the others left, for a write
     /// large against the share or because their policy found nothing to evict there (a
     /// volatile policy and no key with a TTL; `Shard::make_room_unpublished`). While any
@@ -420,6 +422,7 @@ impl Store {
             key_changes_on: std::sync::atomic::AtomicBool::new(false),
             oom_exempt: std::sync::atomic::AtomicBool::new(false),
             expiry_paused_until_ms: AtomicU64::new(0),
+            lazyfree: Default::default(),
             borrowing_shards: AtomicUsize::new(0),
             zone: crate::zone::ZoneSettings::new(&config.zone),
             published,
@@ -561,6 +564,24 @@ impl Store {
         self.config
             .expiry_paused_until_ms
             .store(until_ms, Ordering::Relaxed);
+    }
+
+    /// Which removals the store frees lazily on its own (`lazyfree-lazy-expire`,
+    /// `lazyfree-lazy-eviction`; `crate::lazyfree`).
+    pub fn set_lazyfree(&self, cfg: crate::lazyfree::LazyFreeConfig) {
+        self.config.lazyfree.configure(cfg);
+    }
+
+    /// Whether expiries free large values lazily (`lazyfree-lazy-expire`): EXPIRE with
+    /// a time in the past deletes as UNLINK then (expire.c `expireGenericCommand`).
+    pub fn lazy_expire(&self) -> bool {
+        self.config.lazyfree.on_expire()
+    }
+
+    /// (`lazyfree_pending_objects`, `lazyfreed_objects`): values handed to the
+    /// background freer and not yet freed, and those freed since CONFIG RESETSTAT.
+    pub fn lazyfree_stats(&self) -> (u64, u64) {
+        self.config.lazyfree.stats()
     }
 
     pub fn set_oom_exempt(&self, on: bool) {
@@ -925,7 +946,7 @@ impl Store {
             sketch.clear();
         }
         for s in self.shards.iter() {
-            s.0.lock().flush_tenant(t, true);
+            s.0.lock().flush_tenant(t, true, false);
         }
         self.config.tenants.db_map(t).reset();
     }
@@ -996,6 +1017,7 @@ impl Store {
         for s in self.shards.iter() {
             s.0.lock().reset_stats();
         }
+        self.config.lazyfree.reset_stats();
     }
 
     /// Keys in `db` (including expired keys not yet removed, as Redis's DBSIZE).
@@ -1009,15 +1031,34 @@ impl Store {
     }
 
     pub fn flushdb(&self, ns: Ns) {
+        self.flushdb_as(ns, false)
+    }
+
+    /// FLUSHDB ASYNC: [`Self::flushdb`], large values freed on the background thread
+    /// (`crate::lazyfree`); the keys are gone when it returns.
+    pub fn flushdb_lazily(&self, ns: Ns) {
+        self.flushdb_as(ns, true)
+    }
+
+    fn flushdb_as(&self, ns: Ns, lazy: bool) {
         for s in self.shards.iter() {
-            s.0.lock().flush_db(ns);
+            s.0.lock().flush_db(ns, lazy);
         }
     }
 
     /// FLUSHALL: every database of tenant `t` (other tenants keep their keys).
     pub fn flushall(&self, t: TenantId) {
+        self.flushall_as(t, false)
+    }
+
+    /// FLUSHALL ASYNC: [`Self::flushall`], large values freed on the background thread.
+    pub fn flushall_lazily(&self, t: TenantId) {
+        self.flushall_as(t, true)
+    }
+
+    fn flushall_as(&self, t: TenantId, lazy: bool) {
         for s in self.shards.iter() {
-            s.0.lock().flush_tenant(t, false);
+            s.0.lock().flush_tenant(t, false, lazy);
         }
     }
 

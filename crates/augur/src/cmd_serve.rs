@@ -153,6 +153,10 @@ impl Args {
                 .with_context(|| format!("reading config file {}", path.display()))?;
             cfg.apply_file_contents(&text)
                 .map_err(|e| anyhow::anyhow!("bad config file {}: {e}", path.display()))?;
+            cfg.config_file = std::path::absolute(path)
+                .unwrap_or_else(|_| path.clone())
+                .display()
+                .to_string();
         }
         let mut flags: Vec<(&str, String)> = Vec::new();
         if let Some(v) = self.port {

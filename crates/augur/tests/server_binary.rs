@@ -95,6 +95,30 @@ fn serve_binary_config_file_flags_and_shutdown() {
         send(port, "CONFIG GET maxmemory-policy"),
         "*2\r\n$16\r\nmaxmemory-policy\r\n$11\r\nallkeys-lru\r\n"
     );
+    // INFO server names the file (absolute) and the binary, as Redis does.
+    let mut info = send(port, "INFO server");
+    let start = Instant::now();
+    while !info.contains("io_threads_active") && start.elapsed() < Duration::from_secs(5) {
+        info = send(port, "INFO server");
+    }
+    let canonical = std::fs::canonicalize(&conf).unwrap();
+    let config_file = info
+        .lines()
+        .find_map(|l| l.strip_prefix("config_file:"))
+        .expect("config_file in INFO server");
+    assert_eq!(
+        std::fs::canonicalize(config_file).unwrap(),
+        canonical,
+        "{info}"
+    );
+    let exe = info
+        .lines()
+        .find_map(|l| l.strip_prefix("executable:"))
+        .expect("executable in INFO server");
+    assert_eq!(
+        std::fs::canonicalize(exe).unwrap(),
+        std::fs::canonicalize(env!("CARGO_BIN_EXE_augur")).unwrap()
+    );
     assert_eq!(send(port, "SHUTDOWN NOSAVE"), "");
     let start = Instant::now();
     let status = loop {

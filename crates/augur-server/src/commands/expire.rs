@@ -75,7 +75,11 @@ pub(super) fn expire_command(
         return c.out.int(0);
     }
     if when <= now as i64 {
-        shard.delete(c.ns(), key, now);
+        if shared.store.lazy_expire() {
+            shard.unlink(c.ns(), key, now);
+        } else {
+            shard.delete(c.ns(), key, now);
+        }
         drop(shard);
         notify(shared, c, GENERIC, "del", key);
     } else {

@@ -9,6 +9,7 @@ use crate::notify::{notify, notify_db};
 use crate::resp::{parse_i64, Args};
 use crate::state::Shared;
 use augur_store::{Relocated, Relocation};
+use std::sync::atomic::Ordering;
 
 const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
 const ERR_DB_RANGE: &str = "ERR DB index is out of range";
@@ -177,11 +178,16 @@ pub(super) fn del_command(
     now: u64,
 ) {
     let mut n = 0;
+    // UNLINK, and DEL under `lazyfree-lazy-user-del`, free large values in the
+    // background (augur_store::lazyfree).
+    let lazy = spec.cmd == Cmd::Unlink
+        || (spec.cmd == Cmd::Del && shared.lazy_user_del.load(Ordering::Relaxed));
     for k in args.iter().skip(1) {
         let mut shard = shared.store.lock_key(k);
         let hit = match spec.cmd {
             Cmd::Exists => shard.exists(c.ns(), k, now),
             Cmd::Touch => shard.touch(c.ns(), k, now),
+            _ if lazy => shard.unlink(c.ns(), k, now),
             _ => shard.delete(c.ns(), k, now),
         };
         if hit && matches!(spec.cmd, Cmd::Del | Cmd::Unlink) {
@@ -225,19 +231,25 @@ pub(super) fn dbsize_command(shared: &Shared, c: &mut Client) {
     c.out.int(shared.store.dbsize(c.ns()) as i64)
 }
 
-/// FLUSHDB and FLUSHALL (ASYNC and SYNC are accepted; both flush at once).
+/// FLUSHDB and FLUSHALL [ASYNC|SYNC]: the keys are gone when it replies either way;
+/// ASYNC (or no argument under `lazyfree-lazy-user-flush`) frees the large values on
+/// the background thread (augur_store::lazyfree) instead of before the reply.
 pub(super) fn flush_command(shared: &Shared, c: &mut Client, spec: &CommandSpec, args: Args<'_>) {
     if args.len() > 2 || (args.len() == 2 && !eq(args.get(1), "async") && !eq(args.get(1), "sync"))
     {
         return c.out.error(ERR_SYNTAX);
     }
+    let lazy = if args.len() == 2 {
+        eq(args.get(1), "async")
+    } else {
+        shared.lazy_user_flush.load(Ordering::Relaxed)
+    };
     // CLIENT TRACKING: one null invalidation ("everything") instead of one per key.
-    crate::tracking::flushing(|| {
-        if spec.cmd == Cmd::FlushDb {
-            shared.store.flushdb(c.ns())
-        } else {
-            shared.store.flushall(c.tenant)
-        }
+    crate::tracking::flushing(|| match (spec.cmd == Cmd::FlushDb, lazy) {
+        (true, false) => shared.store.flushdb(c.ns()),
+        (true, true) => shared.store.flushdb_lazily(c.ns()),
+        (false, false) => shared.store.flushall(c.tenant),
+        (false, true) => shared.store.flushall_lazily(c.tenant),
     });
     if shared.tracking.in_use() {
         shared.tracking.flushed(c.tenant);

@@ -198,7 +198,7 @@ impl Shard {
                 self.publish();
                 return Ok(Relocated::DestinationExists);
             }
-            part.remove_at(dpos);
+            part.remove_at_lazily(dpos, part.cfg.lazyfree.on_server_del());
         }
         let moved = if same_block {
             src.set_db(to.db);
@@ -311,7 +311,7 @@ fn relocate_across(
     let dpart = dst.part(to.tenant);
     dpart.accessed(clock);
     if let Some(dpos) = dpart.live_pos(to.db, newkey, now_ms) {
-        dpart.remove_at(dpos);
+        dpart.remove_at_lazily(dpos, dpart.cfg.lazyfree.on_server_del());
     }
     dpart.event(KeyEvent::New, to.db, newkey);
     dpart.insert_entry(fresh);
