@@ -456,18 +456,6 @@ fn cpu_times() -> (f64, f64) {
     (get(11), get(12))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::human_bytes;
-
-    #[test]
-    fn human() {
-        assert_eq!(human_bytes(0), "0B");
-        assert_eq!(human_bytes(1536), "1.50K");
-        assert_eq!(human_bytes(100 * 1024 * 1024), "100.00M");
-    }
-}
-
 /// INFO server `os`: `uname -s -r -m`, as Redis prints it (server.c: `name.sysname`,
 /// `name.release`, `name.machine`).
 fn os_name() -> String {
@@ -502,4 +490,16 @@ fn build_id() -> String {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn human() {
+        assert_eq!(human_bytes(0), "0B");
+        assert_eq!(human_bytes(1536), "1.50K");
+        assert_eq!(human_bytes(100 * 1024 * 1024), "100.00M");
+    }
 }
