@@ -522,18 +522,8 @@ impl Part {
         self.find_pos(db, key, h, now_ms, Lookup::Write)
     }
 
-    /// [`Self::find_live_pos`] for a read: an expired key is left in place while
-    /// expiry is paused ([`Lookup::Read`]).
-    fn find_readable_pos(
-        &mut self,
-        db: u8,
-        key: &[u8],
-        h: u64,
-        now_ms: u64,
-    ) -> Result<usize, Option<usize>> {
-        self.find_pos(db, key, h, now_ms, Lookup::Read)
-    }
-
+    /// [`Self::find_live_pos`] for a read or a write ([`Lookup`]: a paused read leaves
+    /// an expired key in place).
     fn find_pos(
         &mut self,
         db: u8,
@@ -572,17 +562,7 @@ impl Part {
         self.find_pos_n(db, key, h, now_ms, Lookup::Write)
     }
 
-    /// [`Self::find_readable_pos`] in the N-zone only.
-    fn find_readable_pos_n(
-        &mut self,
-        db: u8,
-        key: &[u8],
-        h: u64,
-        now_ms: u64,
-    ) -> Result<usize, Option<usize>> {
-        self.find_pos_n(db, key, h, now_ms, Lookup::Read)
-    }
-
+    /// [`Self::find_pos`] in the N-zone only.
     fn find_pos_n(
         &mut self,
         db: u8,
@@ -616,7 +596,7 @@ impl Part {
     /// [`Self::find_live`] for a read ([`Lookup::Read`]).
     fn find_readable(&mut self, db: u8, key: &[u8], now_ms: u64) -> Option<Entry> {
         let h = db_hash(key_hash(key), db);
-        self.find_readable_pos(db, key, h, now_ms)
+        self.find_pos(db, key, h, now_ms, Lookup::Read)
             .ok()
             .map(|pos| self.entry(pos))
     }
@@ -1691,7 +1671,7 @@ impl Shard {
         let part = self.part(ns.tenant);
         part.accessed(clock);
         // The N-zone only: a Z-zone hit is served in place or promoted below.
-        match part.find_readable_pos_n(ns.db, key, h, now_ms) {
+        match part.find_pos_n(ns.db, key, h, now_ms, Lookup::Read) {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
@@ -1799,7 +1779,7 @@ impl Shard {
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);
         part.accessed(clock);
-        match part.find_readable_pos(ns.db, key, h, now_ms) {
+        match part.find_pos(ns.db, key, h, now_ms, Lookup::Read) {
             Ok(pos) => {
                 part.hits += 1;
                 let e = part.entry(pos);
@@ -2122,7 +2102,7 @@ impl Shard {
     pub fn exists(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
         let part = self.part(ns.tenant);
         let h = db_hash(key_hash(key), ns.db);
-        part.find_readable_pos_n(ns.db, key, h, now_ms).is_ok()
+        part.find_pos_n(ns.db, key, h, now_ms, Lookup::Read).is_ok()
             || part.zone_contains(ns.db, key, now_ms)
     }
 
