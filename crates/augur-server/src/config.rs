@@ -57,6 +57,9 @@ pub struct ServerConfig {
     pub port: u16,
     pub bind: Vec<String>,
     pub requirepass: Option<String>,
+    /// `protected-mode` (default yes): while the default user has no password, only
+    /// loopback clients are served (networking.c `clientAcceptHandler`).
+    pub protected_mode: bool,
     pub maxclients: u64,
     /// Idle client timeout in seconds; 0 = never.
     pub timeout: u64,
@@ -268,6 +271,7 @@ impl Default for ServerConfig {
         Self {
             port: 6379,
             bind: vec!["127.0.0.1".into()],
+            protected_mode: true,
             requirepass: None,
             maxclients: 10000,
             timeout: 0,
@@ -393,6 +397,7 @@ pub const PARAMS: &[&str] = &[
     "bind",
     "requirepass",
     "maxclients",
+    "protected-mode",
     "timeout",
     "maxmemory",
     "maxmemory-policy",
@@ -504,6 +509,7 @@ pub const LIVE_PARAMS: &[&str] = &[
     "compressed-zone-window-ms",
     "requirepass",
     "maxclients",
+    "protected-mode",
     "timeout",
     "loglevel",
     "proto-max-bulk-len",
@@ -683,6 +689,7 @@ impl ServerConfig {
                 self.bind = addrs;
             }
             "requirepass" => self.requirepass = if value.is_empty() { None } else { Some(value.to_string()) },
+            "protected-mode" => self.protected_mode = parse_bool(value)?,
             "maxclients" => {
                 let n: u64 = parse_int(value)?;
                 if n < 1 {
@@ -1012,6 +1019,7 @@ impl ServerConfig {
             }
             .to_string(),
             "maxclients" => self.maxclients.to_string(),
+            "protected-mode" => yes_no(self.protected_mode),
             "timeout" => self.timeout.to_string(),
             "maxmemory" => self.maxmemory.to_string(),
             "maxmemory-policy" if self.maxmemory_policy_auto => "auto".into(),

@@ -509,6 +509,39 @@ impl Drop for Registration {
     }
 }
 
+/// Whether a client connects from this host's loopback (networking.c `connIsLocal`:
+/// 127.0.0.0/8 or ::1, an IPv4-mapped IPv6 loopback included).
+fn is_loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// Redis 7.0's reply to a client protected mode refuses (networking.c
+/// `clientAcceptHandler`), naming Redis's own remedies, which are Augur's too.
+const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected \
+mode is enabled and no password is set for the default user. \
+In this mode connections are only accepted from the loopback interface. \
+If you want to connect from external computers to Redis you \
+may adopt one of the following solutions: \
+1) Just disable protected mode sending the command \
+'CONFIG SET protected-mode no' from the loopback interface \
+by connecting to Redis from the same host the server is \
+running, however MAKE SURE Redis is not publicly accessible \
+from internet if you do so. Use CONFIG REWRITE to make this \
+change permanent. \
+2) Alternatively you can just disable the protected mode by \
+editing the Redis configuration file, and setting the protected \
+mode option to 'no', and then restarting the server. \
+3) If you started the server manually just for testing, restart \
+it with the '--protected-mode no' option. \
+4) Setup a an authentication password for the default user. \
+NOTE: You only need to do one of the above things in order for \
+the server to start accepting connections from the outside.\r\n";
+
 async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) -> io::Result<()> {
     sock.set_nodelay(true)?;
     let maxclients = shared.maxclients.load(Relaxed);
@@ -536,6 +569,14 @@ async fn connection(mut sock: TcpStream, addr: SocketAddr, shared: Arc<Shared>) 
         shared: shared.clone(),
         id,
     };
+    if shared.protected_mode.load(Relaxed)
+        && !is_loopback(addr.ip())
+        && shared.tenants.get("default").is_some_and(|u| u.nopass)
+    {
+        shared.counters.rejected_connections.fetch_add(1, Relaxed);
+        let _ = sock.write_all(PROTECTED_MODE_DENIED.as_bytes()).await;
+        return Ok(());
+    }
     if shared.shutdown_requested.load(Relaxed) {
         return Ok(());
     }

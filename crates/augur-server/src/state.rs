@@ -277,6 +277,8 @@ pub struct Shared {
     pub lazy_user_flush: AtomicBool,
     pub query_buffer_limit: AtomicU64,
     pub maxclients: AtomicU64,
+    /// `protected-mode`, read at every accept.
+    pub protected_mode: AtomicBool,
     pub timeout_secs: AtomicU64,
     pub hz: AtomicU32,
     pub pass_required: AtomicBool,
@@ -431,6 +433,7 @@ impl Shared {
             lazy_user_flush: AtomicBool::new(config.lazyfree_lazy_user_flush),
             query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
             maxclients: AtomicU64::new(config.maxclients),
+            protected_mode: AtomicBool::new(config.protected_mode),
             timeout_secs: AtomicU64::new(config.timeout),
             hz: AtomicU32::new(config.hz),
             pass_required: AtomicBool::new(config.requirepass.is_some()),
@@ -509,6 +512,7 @@ impl Shared {
         self.query_buffer_limit
             .store(new.client_query_buffer_limit, Relaxed);
         self.maxclients.store(new.maxclients, Relaxed);
+        self.protected_mode.store(new.protected_mode, Relaxed);
         self.timeout_secs.store(new.timeout, Relaxed);
         self.hz.store(new.hz, Relaxed);
         self.tenants

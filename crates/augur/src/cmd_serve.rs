@@ -23,6 +23,10 @@ pub struct Args {
     /// Password clients must AUTH with.
     #[arg(long)]
     pub requirepass: Option<String>,
+    /// `yes` (the default) or `no`: while the default user has no password, serve
+    /// loopback clients only (Redis's protected mode).
+    #[arg(long)]
+    pub protected_mode: Option<String>,
     #[arg(long)]
     pub maxclients: Option<u64>,
     /// Close clients idle for this many seconds (0 = never).
@@ -175,6 +179,7 @@ impl Args {
             flags.push(("timeout", v.to_string()));
         }
         let named = [
+            ("protected-mode", &self.protected_mode),
             ("maxmemory", &self.maxmemory),
             ("maxmemory-policy", &self.maxmemory_policy),
             ("maxmemory-samples", &self.maxmemory_samples),

@@ -1076,3 +1076,82 @@ async fn client_pause_holds_concurrent_writers_and_unpause_releases_them() {
     assert_eq!(common::info_field(&info, "blocked_clients"), 0);
     s.stop().await;
 }
+
+/// This machine's address on its default route's interface (no packet is sent), if it
+/// has a non-loopback one.
+fn non_loopback_ipv4() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("10.255.255.255:1").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// Protected mode (networking.c `clientAcceptHandler`): while the default user has no
+/// password, a client from a non-loopback address gets Redis's DENIED error and is
+/// closed, counted in rejected_connections; loopback clients are served; a password or
+/// `protected-mode no` (live) lets it in.
+#[tokio::test]
+async fn protected_mode_refuses_non_loopback_clients_without_a_password() {
+    let Some(ip) = non_loopback_ipv4() else {
+        panic!("this test needs a non-loopback IPv4 address on the machine");
+    };
+    let cfg = ServerConfig {
+        port: 0,
+        bind: vec!["0.0.0.0".into()],
+        ..ServerConfig::default()
+    };
+    let server = augur_server::Server::bind(cfg, None).await.expect("bind");
+    let port = server.local_addrs()[0].port();
+    let handle = server.handle();
+    let task = tokio::spawn(server.run());
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let outside = std::net::SocketAddr::new(ip, port);
+    let mut admin = TcpStream::connect(local).await.unwrap();
+    expect(&mut admin, &cmd(&["PING"]), "+PONG\r\n").await;
+    let denied = |s: String| {
+        assert!(
+            s.starts_with("-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user.")
+                && s.ends_with("accepting connections from the outside.\r\n"),
+            "{s:?}"
+        )
+    };
+    let mut o = TcpStream::connect(outside).await.unwrap();
+    o.write_all(&cmd(&["PING"])).await.unwrap();
+    denied(read_until(&mut o, b"outside.\r\n").await);
+    expect_closed(&mut o, Duration::from_secs(3)).await;
+    let info = bulk(&mut admin, &cmd(&["INFO", "stats"])).await;
+    assert_eq!(common::info_field(&info, "rejected_connections"), 1);
+    // With a password for the default user, the outside client connects (and must
+    // authenticate, as every client).
+    expect(
+        &mut admin,
+        &cmd(&["CONFIG", "SET", "requirepass", "pw"]),
+        "+OK\r\n",
+    )
+    .await;
+    let mut o = TcpStream::connect(outside).await.unwrap();
+    expect(&mut o, &cmd(&["AUTH", "pw"]), "+OK\r\n").await;
+    expect(&mut o, &cmd(&["PING"]), "+PONG\r\n").await;
+    expect(&mut admin, &cmd(&["AUTH", "pw"]), "+OK\r\n").await;
+    expect(&mut admin, &cmd(&["CONFIG", "SET", "requirepass", ""]), "+OK\r\n").await;
+    let mut o = TcpStream::connect(outside).await.unwrap();
+    o.write_all(&cmd(&["PING"])).await.unwrap();
+    denied(read_until(&mut o, b"outside.\r\n").await);
+    // protected-mode no, live.
+    expect(
+        &mut admin,
+        &cmd(&["CONFIG", "SET", "protected-mode", "no"]),
+        "+OK\r\n",
+    )
+    .await;
+    expect(
+        &mut admin,
+        &cmd(&["CONFIG", "GET", "protected-mode"]),
+        "*2\r\n$14\r\nprotected-mode\r\n$2\r\nno\r\n",
+    )
+    .await;
+    let mut o = TcpStream::connect(outside).await.unwrap();
+    expect(&mut o, &cmd(&["PING"]), "+PONG\r\n").await;
+    handle.shutdown();
+    let _ = task.await;
+}
