@@ -1133,7 +1133,12 @@ async fn protected_mode_refuses_non_loopback_clients_without_a_password() {
     expect(&mut o, &cmd(&["AUTH", "pw"]), "+OK\r\n").await;
     expect(&mut o, &cmd(&["PING"]), "+PONG\r\n").await;
     expect(&mut admin, &cmd(&["AUTH", "pw"]), "+OK\r\n").await;
-    expect(&mut admin, &cmd(&["CONFIG", "SET", "requirepass", ""]), "+OK\r\n").await;
+    expect(
+        &mut admin,
+        &cmd(&["CONFIG", "SET", "requirepass", ""]),
+        "+OK\r\n",
+    )
+    .await;
     let mut o = TcpStream::connect(outside).await.unwrap();
     o.write_all(&cmd(&["PING"])).await.unwrap();
     denied(read_until(&mut o, b"outside.\r\n").await);
