@@ -381,8 +381,9 @@ fn yes_no(on: bool) -> String {
     if on { "yes" } else { "no" }.to_string()
 }
 
-/// The store's `lazyfree-lazy-*` share of `cfg` (the others are the server's).
 impl ServerConfig {
+    /// The `lazyfree-lazy-*` parameters the store applies itself (`-user-del` and
+    /// `-user-flush` are the server's choice of command).
     pub fn lazyfree(&self) -> augur_store::lazyfree::LazyFreeConfig {
         augur_store::lazyfree::LazyFreeConfig {
             expire: self.lazyfree_lazy_expire,

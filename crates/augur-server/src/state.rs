@@ -370,6 +370,20 @@ impl Pause {
 }
 
 impl Shared {
+    /// CLIENT PAUSE: the pause in force (a longer or stricter one wins), and nothing
+    /// expires until it ends: the cron's active expiry checks the pause, the store's
+    /// reads leave expired keys in place until the same time.
+    pub fn pause_clients(&self, until: u64, all: bool, now: u64) {
+        self.pause.pause(until, all, now);
+        self.store.pause_expiry(self.pause.until_ms.load(Relaxed));
+    }
+
+    /// CLIENT UNPAUSE.
+    pub fn unpause_clients(&self) {
+        self.pause.unpause();
+        self.store.pause_expiry(0);
+    }
+
     pub fn new(
         config: ServerConfig,
         log_hook: Option<Box<dyn Fn(LogLevel) + Send + Sync>>,

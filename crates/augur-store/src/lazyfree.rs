@@ -16,7 +16,7 @@
 use crate::object::Object;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// lazyfree.c's `LAZYFREE_THRESHOLD`: values of at most this effort are freed in place.
 pub const LAZYFREE_THRESHOLD: usize = 64;
@@ -57,7 +57,7 @@ pub struct LazyFreeConfig {
 /// The background freer: a thread started on first use, and its counters.
 #[derive(Default)]
 pub(crate) struct LazyFree {
-    sender: OnceLock<Mutex<Sender<Box<Object>>>>,
+    sender: OnceLock<Sender<Box<Object>>>,
     counters: Arc<Counters>,
     expire: AtomicBool,
     eviction: AtomicBool,
@@ -102,14 +102,13 @@ impl LazyFree {
             return drop(obj);
         };
         self.counters.pending.fetch_add(1, Relaxed);
-        let sent = sender.lock().map(|s| s.send(obj));
-        if let Ok(Err(returned)) = sent {
+        if let Err(returned) = sender.send(obj) {
             self.counters.pending.fetch_sub(1, Relaxed);
             drop(returned.0);
         }
     }
 
-    fn sender(&self) -> Option<&Mutex<Sender<Box<Object>>>> {
+    fn sender(&self) -> Option<&Sender<Box<Object>>> {
         if let Some(s) = self.sender.get() {
             return Some(s);
         }
@@ -130,7 +129,7 @@ impl LazyFree {
         }
         // A racing first use may have installed its own sender: its thread serves it,
         // this one's ends as `tx` is dropped here.
-        let _ = self.sender.set(Mutex::new(tx));
+        let _ = self.sender.set(tx);
         self.sender.get()
     }
 

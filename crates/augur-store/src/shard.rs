@@ -2081,6 +2081,14 @@ impl Shard {
         self.delete_as(ns, key, now_ms, true)
     }
 
+    /// A key deleted because a command gave it an expiry time already past (EXPIRE,
+    /// GETEX): [`Self::delete`], lazily under `lazyfree-lazy-expire` (expire.c
+    /// `expireGenericCommand`). Not counted as expired, as in Redis.
+    pub fn delete_expired_now(&mut self, ns: Ns, key: &[u8], now_ms: u64) -> bool {
+        let lazy = self.config.lazyfree.on_expire();
+        self.delete_as(ns, key, now_ms, lazy)
+    }
+
     fn delete_as(&mut self, ns: Ns, key: &[u8], now_ms: u64, lazy: bool) -> bool {
         let h = db_hash(key_hash(key), ns.db);
         let part = self.part(ns.tenant);

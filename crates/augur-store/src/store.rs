@@ -572,12 +572,6 @@ impl Store {
         self.config.lazyfree.configure(cfg);
     }
 
-    /// Whether expiries free large values lazily (`lazyfree-lazy-expire`): EXPIRE with
-    /// a time in the past deletes as UNLINK then (expire.c `expireGenericCommand`).
-    pub fn lazy_expire(&self) -> bool {
-        self.config.lazyfree.on_expire()
-    }
-
     /// (`lazyfree_pending_objects`, `lazyfreed_objects`): values handed to the
     /// background freer and not yet freed, and those freed since CONFIG RESETSTAT.
     pub fn lazyfree_stats(&self) -> (u64, u64) {

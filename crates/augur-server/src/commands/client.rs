@@ -182,8 +182,7 @@ pub(super) fn client_command(
         "pause" => pause(shared, c, args),
         "unblock" => unblock(shared, c, args),
         "unpause" => {
-            shared.pause.unpause();
-            shared.store.pause_expiry(0);
+            shared.unpause_clients();
             c.out.ok();
         }
         "setinfo" => {
@@ -681,15 +680,7 @@ fn pause(shared: &Shared, c: &mut Client, args: Args<'_>) {
         return c.out.error("ERR timeout is out of range");
     };
     if ms > 0 {
-        shared.pause.pause(until, all, now);
-        // Nothing expires while clients are paused: the cron's active expiry checks the
-        // pause, reads leave expired keys in place until it ends.
-        shared.store.pause_expiry(
-            shared
-                .pause
-                .until_ms
-                .load(std::sync::atomic::Ordering::Relaxed),
-        );
+        shared.pause_clients(until, all, now);
     }
     c.out.ok();
 }

@@ -75,11 +75,7 @@ pub(super) fn expire_command(
         return c.out.int(0);
     }
     if when <= now as i64 {
-        if shared.store.lazy_expire() {
-            shard.unlink(c.ns(), key, now);
-        } else {
-            shard.delete(c.ns(), key, now);
-        }
+        shard.delete_expired_now(c.ns(), key, now);
         drop(shard);
         notify(shared, c, GENERIC, "del", key);
     } else {

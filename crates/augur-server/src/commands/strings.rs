@@ -351,7 +351,7 @@ pub(super) fn getex_command(shared: &Shared, c: &mut Client, args: Args<'_>, now
     c.out.bulk(v);
     if let Some(at) = at {
         if at <= now {
-            shard.delete(c.ns(), key, now);
+            shard.delete_expired_now(c.ns(), key, now);
             notify(shared, c, GENERIC, "del", key);
         } else {
             shard.set_expire(c.ns(), key, Some(at), now);
