@@ -236,6 +236,11 @@ pub struct ServerConfig {
     pub acl_pubsub_default_all: bool,
     /// `aclfile`: users come from this file (ACL LOAD / ACL SAVE); empty = none.
     pub aclfile: String,
+    /// `dir`: the working directory, as an absolute path (relative paths such as
+    /// `aclfile` resolve there); empty = the directory the server was started in.
+    /// Setting it changes the process's working directory (config.c's
+    /// setConfigDirOption).
+    pub dir: String,
     /// The configuration file the server was started with, as an absolute path (INFO
     /// server `config_file`); empty = none.
     pub config_file: String,
@@ -270,7 +275,10 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             port: 6379,
-            bind: vec!["127.0.0.1".into()],
+            // Redis 7's compiled-in default: every IPv4 address and, if the machine
+            // has IPv6, every IPv6 one; protected-mode keeps non-loopback clients out
+            // until a password is set.
+            bind: vec!["*".into(), "-::*".into()],
             protected_mode: true,
             requirepass: None,
             maxclients: 10000,
@@ -350,6 +358,7 @@ impl Default for ServerConfig {
             latency_monitor_threshold: 0,
             acl_pubsub_default_all: false,
             aclfile: String::new(),
+            dir: String::new(),
             config_file: String::new(),
         }
     }
@@ -480,6 +489,7 @@ pub const PARAMS: &[&str] = &[
     "latency-monitor-threshold",
     "acl-pubsub-default",
     "aclfile",
+    "dir",
 ];
 
 /// Parameters `CONFIG GET` with a pattern (`*`) does not list; only their exact name
@@ -570,7 +580,18 @@ pub const LIVE_PARAMS: &[&str] = &[
     "slowlog-max-len",
     "latency-monitor-threshold",
     "acl-pubsub-default",
+    "dir",
 ];
+
+/// An io::Error as C's strerror text ("No such file or directory"), without Rust's
+/// " (os error 2)" suffix: Redis's error replies quote strerror.
+pub fn os_error_text(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
 
 /// memtoull's units (case-insensitive; k = 1000, kb = 1024): the multiplier.
 pub fn memory_unit(unit: &str) -> Option<u64> {
@@ -683,11 +704,8 @@ impl ServerConfig {
         match name.to_ascii_lowercase().as_str() {
             "port" => self.port = parse_int(value)?,
             "bind" => {
-                let addrs: Vec<String> = value.split_whitespace().map(str::to_string).collect();
-                if addrs.is_empty() {
-                    return Err("bind needs at least one address".into());
-                }
-                self.bind = addrs;
+                // `bind ""` listens on no TCP address, as in Redis.
+                self.bind = value.split_whitespace().map(str::to_string).collect();
             }
             "requirepass" => self.requirepass = if value.is_empty() { None } else { Some(value.to_string()) },
             "protected-mode" => self.protected_mode = parse_bool(value)?,
@@ -990,6 +1008,13 @@ impl ServerConfig {
                 self.latency_monitor_threshold = parse_int_in(value, 0i64, i64::MAX)? as u64
             }
             "aclfile" => self.aclfile = value.to_string(),
+            "dir" => {
+                let path = std::fs::canonicalize(value).map_err(|e| os_error_text(&e))?;
+                if !path.is_dir() {
+                    return Err("Not a directory".into());
+                }
+                self.dir = path.display().to_string();
+            }
             "acl-pubsub-default" => {
                 self.acl_pubsub_default_all = match value.to_ascii_lowercase().as_str() {
                     "allchannels" => true,
@@ -1013,6 +1038,10 @@ impl ServerConfig {
             "slowlog-max-len" => self.slowlog_max_len.to_string(),
             "latency-monitor-threshold" => self.latency_monitor_threshold.to_string(),
             "aclfile" => self.aclfile.clone(),
+            "dir" if self.dir.is_empty() => std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+            "dir" => self.dir.clone(),
             "acl-pubsub-default" => if self.acl_pubsub_default_all {
                 "allchannels"
             } else {

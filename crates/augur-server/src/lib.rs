@@ -10,6 +10,7 @@ pub mod blocking;
 pub mod cmdtable;
 pub mod commands;
 pub mod config;
+pub mod config_rewrite;
 pub mod cpu_budget;
 pub mod dlru;
 pub mod gate;

@@ -84,29 +84,20 @@ impl Server {
         config: ServerConfig,
         log_hook: Option<Box<dyn Fn(crate::config::LogLevel) + Send + Sync>>,
     ) -> io::Result<Server> {
-        let mut listeners = Vec::new();
-        let mut port = config.port;
-        for addr in &config.bind {
-            let l = TcpListener::bind((addr.as_str(), port))
-                .await
-                .map_err(|e| {
-                    io::Error::new(e.kind(), format!("could not bind {addr}:{port}: {e}"))
-                })?;
-            port = l.local_addr()?.port();
-            listeners.push(l);
+        let (_, bound) = bind_addresses(&config.bind, config.port, &[])?;
+        if bound.is_empty() {
+            tracing::warn!("bind lists no address that could be bound: not listening on TCP");
         }
+        let listeners = bound
+            .into_iter()
+            .map(TcpListener::from_std)
+            .collect::<io::Result<Vec<_>>>()?;
         let mut metrics_listeners = Vec::new();
         if config.metrics_port > 0 {
-            for addr in &config.bind {
-                let l = TcpListener::bind((addr.as_str(), config.metrics_port))
-                    .await
-                    .map_err(|e| {
-                        io::Error::new(
-                            e.kind(),
-                            format!("could not bind metrics {addr}:{}: {e}", config.metrics_port),
-                        )
-                    })?;
-                metrics_listeners.push(l);
+            let (_, bound) = bind_addresses(&config.bind, config.metrics_port, &[])
+                .map_err(|e| io::Error::new(e.kind(), format!("metrics port: {e}")))?;
+            for l in bound {
+                metrics_listeners.push(TcpListener::from_std(l)?);
             }
         }
         let shared = Arc::new(Shared::new(config, log_hook));
@@ -224,6 +215,85 @@ async fn listeners(
     }
 }
 
+/// Binds `bind`'s addresses on `port` (config.c's bind semantics): `*` is every IPv4
+/// address, `::*` every IPv6 one, a `-` prefix marks an address that may fail (absent
+/// IPv6, say) without failing the whole; an empty list binds nothing. Addresses in
+/// `current` are already bound and are returned in the first list, not bound again.
+/// Port 0 binds a free port, then the same port for the addresses after it. Err is the
+/// first required address that could not be resolved or bound.
+pub fn bind_addresses(
+    bind: &[String],
+    mut port: u16,
+    current: &[SocketAddr],
+) -> io::Result<(Vec<SocketAddr>, Vec<std::net::TcpListener>)> {
+    let mut keep = Vec::new();
+    let mut add: Vec<std::net::TcpListener> = Vec::new();
+    for host in bind {
+        let optional = host.starts_with('-');
+        let h = match host.trim_start_matches('-') {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            h => h,
+        };
+        let addrs: Vec<SocketAddr> = match (h, port).to_socket_addrs() {
+            Ok(a) => a.collect(),
+            Err(e) if optional => {
+                tracing::warn!("could not resolve optional bind address {host}: {e}");
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("could not resolve {host}: {e}");
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("could not resolve {host}: {e}"),
+                ));
+            }
+        };
+        for mut a in addrs {
+            if port != 0 {
+                a.set_port(port);
+            }
+            if current.contains(&a) {
+                keep.push(a);
+                continue;
+            }
+            let bound = listen_on(a);
+            match bound {
+                Ok(l) => {
+                    if port == 0 {
+                        port = l.local_addr()?.port();
+                    }
+                    add.push(l)
+                }
+                Err(e) if optional => tracing::warn!("could not bind optional {a}: {e}"),
+                Err(e) => {
+                    tracing::warn!("Could not create server TCP listening socket {a}: {e}");
+                    // Dropping `add` closes what was bound so far.
+                    return Err(io::Error::new(e.kind(), format!("could not bind {a}: {e}")));
+                }
+            }
+        }
+    }
+    Ok((keep, add))
+}
+
+/// One listening socket as Redis makes it (anet.c's anetListen): SO_REUSEADDR, an
+/// IPv6 socket IPv6-only (so `* -::*` binds 0.0.0.0 and [::] on the same port instead
+/// of the second failing on a dual-stack socket), Redis's default backlog of 511
+/// (`tcp-backlog`), non-blocking for tokio.
+fn listen_on(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(511)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
 /// CONFIG SET port / bind (config.c's updatePort / updateBind, networking.c's
 /// changeListenPort): binds what the new `bind` and `port` need before anything is
 /// closed, so on failure the server keeps listening where it did and CONFIG SET fails;
@@ -241,48 +311,11 @@ pub fn change_listeners(shared: &Shared, bind: &[String], port: u16) -> Result<(
         }
     };
     let current: Vec<SocketAddr> = shared.listen_addrs.lock().clone();
-    let mut keep = Vec::new();
-    let mut add = Vec::new();
-    if port != 0 {
-        for host in bind {
-            // Redis's "-" prefix marks an optional address; "*" means every IPv4 one.
-            let optional = host.starts_with('-');
-            let h = match host.trim_start_matches('-') {
-                "*" => "0.0.0.0",
-                "::*" => "::",
-                h => h,
-            };
-            let addrs: Vec<SocketAddr> = match (h, port).to_socket_addrs() {
-                Ok(a) => a.collect(),
-                Err(e) if optional => {
-                    tracing::warn!("could not resolve optional bind address {host}: {e}");
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!("could not resolve {host}: {e}");
-                    return Err(fail());
-                }
-            };
-            for a in addrs {
-                if current.contains(&a) {
-                    keep.push(a);
-                    continue;
-                }
-                match std::net::TcpListener::bind(a).and_then(|l| {
-                    l.set_nonblocking(true)?;
-                    Ok(l)
-                }) {
-                    Ok(l) => add.push(l),
-                    Err(e) if optional => tracing::warn!("could not bind optional {a}: {e}"),
-                    Err(e) => {
-                        tracing::warn!("Could not create server TCP listening socket {a}: {e}");
-                        // Dropping `add` closes what was bound so far.
-                        return Err(fail());
-                    }
-                }
-            }
-        }
-    }
+    let (keep, add) = if port != 0 {
+        bind_addresses(bind, port, &current).map_err(|_| fail())?
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let ctl = shared.listener_ctl.lock();
     let Some(tx) = ctl.as_ref() else {
         return Err(fail());

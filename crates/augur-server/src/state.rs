@@ -661,6 +661,47 @@ impl Shared {
         Ok(())
     }
 
+    /// CONFIG REWRITE (crate::config_rewrite): the running configuration, the ACL
+    /// users (unless `aclfile` holds them) and the tenants' settings written into the
+    /// file the server was started with. Err is Redis's reply text.
+    pub fn rewrite_config(&self, force_all: bool) -> Result<(), String> {
+        let cfg = self.config.read().clone();
+        if cfg.config_file.is_empty() {
+            return Err("ERR The server is running without a config file".into());
+        }
+        let mut users = self.tenants.users();
+        users.sort_by(|a, b| a.name.cmp(&b.name));
+        let defaults = crate::tenants::TenantSettings::default();
+        let tenants = users
+            .iter()
+            .filter_map(|u| {
+                let pairs: Vec<String> = crate::tenants::TENANT_PARAMS
+                    .iter()
+                    .filter(|p| u.settings.get(p) != defaults.get(p))
+                    .map(|p| format!("{p} {}", u.settings.get(p).unwrap_or_default()))
+                    .collect();
+                (!pairs.is_empty()).then(|| format!("tenant {} {}", u.name, pairs.join(" ")))
+            })
+            .collect();
+        let directives = crate::config_rewrite::Directives {
+            users: cfg
+                .aclfile
+                .is_empty()
+                .then(|| users.iter().map(|u| u.describe()).collect()),
+            tenants,
+        };
+        let path = std::path::Path::new(&cfg.config_file);
+        let fail = |e: String| {
+            tracing::warn!("CONFIG REWRITE failed: {e}");
+            format!("ERR Rewriting config file: {e}")
+        };
+        let old = crate::config_rewrite::read_old_file(path).map_err(fail)?;
+        let text = crate::config_rewrite::rewrite_text(&old, &cfg, &directives, force_all);
+        crate::config_rewrite::overwrite_file(path, &text).map_err(fail)?;
+        tracing::info!("CONFIG REWRITE executed with success.");
+        Ok(())
+    }
+
     /// ACL SAVE: ACL LIST's lines, written to a temporary file then renamed over
     /// `aclfile` (ACLSaveToFile).
     pub fn save_acl_file(&self) -> Result<(), String> {

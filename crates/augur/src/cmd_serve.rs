@@ -251,6 +251,12 @@ fn filter_for(level: LogLevel) -> EnvFilter {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.to_config()?;
+    // `dir` (config.c): the server works there, so relative paths (aclfile) resolve
+    // against it; the config file's own path was made absolute before.
+    if !cfg.dir.is_empty() {
+        std::env::set_current_dir(&cfg.dir)
+            .with_context(|| format!("changing to dir {}", cfg.dir))?;
+    }
 
     // Logging: the level can change at run time (CONFIG SET loglevel) through a reload
     // handle; the output goes to stderr or the configured file.

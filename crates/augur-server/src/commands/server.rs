@@ -51,9 +51,10 @@ pub(super) fn config_command(
             shared.stats.reset();
             c.out.ok();
         }
-        "rewrite" => c
-            .out
-            .error("ERR The server is running without a config file"),
+        "rewrite" => match shared.rewrite_config(false) {
+            Ok(()) => c.out.ok(),
+            Err(e) => c.out.error(&e),
+        },
         _ => help_reply(
             &mut c.out,
             "CONFIG",
@@ -150,8 +151,20 @@ fn config_set(shared: &Shared, c: &mut Client, args: Args<'_>) {
     // Phase 3: apply. Re-binding the listeners (port / bind, as Redis 7 does live) is the
     // one apply that can fail: it goes first, and on failure nothing has changed.
     // Installing then pushes the values to the store and the hot copies, which cannot fail.
+    let old_cwd = std::env::current_dir().ok();
+    if new.dir != old.dir {
+        if let Err(e) = std::env::set_current_dir(&new.dir) {
+            return c.out.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument 'dir') - {}",
+                crate::config::os_error_text(&e)
+            ));
+        }
+    }
     if new.port != old.port || new.bind != old.bind {
         if let Err(e) = crate::server::change_listeners(shared, &new.bind, new.port) {
+            if let (true, Some(d)) = (new.dir != old.dir, &old_cwd) {
+                let _ = std::env::set_current_dir(d);
+            }
             let name = if new.port != old.port { "port" } else { "bind" };
             return c.out.error(&format!(
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"
