@@ -259,14 +259,10 @@ pub fn rewrite_text(
                     let force = default_words.chunks(4).nth(i) != Some(class);
                     st.rewrite_line(name, format!("{name} {}", class.join(" ")), force);
                 }
-                st.mark_processed(name);
-            }
-            // `dir` has no default: Redis always writes the working directory.
-            "dir" => {
-                st.rewrite_line(name, param_line(name, &value), true);
             }
             _ => {
-                let force = default.as_deref() != Some(value.as_str());
+                // `dir` has no default: Redis always writes the working directory.
+                let force = name == "dir" || default.as_deref() != Some(value.as_str());
                 st.rewrite_line(name, param_line(name, &value), force);
             }
         }

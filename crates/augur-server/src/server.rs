@@ -257,8 +257,7 @@ pub fn bind_addresses(
                 keep.push(a);
                 continue;
             }
-            let bound = listen_on(a);
-            match bound {
+            match listen_on(a) {
                 Ok(l) => {
                     if port == 0 {
                         port = l.local_addr()?.port();

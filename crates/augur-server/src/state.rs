@@ -669,26 +669,13 @@ impl Shared {
         if cfg.config_file.is_empty() {
             return Err("ERR The server is running without a config file".into());
         }
-        let mut users = self.tenants.users();
-        users.sort_by(|a, b| a.name.cmp(&b.name));
-        let defaults = crate::tenants::TenantSettings::default();
-        let tenants = users
-            .iter()
-            .filter_map(|u| {
-                let pairs: Vec<String> = crate::tenants::TENANT_PARAMS
-                    .iter()
-                    .filter(|p| u.settings.get(p) != defaults.get(p))
-                    .map(|p| format!("{p} {}", u.settings.get(p).unwrap_or_default()))
-                    .collect();
-                (!pairs.is_empty()).then(|| format!("tenant {} {}", u.name, pairs.join(" ")))
-            })
-            .collect();
+        let users = self.users_by_name();
         let directives = crate::config_rewrite::Directives {
             users: cfg
                 .aclfile
                 .is_empty()
                 .then(|| users.iter().map(|u| u.describe()).collect()),
-            tenants,
+            tenants: users.iter().filter_map(|u| u.tenant_line()).collect(),
         };
         let path = std::path::Path::new(&cfg.config_file);
         let fail = |e: String| {
@@ -706,21 +693,23 @@ impl Shared {
     /// `aclfile` (ACLSaveToFile).
     pub fn save_acl_file(&self) -> Result<(), String> {
         let path = self.config.read().aclfile.clone();
-        let mut users = self.tenants.users();
-        users.sort_by(|a, b| a.name.cmp(&b.name));
         let mut text = String::new();
-        for u in users {
+        for u in self.users_by_name() {
             text.push_str(&u.describe());
             text.push('\n');
         }
-        let tmp = format!("{path}.tmp-{}", std::process::id());
-        std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                tracing::warn!("Failed to save the ACL file {path}: {e}");
-                "There was an error trying to save the ACLs. Please check the server logs for more information".to_string()
-            })
+        crate::config_rewrite::overwrite_file(std::path::Path::new(&path), &text).map_err(|e| {
+            tracing::warn!("Failed to save the ACL file {path}: {e}");
+            "There was an error trying to save the ACLs. Please check the server logs for more information".to_string()
+        })
+    }
+
+    /// Every ACL user, sorted by name (the order of ACL LIST, ACL SAVE and CONFIG
+    /// REWRITE's `user` lines: Redis walks its users' radix tree).
+    fn users_by_name(&self) -> Vec<crate::tenants::User> {
+        let mut users = self.tenants.users();
+        users.sort_by(|a, b| a.name.cmp(&b.name));
+        users
     }
 
     /// Pushes every tenant's profiler sampling rate to the store.

@@ -165,6 +165,18 @@ impl User {
         s
     }
 
+    /// The config file's `tenant NAME k v ...` line for this user's TENANT SET settings
+    /// that differ from the defaults (what CONFIG REWRITE writes), or None if none do.
+    pub fn tenant_line(&self) -> Option<String> {
+        let defaults = TenantSettings::default();
+        let pairs: Vec<String> = TENANT_PARAMS
+            .iter()
+            .filter(|p| self.settings.get(p) != defaults.get(p))
+            .map(|p| format!("{p} {}", self.settings.get(p).unwrap_or_default()))
+            .collect();
+        (!pairs.is_empty()).then(|| format!("tenant {} {}", self.name, pairs.join(" ")))
+    }
+
     /// Applies one ACL rule (acl.c ACLSetUser); `allchannels` is `acl-pubsub-default`.
     /// Errors are ACLSetUserStringError's texts.
     pub fn apply_rule(&mut self, rule: &[u8], allchannels: bool) -> Result<(), String> {

@@ -58,34 +58,7 @@ fn serve_binary_config_file_flags_and_shutdown() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_augur"))
-        .args([
-            "serve",
-            conf.to_str().unwrap(),
-            "--port",
-            &port.to_string(),
-            "--maxmemory",
-            "20mb",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn augur");
-    // Up once a PING is answered, not once a connect succeeds: in one CI run the
-    // connect after a successful probe was reset (ECONNRESET; cause not established;
-    // a probe from an ephemeral port equal to `port` can connect to itself before the
-    // server binds).
-    let start = Instant::now();
-    while try_ping(port).as_deref() != Some("+PONG\r\n") {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "server did not start"
-        );
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("augur exited early: {status}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = spawn_serving(&conf, port, &["--maxmemory", "20mb"]);
     // The flag overrides the file; the file's other settings hold.
     assert_eq!(
         send(port, "CONFIG GET maxmemory"),
@@ -120,17 +93,7 @@ fn serve_binary_config_file_flags_and_shutdown() {
         std::fs::canonicalize(env!("CARGO_BIN_EXE_augur")).unwrap()
     );
     assert_eq!(send(port, "SHUTDOWN NOSAVE"), "");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "server did not exit"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_exit(&mut child);
     assert!(status.success(), "{status}");
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(logged.contains("ready to accept connections"), "{logged}");
@@ -149,10 +112,17 @@ fn serve_binary_rejects_bad_config() {
     assert!(err.contains("maxmemory-policy"), "{err}");
 }
 
-/// Starts `augur serve CONF` on `port` and waits for it to answer PING.
-fn spawn_serving(conf: &std::path::Path, port: u16) -> std::process::Child {
+/// Starts `augur serve CONF --port PORT EXTRA...` and waits for it to answer PING
+/// (or NOAUTH, when the file sets a password). Up once a PING is answered, not once a
+/// connect succeeds: in one CI run the connect after a successful probe was reset
+/// (ECONNRESET; cause not established; a probe from an ephemeral port equal to `port`
+/// can connect to itself before the server binds).
+fn spawn_serving(conf: &std::path::Path, port: u16, extra: &[&str]) -> std::process::Child {
+    let port_arg = port.to_string();
+    let mut args = vec!["serve", conf.to_str().unwrap(), "--port", &port_arg];
+    args.extend_from_slice(extra);
     let mut child = Command::new(env!("CARGO_BIN_EXE_augur"))
-        .args(["serve", conf.to_str().unwrap(), "--port", &port.to_string()])
+        .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -175,9 +145,13 @@ fn spawn_serving(conf: &std::path::Path, port: u16) -> std::process::Child {
     child
 }
 
-fn wait_exit(child: &mut std::process::Child) {
+/// Waits (10 s at most) for the server to exit, and returns how it did.
+fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
     let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "server did not exit"
@@ -213,7 +187,7 @@ fn config_rewrite_survives_a_restart() {
         ),
     )
     .unwrap();
-    let mut child = spawn_serving(&conf, port);
+    let mut child = spawn_serving(&conf, port, &[]);
     let url = format!("redis://127.0.0.1:{port}/");
     let mut con = redis::Client::open(url.as_str())
         .unwrap()
@@ -289,7 +263,7 @@ fn config_rewrite_survives_a_restart() {
     wait_exit(&mut child);
 
     // From the file alone.
-    let mut child = spawn_serving(&conf, port);
+    let mut child = spawn_serving(&conf, port, &[]);
     let url = format!("redis://:s3cret%20%22quoted%22@127.0.0.1:{port}/");
     let mut con = redis::Client::open(url.as_str())
         .unwrap()

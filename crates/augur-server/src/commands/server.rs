@@ -148,11 +148,13 @@ fn config_set(shared: &Shared, c: &mut Client, args: Args<'_>) {
             ));
         }
     }
-    // Phase 3: apply. Re-binding the listeners (port / bind, as Redis 7 does live) is the
-    // one apply that can fail: it goes first, and on failure nothing has changed.
+    // Phase 3: apply. Entering a new `dir` and re-binding the listeners (port / bind, as
+    // Redis 7 does live) are the applies that can fail: they go first, and on failure
+    // nothing has changed (the old `dir` is entered again if the listeners fail).
     // Installing then pushes the values to the store and the hot copies, which cannot fail.
-    let old_cwd = std::env::current_dir().ok();
+    let mut left_cwd = None;
     if new.dir != old.dir {
+        left_cwd = std::env::current_dir().ok();
         if let Err(e) = std::env::set_current_dir(&new.dir) {
             return c.out.error(&format!(
                 "ERR CONFIG SET failed (possibly related to argument 'dir') - {}",
@@ -162,7 +164,7 @@ fn config_set(shared: &Shared, c: &mut Client, args: Args<'_>) {
     }
     if new.port != old.port || new.bind != old.bind {
         if let Err(e) = crate::server::change_listeners(shared, &new.bind, new.port) {
-            if let (true, Some(d)) = (new.dir != old.dir, &old_cwd) {
+            if let Some(d) = &left_cwd {
                 let _ = std::env::set_current_dir(d);
             }
             let name = if new.port != old.port { "port" } else { "bind" };
