@@ -88,6 +88,8 @@ impl Server {
         if bound.is_empty() {
             tracing::warn!("bind lists no address that could be bound: not listening on TCP");
         }
+        let addrs: Vec<SocketAddr> = bound.iter().filter_map(|l| l.local_addr().ok()).collect();
+        let handles = second_handles(&bound)?;
         let listeners = bound
             .into_iter()
             .map(TcpListener::from_std)
@@ -105,10 +107,8 @@ impl Server {
             .setup_tenants()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         crate::profiler::start(shared.clone())?;
-        *shared.listen_addrs.lock() = listeners
-            .iter()
-            .filter_map(|l| l.local_addr().ok())
-            .collect();
+        *shared.listen_addrs.lock() = addrs;
+        *shared.listen_sockets.lock() = handles;
         Ok(Server {
             shared,
             listeners,
@@ -319,11 +319,37 @@ pub fn change_listeners(shared: &Shared, bind: &[String], port: u16) -> Result<(
     let Some(tx) = ctl.as_ref() else {
         return Err(fail());
     };
+    let added = second_handles(&add).map_err(|_| fail())?;
     let mut now_listening = keep.clone();
     now_listening.extend(add.iter().filter_map(|l| l.local_addr().ok()));
+    let dropped: Vec<SocketAddr> = current
+        .iter()
+        .filter(|a| !keep.contains(a))
+        .copied()
+        .collect();
     tx.send(ListenerChange { keep, add }).map_err(|_| fail())?;
+    let mut sockets = shared.listen_sockets.lock();
+    for a in dropped {
+        // shutdown(SHUT_RD) takes a listening socket out of LISTEN on Linux (new
+        // connections are refused, unaccepted ones reset) for every handle to it, so
+        // the port is closed now; the accept loop's own handle goes when it is aborted.
+        if let Some(l) = sockets.remove(&a) {
+            let _ = socket2::SockRef::from(&l).shutdown(std::net::Shutdown::Read);
+        }
+    }
+    sockets.extend(added);
     *shared.listen_addrs.lock() = now_listening;
     Ok(())
+}
+
+/// A second handle (dup) of each listener, by its address (Shared::listen_sockets).
+fn second_handles(
+    listeners: &[std::net::TcpListener],
+) -> io::Result<HashMap<SocketAddr, std::net::TcpListener>> {
+    listeners
+        .iter()
+        .map(|l| Ok((l.local_addr()?, l.try_clone()?)))
+        .collect()
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {

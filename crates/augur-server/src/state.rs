@@ -295,6 +295,11 @@ pub struct Shared {
     /// Called when CONFIG SET loglevel changes the level (the binary owns the subscriber).
     pub log_hook: Option<Box<dyn Fn(LogLevel) + Send + Sync>>,
     pub listen_addrs: Mutex<Vec<SocketAddr>>,
+    /// A second handle (dup) of each client-port listening socket, by address: CONFIG
+    /// SET port / bind shuts the ones it drops before replying (server.rs
+    /// change_listeners), as Redis closes them before its OK, rather than leave them
+    /// accepting until the accept loops' task gets to them.
+    pub listen_sockets: Mutex<HashMap<SocketAddr, std::net::TcpListener>>,
     pub run_id: String,
     /// Pub/Sub subscriptions, per tenant.
     pub pubsub: Arc<crate::pubsub::Registry>,
@@ -462,6 +467,7 @@ impl Shared {
             shutdown: Notify::new(),
             log_hook,
             listen_addrs: Mutex::new(Vec::new()),
+            listen_sockets: Mutex::new(HashMap::new()),
             run_id,
             pubsub,
             blocking: Default::default(),
